@@ -1,0 +1,62 @@
+"""Every Prometheus metric the job exports: name, type, labels, help. Defined once, imported by the
+collector, the dashboards, the alert-rule tests and the contract tests (DESIGN.md, "Prometheus")."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: str  # gauge | counter | histogram
+    labels: tuple[str, ...]
+    help: str
+
+
+REPLICA = ("topic", "partition", "broker")
+
+REPLICA_COPIED_BYTES = Metric("kafka_reassignment_replica_copied_bytes", "gauge", REPLICA,
+                              "Bytes of the new replica's log on the destination broker (numerator).")
+REPLICA_TARGET_BYTES = Metric("kafka_reassignment_replica_target_bytes", "gauge", REPLICA,
+                              "Bytes of the leader's log (denominator); absent when unknown.")
+REPLICA_PROGRESS_RATIO = Metric("kafka_reassignment_replica_progress_ratio", "gauge", REPLICA,
+                                "Copied / target bytes, 0..1; 1 once the replica is in the ISR.")
+REPLICA_IN_ISR = Metric("kafka_reassignment_replica_in_isr", "gauge", REPLICA,
+                        "1 when the destination broker is in the partition's ISR.")
+REPLICA_COPY_RATE = Metric("kafka_reassignment_replica_copy_rate_bytes_per_second", "gauge", REPLICA,
+                           "Smoothed bytes copied per second.")
+REPLICA_ETA = Metric("kafka_reassignment_replica_eta_seconds", "gauge", REPLICA,
+                     "Seconds until the replica catches up; absent when it cannot at the current rates.")
+REPLICA_STALLED = Metric("kafka_reassignment_replica_stalled_seconds", "gauge", REPLICA,
+                         "Seconds since the copied bytes last grew; 0 while progressing.")
+REPLICA_STATE = Metric("kafka_reassignment_replica_state", "gauge", REPLICA + ("state",),
+                       "1 for the replica move's current state.")
+PARTITIONS = Metric("kafka_reassignment_partitions", "gauge", ("state",),
+                    "Reassigning partitions per (worst replica) state.")
+REMAINING_BYTES = Metric("kafka_reassignment_remaining_bytes", "gauge", (),
+                         "Bytes still to copy over all ongoing reassignments.")
+COPY_RATE = Metric("kafka_reassignment_copy_rate_bytes_per_second", "gauge", (),
+                   "Cluster copy rate over all moving replicas.")
+ETA = Metric("kafka_reassignment_eta_seconds", "gauge", (),
+             "Seconds until all ongoing reassignments complete; absent when unknown.")
+BROKER_THROTTLE_RATE = Metric("kafka_reassignment_broker_throttle_rate_bytes_per_second", "gauge",
+                              ("broker", "kind"), "Configured replication throttle rate per broker.")
+TOPIC_THROTTLED_REPLICAS = Metric("kafka_reassignment_topic_throttled_replicas", "gauge", ("topic", "kind"),
+                                  "Entries in the topic's throttled-replicas config; '*' counts as -1.")
+THROTTLE_ACTIONS = Metric("kafka_reassignment_throttle_actions_total", "counter", ("scope", "action"),
+                          "Throttle janitor actions (removed, restored, dry_run, failed).")
+LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (),
+                   "Unix time of the last successful poll of the cluster.")
+POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (),
+                       "Wall time of one poll of the cluster.")
+BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "histogram", (),
+                        "Wall time of one whole micro-batch.")
+POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", ("api",),
+                     "Failed admin requests during polls, per API.")
+
+ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
+       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, PARTITIONS, REMAINING_BYTES, COPY_RATE, ETA,
+       BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
+       BATCH_DURATION, POLL_ERRORS)
+
+THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed")
+THROTTLE_SCOPES = ("topic", "broker")
