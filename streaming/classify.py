@@ -1,0 +1,76 @@
+"""Which state a replica move is in: one named predicate per state, and one function that orders them.
+
+Predicates work on a whole DataFrame of replica rows at once (vectorized: the streaming job classifies
+thousands of replicas per bucket in one call). A row carries the facts of DESIGN.md's progress
+semantics; history columns (`stalled_seconds`, `copy_rate`, `leader_rate`, `observed_seconds`) are
+absent for a one-shot report, and then the history rules cannot fire.
+"""
+
+import numpy as np
+import pandas as pd
+
+from streaming.states import ReplicaState
+
+
+def _column(rows, name, default):
+    return rows[name] if name in rows.columns else pd.Series(default, index=rows.index)
+
+
+def is_completed(rows):
+    """The partition stopped reassigning and the broker is in its replica set."""
+    return _column(rows, "finished", False) & _column(rows, "in_replica_set", False)
+
+
+def is_cancelled(rows):
+    """The partition stopped reassigning and the broker is not in its replica set."""
+    return _column(rows, "finished", False) & ~_column(rows, "in_replica_set", False)
+
+
+def is_broker_offline(rows):
+    """The destination or the leader broker is not alive: nothing can be copied."""
+    return ~_column(rows, "destination_alive", True) | ~_column(rows, "leader_alive", True)
+
+
+def is_in_sync(rows):
+    """The destination broker joined the ISR while the partition still reassigns."""
+    return _column(rows, "in_isr", False)
+
+
+def is_stalled(rows, stall_after_s):
+    """Not in the ISR and the copied bytes have not grown for `stall_after_s`."""
+    stalled = _column(rows, "stalled_seconds", np.nan).astype("float64")
+    return (stalled >= stall_after_s).fillna(False)
+
+
+def is_falling_behind(rows, rate_window_s):
+    """Over a full rate window the leader grew at least as fast as the copy: it cannot finish."""
+    copy_rate = _column(rows, "copy_rate", np.nan).astype("float64")
+    leader_rate = _column(rows, "leader_rate", np.nan).astype("float64")
+    observed = _column(rows, "observed_seconds", 0.0).astype("float64")
+    return ((observed >= rate_window_s) & (leader_rate > 0) & (copy_rate <= leader_rate)).fillna(False)
+
+
+def is_pending(rows):
+    """No bytes on the destination yet."""
+    return _column(rows, "numerator", 0).fillna(0) <= 0
+
+
+def classify(rows, stall_after_s=600.0, rate_window_s=60.0):
+    """The state of every row, as state names. Order is precedence: the first rule that holds wins.
+
+    Finished moves first (nothing else matters once the partition left the reassignment); then a dead
+    broker (it explains any stall); then ISR membership (a replica in sync is done copying, whatever
+    its byte counts say); then the history rules; then whether any byte arrived.
+    """
+    rules = [
+        (is_completed(rows), ReplicaState.COMPLETED),
+        (is_cancelled(rows), ReplicaState.CANCELLED),
+        (is_broker_offline(rows), ReplicaState.BROKER_OFFLINE),
+        (is_in_sync(rows), ReplicaState.IN_SYNC),
+        (is_stalled(rows, stall_after_s), ReplicaState.STALLED),
+        (is_falling_behind(rows, rate_window_s), ReplicaState.FALLING_BEHIND),
+        (is_pending(rows), ReplicaState.PENDING),
+    ]
+    names = np.select([np.asarray(mask, dtype=bool) for mask, _ in rules], [state.name for _, state in rules],
+                      default=ReplicaState.COPYING.name)
+    return pd.Series(names, index=rows.index, dtype="object")

@@ -1,0 +1,168 @@
+"""The progress core: snapshot tables in, replica / partition / reassignment progress out. Pure.
+
+DESIGN.md "Progress semantics" made executable, vectorized with pandas so that the one-shot CLI and
+the streaming job (inside its bucketed stateful operator) run the same code on one replica or 100k.
+
+Replica rows are keyed by (topic, partition, broker, intra_broker). `numerator` / `denominator` are
+nullable Int64 (null = not known in this poll), `progress` and the estimates float64 with NaN = null.
+"""
+
+import numpy as np
+import pandas as pd
+
+from streaming.classify import classify
+from streaming.states import FINISHED_STATES, ReplicaState
+
+KEY = ["topic", "partition", "broker", "intra_broker"]
+PARTITION_KEY = ["topic", "partition"]
+
+REPLICA_COLUMNS = KEY + ["numerator", "denominator", "progress", "in_isr", "leader", "destination_alive",
+                         "leader_alive", "offset_lag", "messages_behind_estimate", "finished", "in_replica_set"]
+
+
+def _pairs(frame, list_column, as_name):
+    """(topic, partition, <as_name>) for every element of a list column."""
+    exploded = frame[PARTITION_KEY + [list_column]].explode(list_column).dropna(subset=[list_column])
+    return exploded.rename(columns={list_column: as_name}).astype({as_name: "int32"})
+
+
+def _member(pairs, candidates, column):
+    """Whether each candidate's (topic, partition, <column>) appears in `pairs`."""
+    marked = pairs.drop_duplicates().assign(_hit=True)
+    joined = candidates[PARTITION_KEY + [column]].merge(marked, on=PARTITION_KEY + [column], how="left")
+    return joined["_hit"].notna().to_numpy()
+
+
+def _current_log_sizes(snapshot):
+    """Bytes of each broker's current (not future) log of each partition, from brokers that answered."""
+    logs = snapshot["log_dirs"]
+    current = logs.loc[~logs["is_future"]]
+    return current.groupby(["topic", "partition", "broker"], as_index=False)["size"].sum()
+
+
+def _moving_inter_broker(snapshot):
+    moves = _pairs(snapshot["reassignments"], "adding", "broker")
+    moves["intra_broker"] = False
+    sizes = _current_log_sizes(snapshot)
+    moves = moves.merge(sizes.rename(columns={"size": "numerator"}), on=["topic", "partition", "broker"], how="left")
+    meta = snapshot["partitions"][PARTITION_KEY + ["leader"]]
+    moves = moves.merge(meta, on=PARTITION_KEY, how="left")
+    moves["leader"] = moves["leader"].fillna(-1).astype("int32")
+    leader_sizes = sizes.rename(columns={"broker": "leader", "size": "leader_size"})
+    moves = moves.merge(leader_sizes, on=["topic", "partition", "leader"], how="left")
+    moves["in_isr"] = _member(_pairs(snapshot["partitions"], "isr", "broker"), moves, "broker")
+    moves["offset_lag"] = pd.NA
+    return moves
+
+
+def _moving_intra_broker(snapshot):
+    logs = snapshot["log_dirs"]
+    future = logs.loc[logs["is_future"], ["topic", "partition", "broker", "size", "offset_lag"]]
+    future = future.rename(columns={"size": "numerator"})
+    future["intra_broker"] = True
+    sizes = _current_log_sizes(snapshot).rename(columns={"size": "leader_size"})
+    future = future.merge(sizes, on=["topic", "partition", "broker"], how="left")
+    future["leader"] = future["broker"].astype("int32")
+    future["in_isr"] = False
+    return future
+
+
+def _with_progress(moves, snapshot):
+    answered = snapshot.answered_brokers()
+    alive = snapshot.alive_brokers()
+    destination_answered = moves["broker"].isin(answered)
+    # A broker that answered but holds no log yet has copied 0 bytes; one that did not answer is unknown.
+    moves["numerator"] = moves["numerator"].astype("Int64").where(~destination_answered | moves["numerator"].notna(), 0)
+    moves.loc[~destination_answered, "numerator"] = pd.NA
+    leader_known = moves["leader"].isin(answered) & moves["leader_size"].notna()
+    leader_size = moves["leader_size"].astype("float64").where(leader_known)
+    # Never 0: an empty leader log with a caught-up follower is progress 1.0 over a denominator of 1.
+    moves["denominator"] = pd.array(np.maximum(leader_size, 1.0), dtype="Int64")
+    numerator = moves["numerator"].astype("float64")
+    ratio = np.where(numerator >= leader_size, 1.0, numerator / np.maximum(leader_size, 1.0))
+    ratio = np.where(leader_size.isna() | numerator.isna(), np.nan, ratio)
+    moves["progress"] = np.where(moves["in_isr"], 1.0, np.minimum(ratio, 1.0))
+    moves["destination_alive"] = moves["broker"].isin(alive)
+    moves["leader_alive"] = moves["leader"].isin(alive)
+    moves["finished"] = False
+    moves["in_replica_set"] = True
+    offsets = snapshot["offsets"]
+    moves = moves.merge(offsets, on=PARTITION_KEY, how="left")
+    span = (moves["log_end"] - moves["log_start"]).astype("float64")
+    moves["messages_behind_estimate"] = (1.0 - moves["progress"]) * span
+    return moves
+
+
+def replica_progress(snapshot):
+    """One row per replica being added (inter-broker) and per future log (intra-broker), with progress
+    and history-free facts. Columns: REPLICA_COLUMNS."""
+    moves = pd.concat([_moving_inter_broker(snapshot), _moving_intra_broker(snapshot)], ignore_index=True)
+    if moves.empty:
+        return pd.DataFrame({c: pd.Series(dtype=_DTYPES.get(c, "object")) for c in REPLICA_COLUMNS})
+    moves = _with_progress(moves, snapshot)
+    return moves[REPLICA_COLUMNS].astype(_DTYPES).reset_index(drop=True)
+
+
+_DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_broker": "bool",
+           "numerator": "Int64", "denominator": "Int64", "progress": "float64", "in_isr": "bool",
+           "leader": "int32", "destination_alive": "bool", "leader_alive": "bool", "offset_lag": "Int64",
+           "messages_behind_estimate": "float64", "finished": "bool", "in_replica_set": "bool"}
+
+
+def finished_replicas(tracked, snapshot):
+    """Rows for tracked replica moves (KEY columns) that no longer move in this snapshot, marked
+    `finished` with `in_replica_set` from the partition's current replicas. A partition missing from
+    the metadata (topic deleted) counts as not holding the broker: CANCELLED."""
+    current = replica_progress(snapshot)[KEY]
+    gone = tracked[KEY].merge(current.assign(_moving=True), on=KEY, how="left")
+    gone = gone.loc[gone["_moving"].isna(), KEY].reset_index(drop=True)
+    replica_pairs = _pairs(snapshot["partitions"], "replicas", "broker")
+    gone["in_replica_set"] = _member(replica_pairs, gone, "broker")
+    gone["finished"] = True
+    gone["in_isr"] = gone["in_replica_set"]
+    return gone
+
+
+def with_states(replicas, stall_after_s=600.0, rate_window_s=60.0):
+    out = replicas.copy()
+    out["state"] = classify(out, stall_after_s, rate_window_s)
+    return out
+
+
+def partition_rollup(replicas):
+    """Per partition: bytes done / total over its moving replicas and the worst replica state.
+    Expects replica rows with a `state` column; `denominator` null rows count as unknown totals."""
+    if replicas.empty:
+        return pd.DataFrame(columns=PARTITION_KEY + ["replicas", "bytes_done", "bytes_total", "progress", "state"])
+    rows = replicas.assign(
+        _total=replicas["denominator"].astype("float64"),
+        _done=np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64")),
+        _severity=replicas["state"].map(lambda name: ReplicaState[name].value),
+    )
+    rows.loc[replicas["in_isr"], "_done"] = rows.loc[replicas["in_isr"], "_total"]
+    grouped = rows.groupby(PARTITION_KEY, as_index=False).agg(
+        replicas=("broker", "size"), bytes_done=("_done", "sum"), bytes_total=("_total", "sum"),
+        _worst=("_severity", "max"))
+    grouped["progress"] = np.where(grouped["bytes_total"] > 0, grouped["bytes_done"] / grouped["bytes_total"], np.nan)
+    grouped["state"] = grouped["_worst"].map(lambda value: ReplicaState(value).name)
+    return grouped.drop(columns="_worst")
+
+
+def reassignment_rollup(partitions, copy_rate=None, leader_rate=None):
+    """One summary over some partition rollups: partitions total / completed, bytes total / remaining,
+    and, given the summed copy and leader growth rates, the rate and ETA (null when not positive)."""
+    finished = partitions["state"].isin([s.name for s in FINISHED_STATES]) if not partitions.empty else []
+    in_sync = (partitions["state"] == ReplicaState.IN_SYNC.name) if not partitions.empty else []
+    bytes_total = float(partitions["bytes_total"].sum()) if not partitions.empty else 0.0
+    bytes_done = float(partitions["bytes_done"].sum()) if not partitions.empty else 0.0
+    remaining = max(bytes_total - bytes_done, 0.0)
+    net_rate = None if copy_rate is None else copy_rate - (leader_rate or 0.0)
+    eta = remaining / net_rate if net_rate and net_rate > 0 else (0.0 if remaining == 0 and net_rate else None)
+    return {
+        "partitions_total": int(len(partitions)),
+        "partitions_completed": int(np.sum(finished)) + int(np.sum(in_sync)),
+        "bytes_total": int(bytes_total),
+        "bytes_remaining": int(remaining),
+        "rate_bytes_per_sec": copy_rate,
+        "eta_seconds": eta,
+    }

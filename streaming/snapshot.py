@@ -1,0 +1,83 @@
+"""One poll of the cluster as plain typed tables (value types only; no logic, no I/O).
+
+Every table is a pandas DataFrame with the columns and dtypes declared here, so the progress core
+runs on it vectorized, the Spark source ships it as Arrow IPC, and tests build it from lists of dicts.
+Every table except BROKERS is keyed by (topic, partition): the streaming job buckets rows by that key
+and hands each bucket its own slice plus the whole BROKERS table.
+"""
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow as pa
+
+INT_LIST = pa.list_(pa.int32())
+
+# table name -> Arrow schema. The names are the table's identity everywhere (source rows, buckets, tests).
+SCHEMAS = {
+    # ListPartitionReassignments: one row per reassigning partition (KIP-455).
+    "reassignments": pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("replicas", INT_LIST),
+                                ("adding", INT_LIST), ("removing", INT_LIST)]),
+    # Metadata: leader (-1 when none), replica set and ISR of each partition the poll asked about.
+    "partitions": pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("leader", pa.int32()),
+                             ("replicas", INT_LIST), ("isr", INT_LIST)]),
+    # DescribeLogDirs: one row per (broker, log dir, partition); is_future marks an intra-broker move's target.
+    "log_dirs": pa.schema([("broker", pa.int32()), ("log_dir", pa.string()), ("topic", pa.string()),
+                           ("partition", pa.int32()), ("size", pa.int64()), ("offset_lag", pa.int64()),
+                           ("is_future", pa.bool_())]),
+    # ListOffsets on the leader: earliest and latest offsets.
+    "offsets": pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("log_start", pa.int64()),
+                          ("log_end", pa.int64())]),
+    # DescribeCluster: registered brokers; `alive` = registered and not fenced; `answered` = its
+    # DescribeLogDirs answered in this poll (rows of a broker that did not answer are unknown, not zero).
+    "brokers": pa.schema([("broker", pa.int32()), ("alive", pa.bool_()), ("answered", pa.bool_())]),
+    # DescribeConfigs on topics: kind is leader|follower, value the raw "p:b,p:b" or "*".
+    "topic_throttles": pa.schema([("topic", pa.string()), ("kind", pa.string()), ("value", pa.string())]),
+    # DescribeConfigs on brokers: kind is leader|follower|alter_log_dirs; broker -1 is the cluster default.
+    "broker_throttles": pa.schema([("broker", pa.int32()), ("kind", pa.string()), ("rate", pa.int64())]),
+}
+
+PARTITION_KEYED = ("reassignments", "partitions", "log_dirs", "offsets")
+
+
+def empty(name):
+    return SCHEMAS[name].empty_table().to_pandas()
+
+
+def table(name, rows):
+    """A snapshot table from a list of dicts (or an empty one), with the declared dtypes."""
+    if not rows:
+        return empty(name)
+    return pa.Table.from_pylist(list(rows), schema=SCHEMAS[name]).to_pandas()
+
+
+@dataclass(frozen=True)
+class PollError:
+    api: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    ts_ms: int
+    cluster_id: str
+    tables: dict = field(default_factory=dict)
+    requests: int = 0  # admin requests this poll issued
+    errors: tuple = ()  # PollError per failed request; the affected rows are missing, not wrong
+    duration_s: float = 0.0
+
+    def __getitem__(self, name):
+        return self.tables.get(name) if name in self.tables else empty(name)
+
+    def alive_brokers(self):
+        brokers = self["brokers"]
+        return frozenset(int(b) for b in brokers.loc[brokers["alive"], "broker"])
+
+    def answered_brokers(self):
+        brokers = self["brokers"]
+        return frozenset(int(b) for b in brokers.loc[brokers["answered"], "broker"])
+
+
+def from_rows(ts_ms, cluster_id, **rows):
+    """A Snapshot from lists of dicts per table name: the way tests and fakes build one."""
+    return Snapshot(ts_ms=ts_ms, cluster_id=cluster_id, tables={name: table(name, r) for name, r in rows.items()})
