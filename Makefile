@@ -1,0 +1,41 @@
+# `make demo` and `make test` each install what they need, idempotently: the .venv, the Kafka jars
+# (from Maven Central) and Debian's prometheus package (promtool and a real Prometheus for tests).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+JARS := deploy/kafka/lib/.resolved
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test venv jars prometheus cluster-up cluster-down bench clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+jars: $(JARS)
+$(JARS): deploy/kafka/pom.xml
+	mvn -q -B -f deploy/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/deploy/kafka/lib -DincludeScope=runtime
+	touch $@
+
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
+
+test: venv jars prometheus
+	$(PY) -m pytest -q -p no:cacheprovider
+
+demo: venv jars prometheus
+	$(PY) deploy/demo.py
+
+cluster-up: venv jars
+	deploy/local-cluster.sh up
+
+cluster-down:
+	deploy/local-cluster.sh down
+
+bench: venv jars
+	$(PY) bench/poll.py
