@@ -9,7 +9,7 @@ from pathlib import Path
 
 SCHEMA_ID = "kafka-reassign-monitor/progress/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
-KINDS = ("replica", "partition", "reassignment", "throttle")
+REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND = KINDS = ("replica", "partition", "reassignment", "throttle")
 
 
 def replica_key(topic, partition, broker, intra_broker=False):
@@ -54,3 +54,31 @@ def record(kind, ts_ms, batch_id, cluster_id, message=None, state=None, **fields
 
 def encode(value):
     return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def replica_record(row, batch_id, cluster_id, request_id=None):
+    return record(
+        REPLICA_KIND, row["ts_ms"], batch_id, cluster_id, state=row["state"], topic=row["topic"],
+        partition=row["partition"], broker=row["broker"], intra_broker=row["intra_broker"],
+        request_id=request_id, previous_state=row["previous_state"], state_since_ms=row["state_since_ms"],
+        numerator=row["numerator"], denominator=row["denominator"], progress=row["progress"],
+        in_isr=row["in_isr"], rate_bytes_per_sec=row["copy_rate"], eta_seconds=row["eta_seconds"],
+        stalled_seconds=row["stalled_seconds"], messages_behind_estimate=row["messages_behind_estimate"],
+        message=f"{row['previous_state']} -> {row['state']}" if row["transition"] else None)
+
+
+def partition_record(row, ts_ms, batch_id, cluster_id):
+    return record(
+        PARTITION_KIND, ts_ms, batch_id, cluster_id, state=row["state"], topic=row["topic"],
+        partition=row["partition"], numerator=row["bytes_done"], denominator=row["bytes_total"] or None,
+        progress=row["progress"], rate_bytes_per_sec=row.get("copy_rate"), eta_seconds=row.get("eta_seconds"),
+        bytes_total=row["bytes_total"], bytes_remaining=max(row["bytes_total"] - row["bytes_done"], 0))
+
+
+def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None):
+    """`state`: the worst partition state, or None when nothing moves."""
+    return record(
+        REASSIGNMENT_KIND, ts_ms, batch_id, cluster_id, request_id=request_id, state=state,
+        partitions_total=summary["partitions_total"], partitions_completed=summary["partitions_completed"],
+        bytes_total=summary["bytes_total"], bytes_remaining=summary["bytes_remaining"],
+        rate_bytes_per_sec=summary["rate_bytes_per_sec"], eta_seconds=summary["eta_seconds"])

@@ -16,24 +16,29 @@ def _column(rows, name, default):
     return rows[name] if name in rows.columns else pd.Series(default, index=rows.index)
 
 
+def _flag(rows, name, default):
+    # Explicitly boolean: `~` on an object column of Python bools would give -1/-2, both true.
+    return _column(rows, name, default).fillna(default).astype(bool)
+
+
 def is_completed(rows):
     """The partition stopped reassigning and the broker is in its replica set."""
-    return _column(rows, "finished", False) & _column(rows, "in_replica_set", False)
+    return _flag(rows, "finished", False) & _flag(rows, "in_replica_set", False)
 
 
 def is_cancelled(rows):
     """The partition stopped reassigning and the broker is not in its replica set."""
-    return _column(rows, "finished", False) & ~_column(rows, "in_replica_set", False)
+    return _flag(rows, "finished", False) & ~_flag(rows, "in_replica_set", False)
 
 
 def is_broker_offline(rows):
     """The destination or the leader broker is not alive: nothing can be copied."""
-    return ~_column(rows, "destination_alive", True) | ~_column(rows, "leader_alive", True)
+    return ~_flag(rows, "destination_alive", True) | ~_flag(rows, "leader_alive", True)
 
 
 def is_in_sync(rows):
     """The destination broker joined the ISR while the partition still reassigns."""
-    return _column(rows, "in_isr", False)
+    return _flag(rows, "in_isr", False)
 
 
 def is_stalled(rows, stall_after_s):

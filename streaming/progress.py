@@ -120,7 +120,11 @@ def finished_replicas(tracked, snapshot):
     gone["in_replica_set"] = _member(replica_pairs, gone, "broker")
     gone["finished"] = True
     gone["in_isr"] = gone["in_replica_set"]
-    return gone
+    # The brokers' liveness no longer matters for a finished move; the numbers come from history.
+    defaults = {"numerator": pd.NA, "denominator": pd.NA, "progress": np.nan, "leader": -1,
+                "destination_alive": True, "leader_alive": True, "offset_lag": pd.NA,
+                "messages_behind_estimate": np.nan}
+    return gone.assign(**defaults)[REPLICA_COLUMNS].astype(_DTYPES)
 
 
 def with_states(replicas, stall_after_s=600.0, rate_window_s=60.0):

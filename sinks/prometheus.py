@@ -1,0 +1,147 @@
+"""Prometheus: the latest batch as gauges, plus the monitor's own counters and histograms.
+
+`samples(picture, detail)` is pure: the gauge samples of one batch's picture. `SnapshotCollector` yields
+them at scrape time from the last picture it was handed (copied under a lock, never the network), so
+series of finished moves simply disappear. Counters and histograms accumulate across batches in
+ordinary prometheus_client objects on the same registry. Names and labels: sinks.metric_names.
+"""
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+
+from sinks import metric_names as m
+from streaming.states import FINISHED_STATES, STATE_NAMES, ReplicaState
+
+DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What one batch knows: moving replica rows (streaming.history report columns), partition counts
+    per state, the cluster summary (progress.reassignment_rollup), throttle tables, last poll time."""
+    replicas: pd.DataFrame = field(default_factory=pd.DataFrame)
+    partition_states: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    broker_throttles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    topic_throttles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    last_poll_s: float | None = None
+
+
+def _aggregate(replicas, keys):
+    """Replica rows summed to `keys` (coarser --metrics-detail): bytes and rates add up, the ETA and the
+    stall are the longest, ISR membership the least, the state the worst."""
+    rows = replicas.assign(
+        _den=replicas["denominator"].astype("float64"),
+        _done=np.where(replicas["in_isr"], replicas["denominator"].astype("float64"),
+                       np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64"))),
+        _severity=replicas["state"].map(lambda name: ReplicaState[name].value))
+    grouped = rows.groupby(list(keys), as_index=False).agg(
+        numerator=("numerator", lambda s: s.astype("float64").sum(min_count=1)),
+        denominator=("_den", lambda s: s.sum(min_count=len(s))), _done=("_done", "sum"),
+        in_isr=("in_isr", "min"), copy_rate=("copy_rate", "sum"), eta_seconds=("eta_seconds", "max"),
+        stalled_seconds=("stalled_seconds", "max"), _severity=("_severity", "max"))
+    grouped["progress"] = grouped["_done"] / grouped["denominator"]
+    grouped["state"] = grouped["_severity"].map(lambda v: ReplicaState(v).name)
+    return grouped
+
+
+def _throttled_entries(value):
+    return -1 if value.strip() == "*" else len([e for e in value.split(",") if e.strip()])
+
+
+def samples(picture, detail="replica"):
+    """[(Metric, label names, label values, value)] for every gauge of the picture."""
+    keys = DETAIL_KEYS[detail]
+    out = []
+    replicas = picture.replicas
+    if not replicas.empty:
+        rows = replicas if detail == "replica" else _aggregate(replicas, keys)
+        per_row = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES, "denominator"),
+                   (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
+                   (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
+                   (m.REPLICA_STALLED, "stalled_seconds"))
+        for row in rows.to_dict("records"):
+            labels = tuple(str(row[k]) for k in keys)
+            for metric, column in per_row:
+                value = row[column]
+                if value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value)):
+                    out.append((metric, keys, labels, float(value)))
+            out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))
+                    for name in STATE_NAMES if ReplicaState[name] not in FINISHED_STATES]
+    out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0))) for name in STATE_NAMES]
+    summary = picture.summary
+    if summary:
+        out.append((m.REMAINING_BYTES, (), (), float(summary["bytes_remaining"])))
+        out.append((m.COPY_RATE, (), (), float(summary["rate_bytes_per_sec"] or 0.0)))
+        if summary.get("eta_seconds") is not None:
+            out.append((m.ETA, (), (), float(summary["eta_seconds"])))
+    for row in picture.broker_throttles.to_dict("records"):
+        out.append((m.BROKER_THROTTLE_RATE, ("broker", "kind"), (str(row["broker"]), row["kind"]), float(row["rate"])))
+    for row in picture.topic_throttles.to_dict("records"):
+        out.append((m.TOPIC_THROTTLED_REPLICAS, ("topic", "kind"), (row["topic"], row["kind"]),
+                    float(_throttled_entries(row["value"]))))
+    if picture.last_poll_s is not None:
+        out.append((m.LAST_POLL, (), (), picture.last_poll_s))
+    return out
+
+
+class SnapshotCollector:
+    def __init__(self, detail="replica"):
+        self._lock = threading.Lock()
+        self._picture = Picture()
+        self.detail = detail
+
+    def update(self, picture):
+        with self._lock:
+            self._picture = picture
+
+    def describe(self):
+        return []  # names are fixed, but describing none keeps registration from calling collect()
+
+    def collect(self):
+        with self._lock:
+            picture = self._picture
+        families = {}
+        for metric, label_names, label_values, value in samples(picture, self.detail):
+            family = families.get(metric.name)
+            if family is None:
+                family = families[metric.name] = GaugeMetricFamily(metric.name, metric.help, labels=list(label_names))
+            family.add_metric(list(label_values), value)
+        yield from families.values()
+
+
+class MonitorMetrics:
+    """The registry the job serves: the snapshot gauges plus counters and histograms."""
+
+    def __init__(self, detail="replica"):
+        self.registry = CollectorRegistry()
+        self.snapshot = SnapshotCollector(detail)
+        self.registry.register(self.snapshot)
+
+        def counter(metric):
+            return Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels), registry=self.registry)
+
+        def histogram(metric):
+            return Histogram(metric.name, metric.help, list(metric.labels), registry=self.registry,
+                             buckets=DURATION_BUCKETS)
+
+        self.throttle_actions = counter(m.THROTTLE_ACTIONS)
+        self.poll_errors = counter(m.POLL_ERRORS)
+        self.poll_duration = histogram(m.POLL_DURATION)
+        self.batch_duration = histogram(m.BATCH_DURATION)
+        self._server = None
+
+    def serve(self, port, address="127.0.0.1"):
+        self._server, self._thread = start_http_server(port, addr=address, registry=self.registry)
+
+    def close(self):
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

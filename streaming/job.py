@@ -1,0 +1,173 @@
+"""The streaming job: source -> bucketed stateful progress -> foreachBatch sinks.
+
+Driver side only (building the session and query, the batch handler, signals); the per-bucket work is
+in streaming.stateful and runs on executors. `run(config)` is what `reassign-monitor run` and
+`spark-submit streaming/job_main.py` both call.
+"""
+
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+
+from streaming import codec
+from streaming.history import Settings
+from streaming.outputs import assemble, describe, poll_facts
+from streaming.source import POLL_TABLE, SOURCE_NAME, PollDataSource
+from streaming.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
+
+STATE_BUCKETS = 16  # fixed for the life of a checkpoint: the source's bucket count keys the state
+SHUFFLE_PARTITIONS = 4  # state store partitions; also fixed by the checkpoint
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    bootstrap: str
+    command_config: str | None = None
+    timeout_s: float = 10.0
+    master: str | None = "local[*]"
+    checkpoint_location: str = "reassign-monitor-checkpoint"
+    progress_topic: str = "reassignment-progress"
+    metrics_port: int = 9469
+    metrics_address: str = "0.0.0.0"
+    metrics_detail: str = "replica"
+    trigger_interval_s: float = 10.0
+    stall_after_s: float = 600.0
+    rate_window_s: float = 60.0
+    throttle_cleanup: str = "owned"
+    dry_run: bool = False
+    quiet: bool = False
+
+
+def build_session(config):
+    from pyspark.sql import SparkSession
+
+    # Workers must run this interpreter (it has the project installed), not the system python.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.appName("kafka-reassign-monitor")
+               .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+               .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.streaming.minBatchesToRetain", "20"))
+    if config.master:  # spark-submit passes the master itself
+        builder = builder.master(config.master)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+class BatchHandler:
+    """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
+    A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
+
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
+        self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.last_output = None
+
+    def __call__(self, frame, batch_id):
+        rows = frame.toPandas()
+        cluster = rows.loc[rows["kind"] == CLUSTER_KIND]
+        tables = codec.decode_tables(cluster["table"], cluster["payload"])
+        if POLL_TABLE not in tables:
+            return
+        facts = poll_facts(tables.pop(POLL_TABLE))
+        self.metrics.poll_duration.observe(facts.duration_s)
+        for error in facts.errors:
+            self.metrics.poll_errors.labels(api=error.api).inc()
+        if not facts.ok:
+            print(f"batch {batch_id}: poll failed: {facts.errors[0].message}", file=sys.stderr, flush=True)
+            return
+        # Cluster rows share the frame, so integer columns arrive as floats: restore them.
+        replicas = (rows.loc[rows["kind"] == REPLICA_KIND].drop(columns=["kind", "table", "payload"])
+                    .astype({"partition": "int32", "broker": "int32", "poll_id": "int64", "ts_ms": "int64",
+                             "state_since_ms": "int64", "in_isr": "bool", "intra_broker": "bool"}))
+        output = assemble(replicas.reset_index(drop=True), tables, facts, batch_id)
+        keyed = list(output.records)
+        if self.janitor is not None:
+            for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
+                keyed.append((key, value))
+                self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
+        self.writer.write(keyed)
+        self.metrics.snapshot.update(output.picture)
+        self.last_output = output
+        if self.out is not None:
+            print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
+
+
+def _batch_duration_listener(metrics):
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class BatchDurations(StreamingQueryListener):
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            total_ms = event.progress.durationMs.get("triggerExecution")
+            if total_ms is not None:
+                metrics.batch_duration.observe(total_ms / 1000.0)
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    return BatchDurations()
+
+
+def start_query(spark, config, handler):
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    spark.dataSource.register(PollDataSource)
+    stream = (spark.readStream.format(SOURCE_NAME)
+              .option("bootstrap", config.bootstrap)
+              .option("command_config", config.command_config or "")
+              .option("timeout", str(config.timeout_s))
+              .option("buckets", str(STATE_BUCKETS))
+              .load())
+    tracker = make_tracker(Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s))
+    tracked = stream.groupBy("bucket").applyInPandasWithState(
+        tracker, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    return (tracked.writeStream.foreachBatch(handler)
+            .option("checkpointLocation", config.checkpoint_location)
+            .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")
+            .outputMode("update")
+            .queryName("kafka-reassign-monitor")
+            .start())
+
+
+def run(config, janitor_factory=None):
+    """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume)."""
+    from sinks.progress_topic import ProgressTopicWriter, ensure_topic
+    from sinks.prometheus import MonitorMetrics
+
+    ensure_topic(config.bootstrap, config.command_config, config.progress_topic, config.timeout_s)
+    metrics = MonitorMetrics(config.metrics_detail)
+    metrics.serve(config.metrics_port, config.metrics_address)
+    writer = ProgressTopicWriter(config.bootstrap, config.command_config, config.progress_topic)
+    janitor = janitor_factory(config) if janitor_factory else None
+    spark = build_session(config)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        spark.streams.addListener(_batch_duration_listener(metrics))
+        query = start_query(spark, config, BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout))
+        print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
+              f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
+              f"progress topic {config.progress_topic}", flush=True)
+        while query.isActive and not stop.is_set():
+            query.awaitTermination(0.5)
+        if query.isActive:
+            query.stop()
+        error = query.exception()
+        if error is not None:
+            raise RuntimeError(f"streaming query failed: {error.desc if hasattr(error, 'desc') else error}")
+    finally:
+        writer.close()
+        metrics.close()
+        spark.stop()
+    return 0
+

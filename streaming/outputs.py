@@ -1,0 +1,104 @@
+"""From one batch's tracked replica rows and cluster tables to everything the sinks write. Pure.
+
+`assemble` returns the progress-topic records (replica, partition and reassignment rows, every batch:
+the topic is compacted by key and every transition is among them), the Prometheus picture and the
+poll facts. The driver's batch handler (streaming.job) only performs the I/O.
+"""
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+from sinks import records
+from sinks.prometheus import Picture
+from streaming.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
+from streaming.snapshot import PollError, Snapshot
+from streaming.states import FINISHED_STATES, ReplicaState
+
+FINISHED_NAMES = [s.name for s in FINISHED_STATES]
+
+
+@dataclass(frozen=True)
+class PollFacts:
+    cluster_id: str
+    ts_ms: int
+    requests: int
+    duration_s: float
+    errors: tuple
+
+    @property
+    def ok(self):
+        return bool(self.cluster_id)
+
+
+def poll_facts(frame):
+    row = frame.iloc[0]
+    errors = tuple(PollError(e["api"], e["message"]) for e in json.loads(row["errors"]))
+    return PollFacts(row["cluster_id"], int(row["ts_ms"]), int(row["requests"]), float(row["duration_s"]), errors)
+
+
+@dataclass(frozen=True)
+class BatchOutput:
+    records: list
+    picture: Picture
+    snapshot: Snapshot  # the cluster-wide tables, for the throttle janitor
+    replicas: pd.DataFrame
+    partitions: pd.DataFrame
+    summary: dict
+
+
+def _partition_rates(replicas):
+    """Per partition: summed copy rate, the leader's growth (shared by its replicas), the longest ETA."""
+    if replicas.empty:
+        return pd.DataFrame(columns=PARTITION_KEY + ["copy_rate", "leader_rate", "eta_seconds"])
+    return replicas.groupby(PARTITION_KEY, as_index=False).agg(
+        copy_rate=("copy_rate", "sum"), leader_rate=("leader_rate", "max"), eta_seconds=("eta_seconds", "max"))
+
+
+def assemble(replicas, tables, facts, batch_id):
+    moving = replicas.loc[~replicas["state"].isin(FINISHED_NAMES)] if not replicas.empty else replicas
+    partitions = partition_rollup(replicas)
+    rates = _partition_rates(moving)
+    if not partitions.empty:
+        partitions = partitions.merge(rates, on=PARTITION_KEY, how="left")
+    moving_partitions = partitions.loc[~partitions["state"].isin(FINISHED_NAMES)] if not partitions.empty else partitions
+    summary = reassignment_rollup(
+        moving_partitions,
+        copy_rate=float(rates["copy_rate"].sum()) if not rates.empty else 0.0,
+        leader_rate=float(rates["leader_rate"].fillna(0).sum()) if not rates.empty else 0.0)
+    worst = (ReplicaState(max(ReplicaState[s] for s in moving_partitions["state"])).name
+             if not moving_partitions.empty else None)
+
+    cluster_id = facts.cluster_id
+    out = [(records.replica_key(r["topic"], r["partition"], r["broker"], r["intra_broker"]),
+            records.replica_record(r, batch_id, cluster_id)) for r in replicas.to_dict("records")]
+    out += [(records.partition_key(p["topic"], p["partition"]),
+             records.partition_record(p, facts.ts_ms, batch_id, cluster_id)) for p in partitions.to_dict("records")]
+    out.append((records.reassignment_key(), records.reassignment_record(summary, worst, facts.ts_ms, batch_id, cluster_id)))
+
+    counts = moving_partitions["state"].value_counts().to_dict() if not moving_partitions.empty else {}
+    picture = Picture(
+        replicas=moving.reset_index(drop=True), partition_states=counts, summary=summary,
+        broker_throttles=tables.get("broker_throttles", pd.DataFrame(columns=["broker", "kind", "rate"])),
+        topic_throttles=tables.get("topic_throttles", pd.DataFrame(columns=["topic", "kind", "value"])),
+        last_poll_s=facts.ts_ms / 1000.0)
+    snapshot = Snapshot(ts_ms=facts.ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
+                        errors=facts.errors, duration_s=facts.duration_s)
+    return BatchOutput(out, picture, snapshot, replicas, partitions, summary)
+
+
+def describe(output):
+    """A few terminal lines for the operator watching the job."""
+    s = output.summary
+    eta = "-" if s["eta_seconds"] is None else f"{s['eta_seconds']:.0f}s"
+    lines = [f"{len(output.picture.replicas)} replica moves, {s['partitions_total']} partitions, "
+             f"{s['bytes_remaining'] / 1e6:.1f} MB remaining, {(s['rate_bytes_per_sec'] or 0) / 1e6:.2f} MB/s, "
+             f"ETA {eta}"]
+    for r in output.replicas.to_dict("records"):
+        progress = "-" if pd.isna(r["progress"]) else f"{100 * r['progress']:5.1f}%"
+        rate = "-" if pd.isna(r["copy_rate"]) else f"{r['copy_rate'] / 1e6:.2f} MB/s"
+        eta = "-" if pd.isna(r["eta_seconds"]) else f"{r['eta_seconds']:.0f}s"
+        lines.append(f"  {r['topic']}-{r['partition']} -> broker {r['broker']}: {r['state']:<14} {progress} "
+                     f"{rate} ETA {eta}")
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""`reassign-monitor run` as a real subprocess for end-to-end tests: start, scrape, kill, stop."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).with_name("reassign-monitor"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JobProcess:
+    def __init__(self, bootstrap, checkpoint, log_path, *flags, metrics_port=None):
+        self.bootstrap = bootstrap
+        self.metrics_port = metrics_port or free_port()
+        self.progress_topic = f"progress-{uuid.uuid4().hex[:8]}"
+        self.args = [CLI, "run", "--bootstrap-server", bootstrap, "--checkpoint-location", str(checkpoint),
+                     "--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1",
+                     "--progress-topic", self.progress_topic, *flags]
+        self.log_path = log_path
+        self.process = None
+
+    def start(self, extra=()):
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(self.args + list(extra), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
+        return self
+
+    def kill(self):
+        """SIGKILL the whole process group (the Python driver and its Spark JVM)."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def samples(self):
+        """{(name, frozenset(labels.items())): value} from /metrics, or {} while not up."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return {}
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
+
+    def metric(self, name, **labels):
+        wanted = {k: str(v) for k, v in labels.items()}
+        for (sample_name, sample_labels), value in self.samples().items():
+            if sample_name == name and all(dict(sample_labels).get(k) == v for k, v in wanted.items()):
+                return value
+        return None
+
+    def log(self):
+        return Path(self.log_path).read_text()
+
+
+def read_topic(bootstrap, topic, timeout_s=20):
+    """Every (key, value dict) in the topic, from the beginning to the current end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10)
+        partitions = list(metadata.topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        done, out = set(), []
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(partitions) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    done.add(message.partition())
+                continue
+            out.append((message.key().decode(), json.loads(message.value())))
+        return out
+    finally:
+        consumer.close()

@@ -1,0 +1,139 @@
+"""The streaming job end to end: a real cluster, real throttled moves, `reassign-monitor run` as a
+process, /metrics scraped and the progress topic read back."""
+
+import pytest
+from kafka import TopicPartition
+
+from tests.job_process import JobProcess, read_topic
+from tests.kafka_fixtures import wait_for
+
+pytestmark = pytest.mark.cluster
+
+RATE = 1_000_000  # bytes/s: 35 MB take ~35 s
+
+
+@pytest.fixture(scope="module")
+def job(cluster, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("job")
+    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
+                         "--trigger-interval", "2s", "--stall-after", "8s", "--rate-window", "10s",
+                         "--master", "local[2]", "--throttle-cleanup", "off")
+    process.start()
+    try:
+        wait_for(lambda: process.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 120,
+                 message="the job's first poll")
+        yield process
+    finally:
+        process.stop()
+        print(process.log()[-3000:])
+
+
+def throttled_move(cluster, topic, source, destination, megabytes, rate=RATE):
+    """A one-partition topic on `source` with real data, moved to [source, destination] under throttles."""
+    cluster.create_topic(topic, {0: [source]}, megabytes=megabytes)
+    cluster.set_configs({topic: {"leader.replication.throttled.replicas": f"0:{source}",
+                                 "follower.replication.throttled.replicas": f"0:{destination}"}},
+                        {source: {"leader.replication.throttled.rate": rate},
+                         destination: {"follower.replication.throttled.rate": rate}})
+    admin = cluster.admin()
+    try:
+        admin.alter_partition_reassignments({TopicPartition(topic, 0): [source, destination]})
+    finally:
+        admin.close()
+
+
+def clear_throttles(cluster, topic, source, destination):
+    cluster.set_configs({topic: {"leader.replication.throttled.replicas": None,
+                                 "follower.replication.throttled.replicas": None}},
+                        {source: {"leader.replication.throttled.rate": None},
+                         destination: {"follower.replication.throttled.rate": None}})
+
+
+def replica_records(job, key):
+    return [value for k, value in read_topic(job.bootstrap, job.progress_topic) if k == key]
+
+
+def test_progress_rises_then_completes_and_series_disappear(cluster, job):
+    topic = cluster.unique_topic("job-progress")
+    throttled_move(cluster, topic, 1, 2, megabytes=35)
+    labels = {"topic": topic, "partition": 0, "broker": 2}
+    try:
+        ratios, copied = [], []
+
+        def rising():
+            ratio = job.metric("kafka_reassignment_replica_progress_ratio", **labels)
+            if ratio is not None and (not ratios or ratio != ratios[-1]):
+                ratios.append(ratio)
+                copied.append(job.metric("kafka_reassignment_replica_copied_bytes", **labels))
+            return len(ratios) >= 3 and job.metric("kafka_reassignment_replica_eta_seconds", **labels)
+
+        wait_for(rising, 60, message="progress ratio rising with an ETA")
+        assert ratios == sorted(ratios) and ratios[-1] > ratios[0], ratios
+        assert copied == sorted(copied) and copied[-1] > copied[0], copied
+        assert job.metric("kafka_reassignment_replica_copy_rate_bytes_per_second", **labels) > 0
+        assert job.metric("kafka_reassignment_replica_eta_seconds", **labels) > 0
+        target = job.metric("kafka_reassignment_replica_target_bytes", **labels)
+        assert target == pytest.approx(35_000_000, rel=0.1)
+
+        wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is None, 90,
+                 message="the finished replica's series to disappear")
+        completed = wait_for(
+            lambda: [r for r in replica_records(job, f"{topic}:0:2") if r["state"] == "COMPLETED"], 30,
+            message="COMPLETED replica record")
+        assert completed[0]["progress"] == 1.0 and completed[0]["message"].endswith("-> COMPLETED")
+        partition_states = [r["state"] for r in replica_records(job, f"{topic}:0")]
+        assert "COMPLETED" in partition_states
+    finally:
+        clear_throttles(cluster, topic, 1, 2)
+        cluster.delete_topics([topic])
+
+
+def test_minimum_throttle_stalls_the_move(cluster, job):
+    topic = cluster.unique_topic("job-stall")
+    throttled_move(cluster, topic, 2, 3, megabytes=8, rate=1)
+    labels = {"topic": topic, "partition": 0, "broker": 3}
+    try:
+        wait_for(lambda: job.metric("kafka_reassignment_replica_state", state="STALLED", **labels) == 1, 60,
+                 message="STALLED state")
+        assert job.metric("kafka_reassignment_replica_stalled_seconds", **labels) >= 8
+        assert job.metric("kafka_reassignment_partitions", state="STALLED") >= 1
+    finally:
+        admin = cluster.admin()
+        try:
+            admin.alter_partition_reassignments({TopicPartition(topic, 0): None})
+        finally:
+            admin.close()
+        clear_throttles(cluster, topic, 2, 3)
+        cluster.delete_topics([topic])
+
+
+def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job):
+    topic = cluster.unique_topic("job-restart")
+    throttled_move(cluster, topic, 3, 1, megabytes=40)
+    key = f"{topic}:0:1"
+    labels = {"topic": topic, "partition": 0, "broker": 1}
+    try:
+        wait_for(lambda: (job.metric("kafka_reassignment_replica_copy_rate_bytes_per_second", **labels) or 0) > 0,
+                 60, message="a copy rate before the kill")
+        before = replica_records(job, key)
+        last_batch = max(r["batch_id"] for r in before)
+        job.kill()
+        job.start()
+        wait_for(lambda: len({r["batch_id"] for r in replica_records(job, key) if r["batch_id"] > last_batch}) >= 2,
+                 120, interval_s=2, message="two batches after the restart")
+        after = sorted((r for r in replica_records(job, key) if r["batch_id"] > last_batch),
+                       key=lambda r: r["batch_id"])
+        assert after[0]["rate_bytes_per_sec"] is not None and after[1]["rate_bytes_per_sec"] is not None, after[:2]
+
+        wait_for(lambda: any(r["state"] == "COMPLETED" for r in replica_records(job, key)), 120, interval_s=2,
+                 message="completion after the restart")
+        # Transitions chain without a gap: each one starts from the state the one before ended in.
+        # A replayed batch may be written twice; the later record of a batch supersedes the earlier.
+        records = sorted({r["batch_id"]: r for r in replica_records(job, key)}.values(), key=lambda r: r["batch_id"])
+        transitions = [(r["previous_state"], r["state"]) for r in records if r["message"]]
+        assert transitions[0][0] is None and transitions[-1][1] == "COMPLETED", transitions
+        for (_, ended), (started, _) in zip(transitions, transitions[1:]):
+            assert started == ended, transitions
+    finally:
+        clear_throttles(cluster, topic, 3, 1)
+        cluster.delete_topics([topic])
