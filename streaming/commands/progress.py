@@ -1,11 +1,110 @@
-"""`reassign-monitor progress` (not built yet)."""
+"""`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS]`: the one-shot report, or a
+live one. Only I/O lives here (poll, print, sleep); the rows come from streaming.kip179 and the
+rendering from streaming.report. Nothing on this path imports Spark, so the one-shot starts in about a
+second.
 
-from streaming.errors import BadInput
+Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
+input, 3 cluster unreachable or a request refused. A file that lists no partition reports nothing: 0.
+"""
+
+import argparse
+import sys
+import time
+from contextlib import nullcontext
+
+from streaming import history, reassignment_file
+from streaming.admin import KafkaClusterAdmin
+from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
+from streaming.kip179 import listed_replicas, ongoing_replicas
+from streaming.poller import poll
+from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, with_history
+
+# Without these the report would be wrong rather than incomplete (nothing would look like it moves):
+# their failure is a refused request, exit 3. Other failed calls leave unknowns, shown as warnings.
+REQUIRED_APIS = ("ListPartitionReassignments", "Metadata")
+WIDE = 1000  # columns when stdout is not a terminal: never crop a table that is piped or captured
+
+
+def _positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--reassignment-json-file", metavar="FILE",
+                        help="report every replica this file lists, with KIP-179 statuses "
+                             "(default: every ongoing reassignment)")
+    parser.add_argument("--watch", type=_positive_seconds, metavar="SECONDS",
+                        help="redraw every SECONDS until nothing moves (with --output json: one document per line)")
+
+
+def _rows(admin, moves):
+    """This poll's snapshot and report rows."""
+    snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else ())
+    for error in snapshot.errors:
+        if error.api in REQUIRED_APIS:
+            raise Refused(f"{error.api}: {error.message}")
+    rows = ongoing_replicas(snapshot) if moves is None else listed_replicas(moves, snapshot)
+    return snapshot, rows
+
+
+def _console():
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=WIDE)
+
+
+def _exit_code(report):
+    return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
+
+
+def _once(admin, moves, source, output):
+    snapshot, rows = _rows(admin, moves)
+    report = build(snapshot, rows, source)
+    if output == "json":
+        print(to_json(report), flush=True)
+    else:
+        _console().print(to_table(report))
+    return _exit_code(report)
+
+
+def _watch(admin, moves, source, output, interval_s):
+    """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
+    from rich.live import Live
+
+    memory = history.empty_memory()
+    live = Live(console=_console(), auto_refresh=False) if output == "table" else None
+    with live if live else nullcontext():
+        while True:
+            started = time.monotonic()
+            snapshot, rows = _rows(admin, moves)
+            memory, rows = with_history(memory, rows, snapshot.ts_ms)
+            report = build(snapshot, rows, source)
+            if live:
+                title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  cluster "
+                         f"{snapshot.cluster_id}  every {interval_s:g}s (Ctrl-C stops)")
+                live.update(to_table(report, title=title), refresh=True)
+            else:
+                print(to_json(report), flush=True)
+            if not report.in_progress:
+                return _exit_code(report)
+            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
 
 
 def run(args):
-    raise BadInput("progress is not implemented yet")
+    moves = None
+    if args.reassignment_json_file:
+        moves = reassignment_file.load(args.reassignment_json_file)
+    source = ONGOING if moves is None else FROM_FILE
+    admin = KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
+    try:
+        if args.watch:
+            return _watch(admin, moves, source, args.output, args.watch)
+        return _once(admin, moves, source, args.output)
+    finally:
+        admin.close()

@@ -1,0 +1,184 @@
+"""What `reassign-monitor progress` prints: a summary of the replica rows, and the rows plus summary as
+one JSON document or a rich table. Pure: rows in, documents and renderables out.
+
+The JSON document's shape is progress_report.schema.json beside this module (tests validate against it):
+
+    {"schema": SCHEMA_ID, "ts_ms", "cluster_id", "source": "ongoing" | "reassignment-json-file",
+     "in_progress": bool, "replicas": [{topic, partition, broker, intra_broker, status, state, moving,
+     reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate,
+     rate_bytes_per_sec, eta_seconds}], "summary": {...}, "errors": [{"api", "message"}]}
+
+Rates and ETAs need two polls: they are null (table: '-') in a one-shot report and filled by `with_history`
+while watching.
+"""
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from streaming import history
+from streaming.kip179 import BEHIND
+from streaming.progress import partition_rollup, reassignment_rollup
+
+SCHEMA_ID = "kafka-reassign-monitor/progress-report/v1"
+SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")
+ONGOING, FROM_FILE = "ongoing", "reassignment-json-file"
+REPLICA_FIELDS = ["topic", "partition", "broker", "intra_broker", "status", "state", "moving", "reassigning",
+                  "numerator", "denominator", "progress", "in_isr", "offset_lag", "messages_behind_estimate",
+                  "rate_bytes_per_sec", "eta_seconds"]
+NOT_KNOWN = "-"
+
+
+@dataclass(frozen=True)
+class Report:
+    ts_ms: int
+    cluster_id: str
+    source: str
+    replicas: pd.DataFrame
+    summary: dict
+    errors: tuple = ()
+
+    @property
+    def in_progress(self):
+        return self.summary["in_progress"]
+
+
+def with_history(memory, rows, now_ms):
+    """(memory, rows) with copy rate, ETA and the history states (STALLED, FALLING_BEHIND) for the moving
+    rows; the others pass through. `memory` starts as history.empty_memory()."""
+    moving = rows.loc[rows["moving"]]
+    if moving.empty:
+        return memory, rows
+    memory, stepped = history.step(memory, moving.reset_index(drop=True), now_ms)
+    stepped = stepped.rename(columns={"copy_rate": "rate_bytes_per_sec"})
+    merged = pd.concat([stepped, rows.loc[~rows["moving"]]], ignore_index=True)
+    # Keep the rows' order (file order, or topic/partition order): the table must not jump while redrawn.
+    order = rows[["topic", "partition", "broker", "intra_broker"]].reset_index(drop=True).reset_index()
+    merged = order.merge(merged, on=["topic", "partition", "broker", "intra_broker"], how="left")
+    return memory, merged.drop(columns="index")
+
+
+def summarize(rows, source):
+    """Counts and bytes of a report. Bytes, rate and ETA come from the core's reassignment rollup over the
+    replicas that are moving (a listed replica that stays where it is has nothing to copy); the partition
+    counts are those of the partitions moving; `statuses` counts every row by status ('Behind' as one)."""
+    moving = rows.loc[rows["moving"]]
+    rates = moving["rate_bytes_per_sec"] if "rate_bytes_per_sec" in moving else pd.Series(dtype="float64")
+    leader_rates = moving["leader_rate"] if "leader_rate" in moving else pd.Series(dtype="float64")
+    has_rate = rates.notna().any()
+    rollup = reassignment_rollup(
+        partition_rollup(moving),
+        copy_rate=float(rates.sum()) if has_rate else None,
+        leader_rate=float(leader_rates.fillna(0).sum()) if has_rate else None)
+    statuses = Counter(BEHIND if s.startswith(BEHIND) else s for s in rows["status"])
+    in_progress = bool(rows["moving"].any() or (rows["reassigning"].any() if source == FROM_FILE else False))
+    return {**rollup,
+            "partitions_listed": int(rows[["topic", "partition"]].drop_duplicates().shape[0]),
+            "replicas_listed": int(len(rows)),
+            "replicas_moving": int(len(moving)),
+            "statuses": dict(sorted(statuses.items())),
+            "in_progress": in_progress}
+
+
+def build(snapshot, rows, source):
+    return Report(snapshot.ts_ms, snapshot.cluster_id, source, rows.reset_index(drop=True), summarize(rows, source),
+                  tuple(snapshot.errors))
+
+
+def _json_value(value):
+    """JSON-safe scalars: NaN / NA -> null, numpy scalars -> Python."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (float, np.floating)) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def to_document(report):
+    rows = report.replicas.reindex(columns=REPLICA_FIELDS)
+    replicas = [{name: _json_value(value) for name, value in zip(REPLICA_FIELDS, values)}
+                for values in rows.itertuples(index=False, name=None)]
+    return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster_id": report.cluster_id,
+            "source": report.source, "in_progress": report.in_progress, "replicas": replicas,
+            "summary": {k: _json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
+            "errors": [{"api": e.api, "message": e.message} for e in report.errors]}
+
+
+def to_json(report):
+    return json.dumps(to_document(report), allow_nan=False)
+
+
+def human_bytes(value):
+    if value is None or pd.isna(value):
+        return NOT_KNOWN
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{int(value)} B"
+
+
+def human_seconds(value):
+    if value is None or pd.isna(value):
+        return NOT_KNOWN
+    minutes, seconds = divmod(int(round(value)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def _rate(value):
+    return NOT_KNOWN if value is None or pd.isna(value) else f"{human_bytes(value)}/s"
+
+
+def _percent(value):
+    return NOT_KNOWN if value is None or pd.isna(value) else f"{100 * value:.1f}%"
+
+
+def _count(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def summary_line(report):
+    s = report.summary
+    parts = []
+    if report.source == FROM_FILE:
+        counts = ", ".join(f"{n} {status}" for status, n in s["statuses"].items())
+        parts.append(f"Listed: {_count(s['partitions_listed'], 'partition')}, "
+                     f"{_count(s['replicas_listed'], 'replica')} ({counts or 'none'}).")
+    if s["replicas_moving"]:
+        parts.append(f"Moving: {_count(s['replicas_moving'], 'replica')} in {_count(s['partitions_total'], 'partition')} "
+                     f"({s['partitions_completed']} in sync), {human_bytes(s['bytes_remaining'])} of "
+                     f"{human_bytes(s['bytes_total'])} left to copy, rate {_rate(s['rate_bytes_per_sec'])}, "
+                     f"ETA {human_seconds(s['eta_seconds'])}.")
+    elif s["in_progress"]:  # a listed replica that stays put, in a partition that still reassigns
+        parts.append("A listed partition is still reassigning.")
+    else:
+        parts.append("Nothing listed is still moving." if report.source == FROM_FILE else "Nothing is reassigning.")
+    return " ".join(parts)
+
+
+def to_table(report, title=None):
+    """A rich renderable: one row per replica, then the summary line and any poll errors."""
+    table = Table(title=title, title_justify="left", expand=False)
+    for name, justify in (("topic", "left"), ("partition", "right"), ("broker", "right"), ("state", "left"),
+                          ("status", "left"), ("copied / total", "right"), ("%", "right"), ("rate", "right"),
+                          ("ETA", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    for r in report.replicas.to_dict("records"):
+        broker = f"{r['broker']} (log dir)" if r["intra_broker"] else str(r["broker"])
+        state = r["state"] if isinstance(r["state"], str) else NOT_KNOWN
+        copied = (NOT_KNOWN if pd.isna(r["denominator"]) and pd.isna(r["numerator"])
+                  else f"{human_bytes(r['numerator'])} / {human_bytes(r['denominator'])}")
+        table.add_row(r["topic"], str(r["partition"]), broker, state, r["status"], copied, _percent(r["progress"]),
+                      _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds")))
+    lines = [Text(summary_line(report))]
+    lines += [Text(f"warning: {e.api} failed: {e.message}", style="yellow") for e in report.errors]
+    head = [table] if len(report.replicas) else [Text(title)] if title else []
+    return Group(*head, *lines)
