@@ -1,11 +1,26 @@
-"""`reassign-monitor dashboards` (not built yet)."""
+"""`reassign-monitor dashboards --out DIR`: write the Grafana dashboard JSON (dashboards.build).
+grafanalib loads only when the command runs."""
+
+import json
 
 from streaming.errors import BadInput
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="directory for overview.json, brokers.json, replicas.json (created if missing)")
 
 
 def run(args):
-    raise BadInput("dashboards is not implemented yet")
+    from dashboards.build import write_all
+
+    try:
+        paths = write_all(args.out)
+    except OSError as error:
+        raise BadInput(f"--out {args.out}: {error.strerror or error}") from error
+    if args.output == "json":
+        print(json.dumps({"written": [str(path) for path in paths]}))
+    else:
+        for path in paths:
+            print(path)
+    return 0

@@ -1,0 +1,43 @@
+"""The per-broker view: what each destination broker receives (the replica metrics summed by broker)
+against the throttle configured on it, and which throttles are set where."""
+
+from sinks import metric_names as m
+from dashboards.common import dashboard, label_variable, layout, selector, timeseries
+
+UID = "krm-brokers"
+REPLICAS = ('topic=~"$topic"', 'broker=~"$broker"')
+
+
+def by_broker(metric):
+    return f"sum by (broker) ({selector(metric, *REPLICAS)})"
+
+
+def build():
+    remaining = (f"sum by (broker) ((1 - {selector(m.REPLICA_PROGRESS_RATIO, *REPLICAS)})"
+                 f" * {selector(m.REPLICA_TARGET_BYTES, *REPLICAS)})")
+    follower = selector(m.BROKER_THROTTLE_RATE, 'broker=~"$broker"', 'kind="follower"')
+    panels = layout([
+        (9, [(timeseries("Incoming reassignment rate per broker", [
+                 (by_broker(m.REPLICA_COPY_RATE), "broker {{broker}}"),
+                 (follower, "broker {{broker}} follower throttle")], "Bps",
+                 "Bytes per second arriving at each destination broker for the replicas it is adding, with the "
+                 "follower throttle that caps it. Needs --metrics-detail replica (the broker label)."), 12),
+             (timeseries("Bytes remaining per broker", [(remaining, "broker {{broker}}")], "bytes",
+                         "Bytes each destination broker still has to copy: (1 - progress) x leader log size."), 12)]),
+        (9, [(timeseries("Copied bytes per broker", [(by_broker(m.REPLICA_COPIED_BYTES), "broker {{broker}}")],
+                         "bytes", "Bytes of the new replicas' logs already on each destination broker."), 12),
+             (timeseries("Replica moves per broker and state", [
+                 (f"sum by (broker, state) ({selector(m.REPLICA_STATE, *REPLICAS)})", "{{broker}} {{state}}")],
+                 "none", "Moving replicas per destination broker, by state.",
+                 stacking={"mode": "normal", "group": "A"}, fillOpacity=30), 12)]),
+        (9, [(timeseries("Throttle rates per broker", [
+                 (selector(m.BROKER_THROTTLE_RATE, 'broker=~"$broker"'), "broker {{broker}} {{kind}}")], "Bps",
+                 "Configured leader / follower replication throttles and the alter-log-dirs limit. A line that "
+                 "outlives every reassignment is a leaked throttle."), 12),
+             (timeseries("Throttled replicas per topic", [
+                 (selector(m.TOPIC_THROTTLED_REPLICAS, 'topic=~"$topic"'), "{{topic}} {{kind}}")], "none",
+                 "Entries in each topic's leader / follower throttled-replicas config; -1 means '*' (all)."), 12)]),
+    ])
+    return dashboard("Kafka reassignments: brokers", UID,
+                     "Incoming reassignment traffic and replication throttles per broker.", panels,
+                     [label_variable("topic", "Topic"), label_variable("broker", "Broker")])

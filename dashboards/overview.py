@@ -1,0 +1,83 @@
+"""The overview dashboard: is anything moving, how much is left, how fast, when will it finish, what
+did the throttle janitor do, and is the monitor itself alive."""
+
+from sinks import metric_names as m
+from dashboards.common import NOT_FINISHED, STATE_COLORS, dashboard, layout, selector, stat, timeseries
+
+UID = "krm-overview"
+QUANTILES = (0.5, 0.9, 0.99)
+# Three trigger intervals at the default --trigger-interval 10s, the same bound as the MonitorDown alert.
+POLL_AGE_RED_S = 30
+
+ACTIONS = f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[$__rate_interval]))"
+
+
+def _quantiles(histogram, name):
+    return [(f"histogram_quantile({q}, sum by (le) (rate({selector(histogram, suffix='_bucket')}[$__rate_interval])))",
+             f"{name} p{round(q * 100)}") for q in QUANTILES]
+
+
+def _state_colors():
+    return [{"matcher": {"id": "byName", "options": state},
+             "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": color}}]}
+            for state, color in STATE_COLORS.items()]
+
+
+def _throttle_annotation():
+    # A marker on every time series whenever the janitor acted, so a rate change lines up with its cause.
+    return {"name": "Throttle actions", "enable": True, "iconColor": "orange", "datasource": {
+        "type": "prometheus", "uid": "${datasource}"},
+        "expr": f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[1m])) > 0",
+        "step": "1m", "titleFormat": "throttle {{action}} ({{scope}})", "tagKeys": "scope,action",
+        "textFormat": "", "useValueForTime": False}
+
+
+def build():
+    poll_age = f"time() - {m.LAST_POLL.name}"
+    panels = layout([
+        (5, [(stat("Partitions reassigning", f"sum({selector(m.PARTITIONS, NOT_FINISHED)})", "none",
+                   "Partitions with an ongoing reassignment (every state but the finished ones)."), 4),
+             (stat("Replica moves in flight", f"sum({m.REPLICA_STATE.name})", "none",
+                   "Replicas being added to a reassigning partition (rows at --metrics-detail)."), 4),
+             (stat("Bytes remaining", m.REMAINING_BYTES.name, "bytes",
+                   "Bytes still to copy over all ongoing reassignments.", no_value="no data"), 4),
+             (stat("Copy rate", m.COPY_RATE.name, "Bps", "Cluster copy rate over all moving replicas."), 4),
+             (stat("Cluster ETA", m.ETA.name, "s",
+                   "Until all ongoing reassignments complete; unknown when the copy cannot outrun producers.",
+                   no_value="unknown"), 4),
+             (stat("Last poll age", poll_age, "s",
+                   "Seconds since the monitor last polled the cluster successfully.",
+                   thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": POLL_AGE_RED_S / 2},
+                               {"color": "red", "value": POLL_AGE_RED_S}], no_value="monitor down"), 4)]),
+        (8, [(timeseries("Bytes remaining over time", [(m.REMAINING_BYTES.name, "remaining")], "bytes",
+                         "Should fall steadily; a flat line is a stall, a rising one means producers outrun the copy."),
+              12),
+             (timeseries("Copy rate against configured throttles", [
+                 (m.COPY_RATE.name, "copy rate"),
+                 (f"sum by (kind) ({m.BROKER_THROTTLE_RATE.name})", "{{kind}} throttle, sum over brokers")],
+                 "Bps", "The copy cannot exceed the sum of the destination brokers' follower throttles (nor of "
+                        "the sources' leader throttles). A copy rate at the throttle line is throttle-bound."), 12)]),
+        (8, [(timeseries("Cluster ETA over time", [(m.ETA.name, "ETA")], "s",
+                         "Gaps mean unknown: the copy does not outrun the leaders' growth."), 12),
+             (timeseries("Partitions per state", [(m.PARTITIONS.name, "{{state}}")], "none",
+                         "Reassigning partitions by their worst replica state.",
+                         stacking={"mode": "normal", "group": "A"}, fillOpacity=30,
+                         overrides=_state_colors()), 12)]),
+        (8, [(timeseries("Throttle actions", [(ACTIONS, "{{scope}} {{action}}")], "none",
+                         "Throttle janitor actions per interval. 'failed' needs a look (see the runbook).",
+                         drawStyle="bars", fillOpacity=80), 12),
+             (timeseries("Poll errors", [(f"sum by (api) (increase({m.POLL_ERRORS.name}[$__rate_interval]))",
+                                          "{{api}}")], "none",
+                         "Failed admin requests per interval, by API. A few are retried; a steady stream "
+                         "means the monitor cannot see the cluster.", drawStyle="bars", fillOpacity=80), 12)]),
+        (8, [(timeseries("Batch and poll duration", _quantiles(m.BATCH_DURATION, "batch")
+                         + _quantiles(m.POLL_DURATION, "poll"), "s",
+                         "A batch that takes longer than the trigger interval delays every poll after it."), 12),
+             (timeseries("Last poll age over time", [(poll_age, "age")], "s",
+                         "Saw-tooth up to the trigger interval when healthy.", thresholdsStyleMode="line",
+                         thresholds=[{"color": "green", "value": None}, {"color": "red", "value": POLL_AGE_RED_S}]),
+              12)]),
+    ])
+    return dashboard("Kafka reassignments: overview", UID,
+                     "Ongoing partition reassignments, throttles and the health of kafka-reassign-monitor.",
+                     panels, [], annotations=[_throttle_annotation()])
