@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from streaming import codec
@@ -45,6 +46,8 @@ def build_session(config):
 
     # Workers must run this interpreter (it has the project installed), not the system python.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if (config.master or "").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded job needs no outside interface
     builder = (SparkSession.builder.appName("kafka-reassign-monitor")
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
@@ -138,6 +141,15 @@ def start_query(spark, config, handler):
             .start())
 
 
+def _stop_between_batches(query, bound_s=30.0):
+    """Stop after the running batch finished: interrupting foreachBatch mid-write only wastes it."""
+    deadline = time.monotonic() + bound_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if query.isActive:
+        query.stop()
+
+
 def run(config, janitor_factory=None):
     """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume)."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_topic
@@ -160,8 +172,7 @@ def run(config, janitor_factory=None):
               f"progress topic {config.progress_topic}", flush=True)
         while query.isActive and not stop.is_set():
             query.awaitTermination(0.5)
-        if query.isActive:
-            query.stop()
+        _stop_between_batches(query)
         error = query.exception()
         if error is not None:
             raise RuntimeError(f"streaming query failed: {error.desc if hasattr(error, 'desc') else error}")

@@ -37,7 +37,8 @@ class JobProcess:
 
     def start(self, extra=()):
         log = open(self.log_path, "a")
-        self.process = subprocess.Popen(self.args + list(extra), stdout=log, stderr=subprocess.STDOUT,
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+        self.process = subprocess.Popen(self.args + list(extra), stdout=log, stderr=subprocess.STDOUT, env=env,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
         return self
 
@@ -48,7 +49,7 @@ class JobProcess:
 
     def stop(self):
         if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.send_signal(signal.SIGTERM)  # the driver only: it stops its Spark JVM itself
             try:
                 self.process.wait(60)
             except subprocess.TimeoutExpired:

@@ -1,0 +1,65 @@
+"""The same job on a Spark standalone cluster (master + one worker on 127.0.0.1, started from the pyspark
+package's own launcher): in standalone mode no task runs in the driver, so a poll that reaches the
+sinks was read by an executor."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+from kafka import TopicPartition
+
+from tests.job_process import JobProcess, free_port
+from tests.kafka_fixtures import wait_for
+from tests.test_job_cluster import clear_throttles, throttled_move
+
+pytestmark = pytest.mark.cluster
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def spark_daemon(cls, *args, log):
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable}
+    return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), cls, *args], env=env, stdin=subprocess.DEVNULL,
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_job_runs_on_a_standalone_master(cluster, tmp_path):
+    port = free_port()
+    master = spark_daemon("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                          "--webui-port", str(free_port()), log=tmp_path / "master.log")
+    work = tmp_path / "work"
+    worker = spark_daemon("org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+                          "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(work),
+                          f"spark://127.0.0.1:{port}", log=tmp_path / "worker.log")
+    topic = cluster.unique_topic("standalone")
+    job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
+                     "--master", f"spark://127.0.0.1:{port}", "--throttle-cleanup", "off")
+    try:
+        wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 60,
+                 message="the worker to register")
+        job.start()
+        wait_for(lambda: job.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 150, interval_s=1,
+                 message="the first poll on the standalone cluster")
+        throttled_move(cluster, topic, 1, 3, megabytes=20)
+        labels = {"topic": topic, "partition": 0, "broker": 3}
+        wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is not None, 60,
+                 interval_s=1, message="replica progress computed on the standalone cluster")
+        executors = list(work.glob("app-*/*/stderr"))
+        assert executors, "no executor ran on the worker"
+    finally:
+        job.stop()
+        for process in (worker, master):
+            process.terminate()
+            process.wait(30)
+        admin = cluster.admin()
+        try:
+            admin.alter_partition_reassignments({TopicPartition(topic, 0): None})
+        except Exception:  # the move may have completed already
+            pass
+        finally:
+            admin.close()
+        clear_throttles(cluster, topic, 1, 3)
+        cluster.delete_topics([topic])
