@@ -10,12 +10,12 @@ these rules that holds (`statuses` orders them):
     Broker does not host this partition  the broker is neither in the partition's replica set nor being
                                          added to it (the move never started, was cancelled, or the file
                                          is not the one that was executed)
-    In sync                              the broker is in the partition's ISR and has no log-dir move under
-                                         way, whether the partition still reassigns or already completed
+    In sync                              the broker is alive, in the partition's ISR and has no log-dir move
+                                         under way, whether the partition still reassigns or completed
     Behind: N bytes (x%)                 otherwise. N = leader's log bytes - this replica's log bytes
                                          (at least 0) and x = N as a share of the leader's log: what is
-                                         still to copy. "Behind: unknown" when either size is unknown in
-                                         this poll (a broker offline or not answering).
+                                         still to copy (x = 100 - progress %). "Behind: unknown" when the
+                                         progress is unknown in this poll (a broker offline or silent).
 
 A broker that went offline still appears in its partitions' replica sets, so it reads as Behind (state
 BROKER_OFFLINE), not as Unknown broker.
@@ -67,17 +67,19 @@ def is_not_hosted(rows):
 
 
 def is_in_sync(rows):
-    return _flag(rows, "in_isr") & ~_flag(rows, "intra_broker")
+    # An offline broker can stay in the ISR (the last member of a partition that lost its leader): it is
+    # not serving anything, so it is not "in sync".
+    return _flag(rows, "in_isr") & _flag(rows, "destination_alive") & ~_flag(rows, "intra_broker")
 
 
-def behind(numerator, denominator):
-    """'Behind: N bytes (x%)' per row; BEHIND_UNKNOWN where either size is null."""
-    numerator = pd.Series(numerator, dtype="Float64")
-    denominator = pd.Series(denominator, dtype="Float64")
-    missing = (denominator - numerator).clip(lower=0)
-    share = 100.0 * missing / denominator
-    text = [BEHIND_UNKNOWN if pd.isna(n) else f"{BEHIND}: {int(n)} bytes ({s:.1f}%)" for n, s in zip(missing, share)]
-    return pd.Series(text, index=numerator.index, dtype="object")
+def behind(numerator, denominator, progress):
+    """'Behind: N bytes (x%)' for each row, from the core's progress so that x = 100 - the report's %
+    column (an empty leader log, denominator 1, is 0 bytes behind); BEHIND_UNKNOWN where a number is
+    null (the core sets progress 1.0 for any ISR member, even one whose broker did not answer)."""
+    numerator, denominator, progress = (np.asarray(v, dtype="float64") for v in (numerator, denominator, progress))
+    missing = (1.0 - progress) * denominator
+    return [BEHIND_UNKNOWN if np.isnan(n) or np.isnan(m) else f"{BEHIND}: {round(m)} bytes ({100 * (1 - p):.1f}%)"
+            for n, m, p in zip(numerator, missing, progress)]
 
 
 def statuses(rows):
@@ -91,9 +93,10 @@ def statuses(rows):
         (is_not_hosted(rows), NOT_HOSTED),
         (is_in_sync(rows), IN_SYNC),
     ]
-    fallback = behind(rows["numerator"].to_numpy(), rows["denominator"].to_numpy())
+    fallback = np.array(behind(*(rows[c].to_numpy(dtype="float64", na_value=np.nan)
+                                 for c in ("numerator", "denominator", "progress"))), dtype=object)
     chosen = np.select([np.asarray(mask, dtype=bool) for mask, _ in rules], [text for _, text in rules],
-                       default=fallback.to_numpy())
+                       default=fallback)
     return pd.Series(chosen, index=rows.index, dtype="object")
 
 

@@ -1,0 +1,88 @@
+"""streaming.classify: every rule alone, then every precedence between rules, as one table."""
+
+import pandas as pd
+import pytest
+
+from streaming.classify import (classify, is_broker_offline, is_cancelled, is_completed, is_falling_behind,
+                                is_in_sync, is_pending, is_stalled)
+
+STALL_AFTER_S = 600.0
+RATE_WINDOW_S = 60.0
+
+# A replica copying normally: every rule false. Cases override some facts.
+BASE = {"numerator": 500, "denominator": 1000, "in_isr": False, "finished": False, "in_replica_set": True,
+        "destination_alive": True, "leader_alive": True, "stalled_seconds": 0.0, "copy_rate": 100.0,
+        "leader_rate": 10.0, "observed_seconds": 120.0}
+
+CASES = [
+    # id, facts that differ from BASE, expected state
+    ("copying", {}, "COPYING"),
+    ("pending-zero-bytes", {"numerator": 0}, "PENDING"),
+    ("pending-unknown-bytes", {"numerator": None}, "PENDING"),
+    ("in-sync", {"in_isr": True}, "IN_SYNC"),
+    ("completed", {"finished": True, "in_replica_set": True}, "COMPLETED"),
+    ("cancelled", {"finished": True, "in_replica_set": False}, "CANCELLED"),
+    ("destination-offline", {"destination_alive": False}, "BROKER_OFFLINE"),
+    ("leader-offline", {"leader_alive": False}, "BROKER_OFFLINE"),
+    ("stalled-at-threshold", {"stalled_seconds": STALL_AFTER_S}, "STALLED"),
+    ("not-stalled-yet", {"stalled_seconds": STALL_AFTER_S - 1}, "COPYING"),
+    ("falling-behind-equal-rates", {"copy_rate": 10.0, "leader_rate": 10.0}, "FALLING_BEHIND"),
+    ("falling-behind-leader-faster", {"copy_rate": 5.0, "leader_rate": 10.0}, "FALLING_BEHIND"),
+    ("not-falling-behind-short-window", {"copy_rate": 5.0, "leader_rate": 10.0, "observed_seconds": 30.0}, "COPYING"),
+    ("not-falling-behind-idle-leader", {"copy_rate": 0.0, "leader_rate": 0.0}, "COPYING"),
+    ("no-history-no-rates", {"copy_rate": None, "leader_rate": None, "stalled_seconds": None}, "COPYING"),
+    # Precedence: the first rule in classify() wins.
+    ("completed-beats-offline", {"finished": True, "destination_alive": False}, "COMPLETED"),
+    ("cancelled-beats-offline", {"finished": True, "in_replica_set": False, "leader_alive": False}, "CANCELLED"),
+    ("offline-beats-in-sync", {"in_isr": True, "leader_alive": False}, "BROKER_OFFLINE"),
+    ("offline-beats-stalled", {"destination_alive": False, "stalled_seconds": 9999.0}, "BROKER_OFFLINE"),
+    ("in-sync-beats-stalled", {"in_isr": True, "stalled_seconds": 9999.0}, "IN_SYNC"),
+    ("in-sync-beats-pending", {"in_isr": True, "numerator": 0}, "IN_SYNC"),
+    ("stalled-beats-falling-behind", {"stalled_seconds": 9999.0, "copy_rate": 0.0}, "STALLED"),
+    ("stalled-beats-pending", {"stalled_seconds": 9999.0, "numerator": 0}, "STALLED"),
+    ("falling-behind-beats-pending", {"numerator": 0, "copy_rate": 0.0}, "FALLING_BEHIND"),
+]
+
+
+# Byte counts are nullable integers in the core's rows; history columns are floats with NaN for unknown.
+DTYPES = {"numerator": "Int64", "denominator": "Int64", "stalled_seconds": "float64", "copy_rate": "float64",
+          "leader_rate": "float64"}
+
+
+def frame(overrides):
+    return pd.DataFrame([{**BASE, **overrides}]).astype(DTYPES)
+
+
+@pytest.mark.parametrize("overrides, expected", [pytest.param(o, e, id=i) for i, o, e in CASES])
+def test_classify(overrides, expected):
+    assert classify(frame(overrides), STALL_AFTER_S, RATE_WINDOW_S).tolist() == [expected]
+
+
+def test_the_whole_table_at_once_matches_row_by_row():
+    rows = pd.DataFrame([{**BASE, **o} for _, o, _ in CASES]).astype(DTYPES)
+    assert classify(rows, STALL_AFTER_S, RATE_WINDOW_S).tolist() == [e for _, _, e in CASES]
+
+
+def test_one_shot_rows_without_history_columns():
+    rows = pd.DataFrame([{"numerator": 0, "in_isr": False, "destination_alive": True, "leader_alive": True},
+                         {"numerator": 5, "in_isr": False, "destination_alive": True, "leader_alive": True},
+                         {"numerator": 5, "in_isr": True, "destination_alive": True, "leader_alive": True}])
+    assert classify(rows).tolist() == ["PENDING", "COPYING", "IN_SYNC"]
+
+
+RULES = [
+    # id, predicate, facts that make it true
+    ("completed", is_completed, {"finished": True}),
+    ("cancelled", is_cancelled, {"finished": True, "in_replica_set": False}),
+    ("broker-offline", is_broker_offline, {"destination_alive": False}),
+    ("in-sync", is_in_sync, {"in_isr": True}),
+    ("stalled", lambda r: is_stalled(r, STALL_AFTER_S), {"stalled_seconds": STALL_AFTER_S}),
+    ("falling-behind", lambda r: is_falling_behind(r, RATE_WINDOW_S), {"copy_rate": 1.0}),
+    ("pending", is_pending, {"numerator": 0}),
+]
+
+
+@pytest.mark.parametrize("predicate, overrides", [pytest.param(p, o, id=i) for i, p, o in RULES])
+def test_each_rule_alone(predicate, overrides):
+    assert predicate(frame(overrides)).tolist() == [True]
+    assert predicate(frame({})).tolist() == [False]

@@ -1,0 +1,189 @@
+"""The pure progress core (streaming.progress) on plain data: a table of cases, then properties."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming.progress import finished_replicas, partition_rollup, replica_progress, with_states
+from streaming.snapshot import from_rows
+from streaming.states import ReplicaState
+
+TOPIC = "t"
+LEADER_BYTES = 1000
+
+
+def move(*, leader_bytes=LEADER_BYTES, copied=None, isr=(1,), alive=(1, 2, 3), answered=None, offsets=None,
+         extra_log_dirs=(), reassigning=True):
+    """One partition t-0 moving from broker 1 (leader) to broker 2; `copied=None` means broker 2 holds no
+    log yet. Brokers not alive do not answer DescribeLogDirs (the poller does not ask them)."""
+    answered = set(alive) if answered is None else set(answered)
+    log_dirs = [{"broker": 1, "log_dir": "/d1", "topic": TOPIC, "partition": 0, "size": leader_bytes,
+                 "offset_lag": 0, "is_future": False}]
+    if copied is not None:
+        log_dirs.append({"broker": 2, "log_dir": "/d2", "topic": TOPIC, "partition": 0, "size": copied,
+                         "offset_lag": 0, "is_future": False})
+    log_dirs = [r for r in log_dirs if r["broker"] in answered] + list(extra_log_dirs)
+    return from_rows(
+        1_000, "cluster",
+        reassignments=[{"topic": TOPIC, "partition": 0, "replicas": [2, 1], "adding": [2], "removing": [1]}]
+        if reassigning else [],
+        partitions=[{"topic": TOPIC, "partition": 0, "leader": 1 if 1 in alive else -1, "replicas": [2, 1],
+                     "isr": list(isr)}],
+        log_dirs=log_dirs,
+        offsets=[offsets] if offsets else [],
+        brokers=[{"broker": b, "alive": b in alive, "answered": b in answered} for b in (1, 2, 3)])
+
+
+def only_row(snapshot):
+    rows = with_states(replica_progress(snapshot))
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+NULL = None
+CASES = [
+    # id, snapshot, expected (numerator, denominator, progress, in_isr, state)
+    pytest.param(move(copied=None), (0, 1000, 0.0, False, "PENDING"), id="pending-no-log-yet"),
+    pytest.param(move(copied=0), (0, 1000, 0.0, False, "PENDING"), id="pending-empty-log"),
+    pytest.param(move(copied=400), (400, 1000, 0.4, False, "COPYING"), id="copying"),
+    pytest.param(move(copied=1200), (1200, 1000, 1.0, False, "COPYING"), id="copying-beyond-leader-capped"),
+    pytest.param(move(copied=900, isr=(1, 2)), (900, 1000, 1.0, True, "IN_SYNC"), id="in-isr-is-complete"),
+    pytest.param(move(copied=400, alive=(2, 3)), (400, NULL, NULL, False, "BROKER_OFFLINE"), id="leader-offline"),
+    pytest.param(move(copied=400, alive=(1, 3)), (NULL, 1000, NULL, False, "BROKER_OFFLINE"),
+                 id="destination-offline"),
+    # Alive but its DescribeLogDirs failed: unknown, not zero. The core has no "unknown" state: no bytes
+    # are known to have arrived, so it reads PENDING until a poll answers.
+    pytest.param(move(copied=400, answered=(1, 3)), (NULL, 1000, NULL, False, "PENDING"),
+                 id="destination-did-not-answer"),
+    pytest.param(move(copied=400, answered=(2, 3)), (400, NULL, NULL, False, "COPYING"), id="leader-did-not-answer"),
+    pytest.param(move(leader_bytes=0, copied=0), (0, 1, 1.0, False, "PENDING"), id="empty-leader-log"),
+    pytest.param(move(leader_bytes=0, copied=0, isr=(1, 2)), (0, 1, 1.0, True, "IN_SYNC"),
+                 id="empty-leader-log-in-isr"),
+]
+
+
+@pytest.mark.parametrize("snapshot, expected", CASES)
+def test_replica_progress(snapshot, expected):
+    row = only_row(snapshot)
+    numerator, denominator, progress, in_isr, state = expected
+    assert (None if pd.isna(row["numerator"]) else int(row["numerator"])) == numerator
+    assert (None if pd.isna(row["denominator"]) else int(row["denominator"])) == denominator
+    assert (None if math.isnan(row["progress"]) else row["progress"]) == pytest.approx(progress)
+    assert bool(row["in_isr"]) == in_isr
+    assert row["state"] == state
+    assert (row["topic"], row["partition"], row["broker"], bool(row["intra_broker"])) == (TOPIC, 0, 2, False)
+
+
+def test_messages_behind_estimate_is_the_missing_share_of_the_offset_span():
+    row = only_row(move(copied=400, offsets={"topic": TOPIC, "partition": 0, "log_start": 100, "log_end": 1100}))
+    assert row["messages_behind_estimate"] == pytest.approx(0.6 * 1000)
+
+
+def test_messages_behind_estimate_is_null_without_offsets():
+    assert math.isnan(only_row(move(copied=400))["messages_behind_estimate"])
+
+
+def test_intra_broker_future_log_reports_offset_lag():
+    future = [{"broker": 3, "log_dir": "/a", "topic": "u", "partition": 5, "size": 2000, "offset_lag": 0,
+               "is_future": False},
+              {"broker": 3, "log_dir": "/b", "topic": "u", "partition": 5, "size": 500, "offset_lag": 42,
+               "is_future": True}]
+    rows = with_states(replica_progress(move(copied=400, extra_log_dirs=future)))
+    intra = rows.loc[rows["intra_broker"]].iloc[0]
+    assert (intra["topic"], intra["partition"], intra["broker"], intra["leader"]) == ("u", 5, 3, 3)
+    assert (int(intra["numerator"]), int(intra["denominator"]), intra["progress"]) == (500, 2000, 0.25)
+    assert int(intra["offset_lag"]) == 42
+    assert intra["state"] == "COPYING"
+    assert len(rows) == 2  # and the inter-broker move is still there
+
+
+FINISHED_CASES = [
+    # id, replica set after the move left ListPartitionReassignments (None: topic deleted), expected state
+    pytest.param([2], "COMPLETED", id="completed"),
+    pytest.param([2, 1], "COMPLETED", id="completed-wider-set"),
+    pytest.param([1], "CANCELLED", id="cancelled-reverted"),
+    pytest.param(None, "CANCELLED", id="topic-deleted"),
+]
+
+
+@pytest.mark.parametrize("replicas_after, state", FINISHED_CASES)
+def test_finished_moves(replicas_after, state):
+    tracked = replica_progress(move(copied=400))
+    after = from_rows(2_000, "cluster", partitions=[] if replicas_after is None else [
+        {"topic": TOPIC, "partition": 0, "leader": replicas_after[0], "replicas": replicas_after, "isr": replicas_after}],
+        brokers=[{"broker": b, "alive": True, "answered": True} for b in (1, 2, 3)])
+    gone = with_states(finished_replicas(tracked, after))
+    assert len(gone) == 1
+    assert gone.iloc[0]["state"] == state
+    assert bool(gone.iloc[0]["finished"])
+
+
+def test_a_move_still_under_way_is_not_finished():
+    tracked = replica_progress(move(copied=400))
+    assert finished_replicas(tracked, move(copied=600)).empty
+
+
+# Properties over random partitions: leader bytes, copied bytes, ISR membership, liveness, answers.
+partition_case = st.fixed_dictionaries({
+    "leader_bytes": st.integers(0, 10**12),
+    "copied": st.one_of(st.none(), st.integers(0, 10**12)),
+    "destinations": st.sets(st.sampled_from([2, 3, 4]), min_size=1, max_size=3),
+    "in_isr": st.sets(st.sampled_from([2, 3, 4])),
+})
+cluster_case = st.fixed_dictionaries({
+    "partitions": st.lists(partition_case, min_size=1, max_size=6),
+    "alive": st.sets(st.sampled_from([1, 2, 3, 4]), min_size=1),
+    "silent": st.sets(st.sampled_from([1, 2, 3, 4])),
+})
+
+
+def random_snapshot(case):
+    reassignments, partitions, log_dirs = [], [], []
+    alive, answered = case["alive"], case["alive"] - case["silent"]
+    for index, p in enumerate(case["partitions"]):
+        destinations = sorted(p["destinations"])
+        reassignments.append({"topic": "r", "partition": index, "replicas": destinations + [1], "adding": destinations,
+                              "removing": [1]})
+        partitions.append({"topic": "r", "partition": index, "leader": 1 if 1 in alive else -1,
+                           "replicas": destinations + [1], "isr": [1] + sorted(p["in_isr"] & p["destinations"])})
+        sizes = {1: p["leader_bytes"], **({d: p["copied"] for d in destinations} if p["copied"] is not None else {})}
+        log_dirs += [{"broker": b, "log_dir": "/d", "topic": "r", "partition": index, "size": s, "offset_lag": 0,
+                      "is_future": False} for b, s in sizes.items() if b in answered]
+    brokers = [{"broker": b, "alive": b in alive, "answered": b in answered} for b in (1, 2, 3, 4)]
+    return from_rows(0, "c", reassignments=reassignments, partitions=partitions, log_dirs=log_dirs, brokers=brokers)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cluster_case)
+def test_progress_properties(case):
+    rows = replica_progress(random_snapshot(case))
+    progress = rows["progress"].to_numpy()
+    known = ~np.isnan(progress)
+    assert ((progress[known] >= 0) & (progress[known] <= 1)).all()
+    assert (progress[rows["in_isr"].to_numpy()] == 1.0).all()
+    denominators = rows["denominator"].dropna()
+    assert (denominators >= 1).all()
+    # A null denominator means progress cannot be known, unless ISR membership settles it.
+    unknown_total = rows["denominator"].isna().to_numpy() & ~rows["in_isr"].to_numpy()
+    assert np.isnan(progress[unknown_total]).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(cluster_case)
+def test_partition_rollup_properties(case):
+    replicas = with_states(replica_progress(random_snapshot(case)))
+    partitions = partition_rollup(replicas)
+    assert len(partitions) == len(case["partitions"])
+    for p in partitions.to_dict("records"):
+        mine = replicas.loc[(replicas["topic"] == p["topic"]) & (replicas["partition"] == p["partition"])]
+        totals = mine["denominator"].astype("float64")
+        done = np.where(mine["in_isr"], totals, np.minimum(mine["numerator"].astype("float64"), totals))
+        assert p["bytes_total"] == pytest.approx(np.nansum(totals))
+        assert p["bytes_done"] == pytest.approx(np.nansum(done))
+        assert p["bytes_done"] <= p["bytes_total"]
+        assert p["replicas"] == len(mine)
+        assert p["state"] == max(ReplicaState[s] for s in mine["state"]).name
