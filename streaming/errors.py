@@ -41,7 +41,7 @@ def from_kafka_error(error, doing):
 
     name = type(error).__name__
     text = str(error) or name
-    if isinstance(error, (kerrors.NoBrokersAvailable, kerrors.KafkaConnectionError, kerrors.KafkaTimeoutError)):
+    if isinstance(error, (kerrors.KafkaConnectionError, kerrors.KafkaTimeoutError)):
         return Unreachable(f"{doing}: cluster unreachable ({name})")
     if "Authorization" in name or "AUTHORIZATION" in text or "Authentication" in name:
         return Refused(f"{doing}: not authorized ({text})")
