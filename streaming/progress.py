@@ -109,12 +109,13 @@ _DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_br
            "messages_behind_estimate": "float64", "finished": "bool", "in_replica_set": "bool"}
 
 
-def finished_replicas(tracked, snapshot):
+def finished_replicas(tracked, snapshot, current=None):
     """Rows for tracked replica moves (KEY columns) that no longer move in this snapshot, marked
     `finished` with `in_replica_set` from the partition's current replicas. A partition missing from
-    the metadata (topic deleted) counts as not holding the broker: CANCELLED."""
-    current = replica_progress(snapshot)[KEY]
-    gone = tracked[KEY].merge(current.assign(_moving=True), on=KEY, how="left")
+    the metadata (topic deleted) counts as not holding the broker: CANCELLED. `current`, this
+    snapshot's replica_progress when the caller has it already, saves computing it twice."""
+    moving = (replica_progress(snapshot) if current is None else current)[KEY]
+    gone = tracked[KEY].merge(moving.assign(_moving=True), on=KEY, how="left")
     gone = gone.loc[gone["_moving"].isna(), KEY].reset_index(drop=True)
     replica_pairs = _pairs(snapshot["partitions"], "replicas", "broker")
     gone["in_replica_set"] = _member(replica_pairs, gone, "broker")

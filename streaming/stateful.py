@@ -48,7 +48,7 @@ def track_bucket(rows, memory, settings):
     tables = codec.decode_tables(rows["table"], rows["payload"])
     snapshot = Snapshot(ts_ms=ts_ms, cluster_id="", tables=tables)
     current = replica_progress(snapshot)
-    finished = finished_replicas(memory, snapshot) if not memory.empty else None
+    finished = finished_replicas(memory, snapshot, current) if not memory.empty else None
     if finished is not None and not finished.empty:
         current = finished if current.empty else pd.concat([current, finished], ignore_index=True)
     memory, report = step(memory, current, ts_ms, settings)

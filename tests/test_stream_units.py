@@ -1,0 +1,146 @@
+"""The streaming pieces on plain data: source rows, the bucket tracker, batch outputs, records against
+the shipped JSON Schema, Prometheus samples per detail level, durations."""
+
+import json
+
+import jsonschema
+import pandas as pd
+import pytest
+
+from sinks import metric_names as m
+from sinks.prometheus import Picture, samples
+from sinks.records import SCHEMA_PATH
+from streaming import codec
+from streaming.durations import seconds
+from streaming.errors import BadInput
+from streaming.history import Settings, empty_memory
+from streaming.outputs import assemble, poll_facts
+from streaming.snapshot import from_rows
+from streaming.source import CLUSTER_BUCKET, POLL_TABLE, snapshot_rows
+from streaming.stateful import REPLICA_KIND, track_bucket
+
+VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+BUCKETS = 4
+
+
+def cluster_snapshot(ts_ms, copied, moving=True):
+    partitions = [{"topic": f"t{i}", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]} for i in range(6)]
+    log_dirs = [{"broker": b, "log_dir": "d", "topic": f"t{i}", "partition": 0, "size": 1000 if b == 1 else copied,
+                 "offset_lag": 0, "is_future": False} for i in range(6) for b in (1, 2)]
+    return from_rows(
+        ts_ms, "cluster-x",
+        brokers=[{"broker": b, "alive": True, "answered": True} for b in (1, 2, 3)],
+        partitions=partitions, log_dirs=log_dirs,
+        reassignments=[{"topic": f"t{i}", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}
+                       for i in range(6)] if moving else [],
+        topic_throttles=[{"topic": "t0", "kind": "leader", "value": "0:1"}, {"topic": "t1", "kind": "follower", "value": "*"}],
+        broker_throttles=[{"broker": 1, "kind": "leader", "rate": 1000}])
+
+
+def source_frame(poll_id, snapshot):
+    return pd.DataFrame(snapshot_rows(poll_id, snapshot, BUCKETS), columns=["poll_id", "ts_ms", "bucket", "table", "payload"])
+
+
+def test_every_bucket_gets_the_brokers_and_the_cluster_bucket_gets_the_cluster_tables():
+    frame = source_frame(1, cluster_snapshot(1000, 10))
+    assert set(frame.loc[frame["table"] == "brokers", "bucket"]) == set(range(BUCKETS)) | {CLUSTER_BUCKET}
+    cluster = frame.loc[frame["bucket"] == CLUSTER_BUCKET, "table"]
+    assert set(cluster) == {"brokers", "reassignments", "topic_throttles", "broker_throttles", POLL_TABLE}
+
+
+def test_bucket_slices_reassemble_the_snapshot():
+    snap = cluster_snapshot(1000, 10)
+    frame = source_frame(1, snap)
+    partitioned = frame.loc[(frame["bucket"] != CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
+    log_dirs = codec.decode_tables(partitioned["table"], partitioned["payload"])["log_dirs"]
+    key = ["topic", "partition", "broker"]
+    pd.testing.assert_frame_equal(log_dirs.sort_values(key).reset_index(drop=True),
+                                  snap["log_dirs"].sort_values(key).reset_index(drop=True))
+
+
+def track_all(frames):
+    """Run the tracker over consecutive polls' source frames, bucket by bucket, like Spark would."""
+    memories, outputs = {}, []
+    for frame in frames:
+        for bucket, rows in frame.loc[frame["bucket"] != CLUSTER_BUCKET].groupby("bucket"):
+            memory, out = track_bucket(rows, memories.get(bucket, empty_memory()), Settings())
+            memories[bucket] = memory
+            outputs.append(out)
+    return memories, pd.concat(outputs, ignore_index=True)
+
+
+def test_tracker_reports_each_move_once_per_poll_and_completion_once():
+    frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500)),
+              source_frame(3, cluster_snapshot(20_000, 1000, moving=False))]
+    memories, out = track_all(frames)
+    assert (out["kind"] == REPLICA_KIND).all()
+    assert out.groupby("poll_id").size().to_dict() == {1: 6, 2: 6, 3: 6}
+    assert set(out.loc[out["poll_id"] == 3, "state"]) == {"COMPLETED"}
+    assert out.loc[out["poll_id"] == 2, "copy_rate"].tolist() == [50.0] * 6
+    assert all(memory.empty for memory in memories.values())
+
+
+def batch_output(batch_id=7):
+    frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
+    _, out = track_all(frames)
+    replicas = out.loc[out["poll_id"] == 2].drop(columns=["kind", "table", "payload"]).reset_index(drop=True)
+    cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
+    tables = codec.decode_tables(cluster["table"], cluster["payload"])
+    facts = poll_facts(tables.pop(POLL_TABLE))
+    return assemble(replicas, tables, facts, batch_id)
+
+
+def test_batch_records_are_valid_and_keyed_as_the_contract_says():
+    output = batch_output()
+    keys = [key for key, _ in output.records]
+    assert "t0:0:2" in keys and "t0:0" in keys and "reassignment" in keys
+    for _, value in output.records:
+        VALIDATOR.validate(value)
+    summary = dict(output.records)["reassignment"]
+    assert (summary["partitions_total"], summary["bytes_total"], summary["bytes_remaining"]) == (6, 6000, 3000)
+    assert summary["rate_bytes_per_sec"] == pytest.approx(300.0)
+
+
+def test_schema_rejects_a_record_outside_the_contract():
+    _, value = batch_output().records[0]
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATOR.validate({**value, "progress": 1.5})
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATOR.validate({**value, "unexpected": 1})
+
+
+def label_sets(picture, detail, metric):
+    return {labels for metric_, names, labels, _ in samples(picture, detail) if metric_ is metric}
+
+
+@pytest.mark.parametrize("detail, labels", [
+    ("replica", ("t0", "0", "2")), ("partition", ("t0", "0")), ("topic", ("t0",))], ids=["replica", "partition", "topic"])
+def test_metrics_detail_bounds_the_labels(detail, labels):
+    picture = batch_output().picture
+    assert labels in label_sets(picture, detail, m.REPLICA_PROGRESS_RATIO)
+    assert len(label_sets(picture, detail, m.REPLICA_PROGRESS_RATIO)) == 6
+
+
+def test_throttle_samples_count_entries_and_star_as_minus_one():
+    values = {(metric.name, labels): value for metric, _, labels, value in samples(batch_output().picture)}
+    assert values[(m.TOPIC_THROTTLED_REPLICAS.name, ("t0", "leader"))] == 1
+    assert values[(m.TOPIC_THROTTLED_REPLICAS.name, ("t1", "follower"))] == -1
+    assert values[(m.BROKER_THROTTLE_RATE.name, ("1", "leader"))] == 1000
+
+
+def test_an_empty_picture_has_no_replica_series_and_all_partition_states():
+    names = [(metric.name, labels) for metric, _, labels, _ in samples(Picture())]
+    assert not [n for n, _ in names if n.startswith("kafka_reassignment_replica_")]
+    assert len([n for n, _ in names if n == m.PARTITIONS.name]) == 8
+
+
+@pytest.mark.parametrize("text, expected", [("500ms", 0.5), ("10s", 10), ("10m", 600), ("2h", 7200), ("15", 15)],
+                         ids=["ms", "s", "m", "h", "bare"])
+def test_durations(text, expected):
+    assert seconds(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "ten", "-1s", "0s", "5d"], ids=["empty", "word", "negative", "zero", "days"])
+def test_bad_durations(text):
+    with pytest.raises(BadInput):
+        seconds(text)
