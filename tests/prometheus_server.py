@@ -7,6 +7,8 @@ loaded (evaluated every second too).
         prom.query('ALERTS{alertname="KafkaReassignmentMonitorDown"}')
 
 The process is stopped (and its directory removed) when the block exits, whatever happened inside.
+Expect the first scrape about 5 s after start: Prometheus' service discovery hands targets to the
+scrape manager at most every 5 s, so wait on series (`wait_for_series`), never on a fixed sleep.
 """
 
 import json
