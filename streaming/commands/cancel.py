@@ -1,11 +1,109 @@
-"""`reassign-monitor cancel` (not built yet)."""
+"""`reassign-monitor cancel`: cancel ongoing reassignments (KIP-455: back to the original replicas).
 
-from streaming.errors import BadInput
+Refuses (exit 2, nothing changed) without --force when an original replica's broker is not alive:
+the cancel would shrink the partition to replicas that cannot serve it (KAFKA-14424).
+Partitions of the file that are not reassigning are reported and skipped. After the cancel, the
+throttle janitor (sinks.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
+for completed ones - also those executed with --no-auto-remove-throttle, unless --preserve-throttles.
+Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
+"""
+
+from streaming.commands import reassign_common as common
+from streaming.errors import EXIT_CLUSTER, EXIT_OK, BadInput, ClusterError
+
+CANCELLED, NOT_REASSIGNING = "cancelled", "not reassigning"
 
 
 def add_arguments(parser):
-    pass
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--reassignment-json-file", metavar="FILE", help="cancel these partitions (replicas optional)")
+    which.add_argument("--all", action="store_true", help="cancel every ongoing reassignment in the cluster")
+    parser.add_argument("--force", action="store_true",
+                        help="cancel even where an original replica's broker is offline (KAFKA-14424)")
+    parser.add_argument("--preserve-throttles", action="store_true", help="leave every throttle in place")
+    common.add_ownership_topic(parser)
+    common.add_progress_topic(parser)
+
+
+def offline_originals(ongoing, alive, partitions):
+    """(topic, partition) -> original replica brokers that are not alive."""
+    out = {}
+    for key in partitions:
+        row = ongoing[key]
+        original = [b for b in row["replicas"] if b not in set(row["adding"])]
+        down = [b for b in original if b not in alive]
+        if down:
+            out[key] = down
+    return out
 
 
 def run(args):
-    raise BadInput("cancel is not implemented yet")
+    from kafka import TopicPartition
+
+    from sinks.janitor import Janitor
+    from sinks.throttle_plan import Policy
+    from streaming.reassignment_file import load
+
+    requested = None if args.all else [(m.topic, m.partition) for m in load(args.reassignment_json_file, require_replicas=False)]
+    admin = common.connect(args)
+    try:
+        snapshot = common.strict_poll(admin, [t for t, _ in requested or ()])
+        ongoing = common.ongoing_of(snapshot)
+        requested = sorted(ongoing) if requested is None else requested
+        to_cancel = [key for key in requested if key in ongoing]
+        offline = offline_originals(ongoing, snapshot.alive_brokers(), to_cancel)
+        if offline and not args.force:
+            first, down = next(iter(sorted(offline.items())))
+            raise BadInput(
+                f"refusing to cancel {first[0]}-{first[1]}: original replica broker{'s' if len(down) > 1 else ''} "
+                f"{', '.join(map(str, down))} offline" + (f" (and {len(offline) - 1} more partitions)" if len(offline) > 1 else "")
+                + "; cancelling would leave the partition on brokers that cannot serve it (KAFKA-14424). "
+                "Bring the brokers back or use --force; nothing was changed")
+        results = {}
+        if to_cancel:
+            try:
+                answer = admin.raw.alter_partition_reassignments({TopicPartition(t, p): None for t, p in to_cancel})
+            except Exception as error:
+                raise ClusterError(f"AlterPartitionReassignments (cancel): {error}") from error
+            results = {(tp.topic, tp.partition): error for tp, error in answer.items()}
+        rows = []
+        for key in requested:
+            if key not in ongoing:
+                rows.append((key, NOT_REASSIGNING, None))
+                continue
+            error = results.get(key, "no answer")
+            original = [b for b in ongoing[key]["replicas"] if b not in set(ongoing[key]["adding"])]
+            if error is None:
+                rows.append((key, CANCELLED, original))
+            elif getattr(error, "__name__", "") == "NoReassignmentInProgressError":
+                rows.append((key, NOT_REASSIGNING, None))  # it finished between the poll and the cancel
+            else:
+                rows.append((key, f"failed: {getattr(error, '__name__', error)}", original))
+        outputs, note = [], None
+        cancelled = [key for key, status, _ in rows if status == CANCELLED]
+        if cancelled and not args.preserve_throttles:
+            store = common.open_store(args, create=False)
+            outputs = Janitor(admin, store, Policy(release=common.releasing(store.records(), cancelled))).sweep()
+            note = common.publish_actions(args, outputs)
+    finally:
+        admin.close()
+
+    refused = any(status.startswith("failed") for _, status, _ in rows)
+    actions = [o.action for o in outputs]
+    if args.output == "json":
+        common.print_json({
+            "partitions": [{"topic": t, "partition": p, "status": s, "original_replicas": r} for (t, p), s, r in rows],
+            "forced": bool(offline) and args.force, "throttle_actions": [common.action_json(a) for a in actions],
+            "throttles_preserved": args.preserve_throttles, "note": note})
+    else:
+        common.table([(t, p, s, "" if r is None else ",".join(map(str, r))) for (t, p), s, r in rows],
+                     ("TOPIC", "PARTITION", "STATUS", "REVERTS TO"))
+        if not rows:
+            print("No reassignment is in progress.")
+        if args.preserve_throttles:
+            print("Throttles: preserved (--preserve-throttles).")
+        elif cancelled:
+            common.print_actions(actions)
+        if note:
+            print(f"Note: {note}")
+    return EXIT_CLUSTER if refused else EXIT_OK

@@ -1,11 +1,267 @@
-"""`reassign-monitor execute` (not built yet)."""
+"""`reassign-monitor execute`: start a reassignment with KIP-179 throttles that are removed when it completes.
 
-from streaming.errors import BadInput
+Order (each step only after the previous one succeeded):
+1. Validate everything without changing anything: the file (streaming.reassignment_file), the throttle
+   values, unknown topics / partitions / brokers, log dirs (absolute, present on the broker), and
+   partitions already reassigning (allowed with --additional). Any problem: one line, exit 2.
+2. Write the ownership record (state `pending`): the exact entries and rates this request will set, each
+   prior rate it replaces, the moves, and whether auto-removal is off (sinks.ownership).
+3. APPEND the throttled-replicas entries, SET the rates; read back until the cluster shows them.
+4. AlterPartitionReassignments. If nothing was accepted, or step 3 failed: mark the record `aborted`,
+   take out exactly what step 3 set (the janitor's own code), exit 3.
+5. Mark the record `started`; move replicas into the named log dirs (AlterReplicaLogDirs, retried while
+   a new replica does not exist yet, up to --timeout).
+The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
+A crash between 2 and 5 leaves a `pending` record: the janitor treats it as started after
+sinks.throttle_plan.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
+"""
+
+import sys
+import time
+
+from streaming.commands import reassign_common as common
+from streaming.errors import EXIT_OK, BadInput, ClusterError
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    parser.add_argument("--throttle", type=int, metavar="B/s",
+                        help="inter-broker replication throttle in bytes/s on every source and destination broker")
+    parser.add_argument("--replica-alter-log-dirs-throttle", type=int, metavar="B/s",
+                        help="throttle in bytes/s for moves between log dirs of one broker")
+    parser.add_argument("--no-auto-remove-throttle", action="store_true",
+                        help="keep the throttles after completion (verify or cancel of these partitions removes them)")
+    parser.add_argument("--additional", action="store_true",
+                        help="allow changing the target of partitions that are already reassigning")
+    parser.add_argument("--dry-run", action="store_true", help="validate and show what would be set; change nothing")
+    common.add_ownership_topic(parser)
+
+
+def validate(file_moves, snapshot, additional, log_dirs_of):
+    """Every problem with the request against the cluster, as one-line messages (empty: valid)."""
+    known = common.replicas_of(snapshot)
+    topics = {t for t, _ in known}
+    registered = {int(b) for b in snapshot["brokers"]["broker"]}
+    ongoing = common.ongoing_of(snapshot)
+    problems = []
+    for m in file_moves:
+        name = f"{m.topic}-{m.partition}"
+        if m.topic not in topics:
+            problems.append(f"unknown topic {m.topic}")
+        elif (m.topic, m.partition) not in known:
+            problems.append(f"unknown partition {name}")
+        unknown = [b for b in m.replicas if b not in registered]
+        if unknown:
+            problems.append(f"{name}: unknown broker{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))}")
+        if (m.topic, m.partition) in ongoing and not additional:
+            problems.append(f"{name} is already being reassigned (use --additional to change its target)")
+        for broker, log_dir in zip(m.replicas, m.log_dirs or ()):
+            if log_dir == "any":
+                continue
+            if not log_dir.startswith("/"):
+                problems.append(f"{name}: log dir {log_dir!r} for broker {broker} is not an absolute path")
+            elif broker in registered and log_dir not in log_dirs_of(broker):
+                problems.append(f"{name}: broker {broker} has no log dir {log_dir}")
+    return list(dict.fromkeys(problems))
+
+
+def _log_dirs_reader(admin):
+    cache = {}
+
+    def log_dirs_of(broker):
+        if broker not in cache:
+            try:
+                responses = admin.raw.describe_log_dirs(brokers=[broker])
+            except Exception as error:
+                raise ClusterError(f"describing log dirs of broker {broker}: {error}") from error
+            cache[broker] = {d["log_dir"] for r in responses for d in r["log_dirs"] if d["error_code"] == 0}
+        return cache[broker]
+
+    return log_dirs_of
+
+
+def _confirmed_set(setting, snapshot):
+    from sinks import throttle_entries as te
+    from sinks.throttle_plan import view_of
+
+    view = view_of(snapshot)
+    missing = [f"{t} {k}: {te.format_entries(pairs - te.parse(view.topic_values.get((t, k))))}"
+               for (t, k), pairs in setting.appends.items() if pairs - te.parse(view.topic_values.get((t, k)))]
+    missing += [f"broker {b} {k}" for (b, k), rate in setting.rates.items() if view.broker_rates.get((b, k)) != rate]
+    return missing
+
+
+def _set_throttles(admin, setting, timeout_s):
+    from sinks import throttle_entries as te
+    from sinks.janitor import alter_throttle, read_cluster
+
+    for (topic, kind), pairs in sorted(setting.appends.items()):
+        alter_throttle(admin.raw, "topic", topic, kind, "append", te.format_entries(pairs))
+    for (broker, kind), rate in sorted(setting.rates.items()):
+        alter_throttle(admin.raw, "broker", broker, kind, "set", rate)
+    deadline = time.monotonic() + max(timeout_s, 5.0)
+    while True:  # broker configs reach the broker asynchronously: wait until it shows them
+        missing = _confirmed_set(setting, read_cluster(admin, {t for t, _ in setting.appends}))
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise ClusterError(f"throttles not visible after setting them: {'; '.join(missing)}")
+        time.sleep(0.25)
+
+
+def _start(admin, moves):
+    from kafka import TopicPartition
+
+    try:
+        results = admin.raw.alter_partition_reassignments(
+            {TopicPartition(m.topic, m.partition): list(m.target) for m in moves})
+    except Exception as error:
+        raise ClusterError(f"AlterPartitionReassignments: {error}") from error
+    started, failed = [], []
+    for m in moves:
+        error = results.get(TopicPartition(m.topic, m.partition), "no answer")
+        (started if error is None else failed).append((m, error))
+    return [m for m, _ in started], [(m, getattr(error, "__name__", str(error))) for m, error in failed]
+
+
+def _move_log_dirs(admin, log_dirs, timeout_s):
+    """AlterReplicaLogDirs, retried while new replicas do not exist yet. Returns unfinished (replica, error)."""
+    import kafka.errors as kerrors
+    from kafka import TopicPartitionReplica
+
+    wanted = {TopicPartitionReplica(t, p, b): d for (t, p, b), d in log_dirs.items()}
+    deadline = time.monotonic() + timeout_s
+    while wanted:
+        results = admin.raw.alter_replica_log_dirs(wanted)
+        wanted = {r: d for r, d in wanted.items() if results.get(r) is not kerrors.NoError}
+        retry = all(results.get(r) is kerrors.ReplicaNotAvailableError for r in wanted)
+        if not wanted or not retry or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return [(f"{r.topic}-{r.partition} on broker {r.broker_id}", getattr(results.get(r), "__name__", "no answer"))
+            for r in wanted]
+
+
+def _throttle_lines(setting):
+    from sinks import throttle_entries as te
+    from sinks.janitor import config_key
+
+    lines = [f"topic {t}: {config_key('topic', k)} += {te.format_entries(p)}" for (t, k), p in sorted(setting.appends.items())]
+    lines += [f"topic {t}: {config_key('topic', k)} already lists {te.format_entries(p)} (not ours: left alone)"
+              for (t, k), p in sorted(setting.foreign.items())]
+    lines += [f"topic {t}: {config_key('topic', k)} is * (left alone)" for t, k in setting.all_replicas]
+    lines += [f"broker {c.broker}: {config_key('broker', c.kind)} = {c.rate}" + (f" (was {c.prior})" if c.prior is not None else "")
+              for c in setting.rate_claims]
+    return lines
 
 
 def run(args):
-    raise BadInput("execute is not implemented yet")
+    from sinks.ownership import PENDING, STARTED, Ownership, new_request_id
+    from sinks.throttle_claims import log_dir_moves, moves_for, throttle_setting
+    from sinks.throttle_plan import view_of
+    from streaming.reassignment_file import load, to_json
+
+    common.positive_rate("--throttle", args.throttle)
+    common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
+    file_moves = load(args.reassignment_json_file)
+    if not file_moves:
+        raise BadInput(f"--reassignment-json-file {args.reassignment_json_file}: no partitions to move")
+    admin = common.connect(args)
+    try:
+        snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
+        problems = validate(file_moves, snapshot, args.additional, _log_dirs_reader(admin))
+        if problems:
+            more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+            raise BadInput(f"{problems[0]}{more}; nothing was changed")
+        ongoing = common.ongoing_of(snapshot)
+        moves = moves_for(file_moves, common.replicas_of(snapshot), ongoing)
+        log_dirs = log_dir_moves(file_moves)
+        store = common.open_store(args, create=not args.dry_run)
+        active = [r for r in store.records() if r.active]
+        setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
+                                   args.replica_alter_log_dirs_throttle)
+        rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
+        now_ms = int(time.time() * 1000)
+        record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
+                           created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
+                           moves=moves, entries=setting.entries, rates=setting.rate_claims)
+        table = args.output == "table"
+        if table:
+            print(f"Current partition replica assignment\n\n{rollback}\n\n"
+                  "Save this to use as the --reassignment-json-file option during rollback")
+            for line in _throttle_lines(setting):
+                print(("Would set " if args.dry_run else "Throttle ") + line)
+        if args.dry_run:
+            if table:
+                print(f"Dry run: nothing was changed; would start {', '.join(f'{m.topic}-{m.partition}' for m in moves)}")
+            else:
+                common.print_json(_document(record, rollback, setting, [], [], [], dry_run=True))
+            return EXIT_OK
+
+        store.put(record)
+        try:
+            if setting.appends or setting.rates:
+                _set_throttles(admin, setting, args.timeout)
+            started, failed = _start(admin, moves)
+            if not started:
+                raise ClusterError("no partition reassignment was accepted: " +
+                                   ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in failed))
+        except Exception as error:
+            _abort(admin, store, record, error)
+            if isinstance(error, ClusterError):
+                raise
+            raise ClusterError(str(error)) from error
+        store.put(record.with_state(STARTED, time.time() * 1000))
+        unmoved = _move_log_dirs(admin, log_dirs, args.timeout) if log_dirs else []
+    finally:
+        admin.close()
+
+    if table:
+        print(f"Successfully started partition reassignment{'s' if len(started) > 1 else ''} for "
+              f"{','.join(f'{m.topic}-{m.partition}' for m in started)}")
+        for m, error in failed:
+            print(f"Error: {m.topic}-{m.partition} was not started: {error}", file=sys.stderr)
+        for replica, error in unmoved:
+            print(f"Error: log dir move of {replica} not started: {error}", file=sys.stderr)
+        removal = ("kept (--no-auto-remove-throttle): verify or cancel of these partitions removes them"
+                   if args.no_auto_remove_throttle else "removed automatically as each move completes (run or verify)")
+        if setting.entries or setting.rate_claims:
+            print(f"Throttles: {removal}")
+        print(f"Request id: {record.request_id}")
+    else:
+        common.print_json(_document(record, rollback, setting, started, failed, unmoved, dry_run=False))
+    return EXIT_OK if not failed and not unmoved else ClusterError.exit_code
+
+
+def _abort(admin, store, record, error):
+    """Take out exactly what this request set (its claims), through the janitor's own code."""
+    from sinks.janitor import Janitor, describe
+    from sinks.ownership import ABORTED
+    from sinks.throttle_plan import Policy
+
+    store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
+    try:
+        for output in Janitor(admin, store, Policy(release=frozenset({record.request_id}))).sweep():
+            print(f"Rolled back: {describe(output.action)}", file=sys.stderr)
+    except Exception as cleanup_error:  # report both; the janitor retries the aborted record later
+        print(f"Rollback of throttles incomplete ({cleanup_error}); the janitor will retry", file=sys.stderr)
+
+
+def _document(record, rollback, setting, started, failed, unmoved, dry_run):
+    import json
+
+    from sinks import throttle_entries as te
+
+    return {
+        "request_id": None if dry_run else record.request_id, "dry_run": dry_run,
+        "rollback": json.loads(rollback), "auto_remove_throttle": record.auto_remove,
+        "started": [f"{m.topic}-{m.partition}" for m in started],
+        "failed": [{"partition": f"{m.topic}-{m.partition}", "error": e} for m, e in failed],
+        "log_dir_moves_failed": [{"replica": r, "error": e} for r, e in unmoved],
+        "throttles": {
+            "topics": [{"topic": t, "kind": k, "appended": te.entry_strings(p)} for (t, k), p in sorted(setting.appends.items())],
+            "foreign_left_alone": [{"topic": t, "kind": k, "entries": te.entry_strings(p)} for (t, k), p in sorted(setting.foreign.items())],
+            "all_replicas_left_alone": [{"topic": t, "kind": k} for t, k in setting.all_replicas],
+            "brokers": [{"broker": c.broker, "kind": c.kind, "rate": c.rate, "prior": c.prior} for c in setting.rate_claims],
+        },
+    }

@@ -1,11 +1,88 @@
-"""`reassign-monitor verify` (not built yet)."""
+"""`reassign-monitor verify`: per-partition completion of a reassignment file, then the throttle janitor.
 
-from streaming.errors import BadInput
+Status per partition: `complete` (not reassigning, replicas equal the target), `in progress`,
+`replicas differ` (not reassigning but the replica list is not the target: cancelled or replaced),
+`unknown topic`, `unknown partition`. Exit 1 while any partition is in progress; otherwise 2 if the file
+names unknown topics/partitions, else 0 (a cancelled move is not "in progress": it never finishes).
+
+Then the janitor (sinks.janitor, `owned` policy, the same code the streaming job runs) removes every
+owned throttle that is due - for this file's partitions and any other finished request - restoring
+prior rates. Records of this file's partitions executed with --no-auto-remove-throttle are released
+too (an explicit verify asks for it), unless --preserve-throttles.
+"""
+
+from streaming.commands import reassign_common as common
+from streaming.errors import EXIT_BAD_INPUT, EXIT_IN_PROGRESS, EXIT_OK
+
+COMPLETE, IN_PROGRESS, DIFFERS, UNKNOWN_TOPIC, UNKNOWN_PARTITION = (
+    "complete", "in progress", "replicas differ", "unknown topic", "unknown partition")
 
 
 def add_arguments(parser):
-    pass
+    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    parser.add_argument("--preserve-throttles", action="store_true", help="only report; leave every throttle in place")
+    parser.add_argument("--dry-run", action="store_true", help="report the throttle actions that are due; change nothing")
+    common.add_ownership_topic(parser)
+    common.add_progress_topic(parser)
+
+
+def statuses(file_moves, snapshot):
+    """[(move, status, current replicas)] for every file entry."""
+    current = common.replicas_of(snapshot)
+    topics = {t for t, _ in current}
+    ongoing = common.ongoing_of(snapshot)
+    out = []
+    for m in file_moves:
+        key = (m.topic, m.partition)
+        if m.topic not in topics:
+            out.append((m, UNKNOWN_TOPIC, None))
+        elif key not in current:
+            out.append((m, UNKNOWN_PARTITION, None))
+        elif key in ongoing:
+            out.append((m, IN_PROGRESS, current[key]))
+        else:
+            out.append((m, COMPLETE if tuple(current[key]) == tuple(m.replicas) else DIFFERS, current[key]))
+    return out
 
 
 def run(args):
-    raise BadInput("verify is not implemented yet")
+    from sinks.janitor import Janitor
+    from sinks.throttle_plan import Policy
+    from streaming.reassignment_file import load
+
+    file_moves = load(args.reassignment_json_file)
+    admin = common.connect(args)
+    try:
+        snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
+        rows = statuses(file_moves, snapshot)
+        outputs, note = [], None
+        if not args.preserve_throttles:
+            store = common.open_store(args, create=False)
+            release = common.releasing(store.records(), [(m.topic, m.partition) for m, _, _ in rows])
+            janitor = Janitor(admin, store, Policy(dry_run=args.dry_run, release=release))
+            outputs = janitor.sweep()
+            note = common.publish_actions(args, outputs)
+    finally:
+        admin.close()
+
+    found = {status for _, status, _ in rows}
+    code = EXIT_IN_PROGRESS if IN_PROGRESS in found else (
+        EXIT_BAD_INPUT if found & {UNKNOWN_TOPIC, UNKNOWN_PARTITION} else EXIT_OK)
+    actions = [o.action for o in outputs]
+    if args.output == "json":
+        common.print_json({
+            "complete": found == {COMPLETE}, "in_progress": IN_PROGRESS in found,
+            "partitions": [{"topic": m.topic, "partition": m.partition, "status": s, "target": list(m.replicas),
+                            "replicas": r} for m, s, r in rows],
+            "throttle_actions": [common.action_json(a) for a in actions],
+            "throttles_preserved": args.preserve_throttles, "note": note})
+    else:
+        common.table([(m.topic, m.partition, s, ",".join(map(str, m.replicas)), "" if r is None else ",".join(map(str, r)))
+                      for m, s, r in rows], ("TOPIC", "PARTITION", "STATUS", "TARGET", "REPLICAS"))
+        if args.preserve_throttles:
+            print("Throttles: preserved (--preserve-throttles).")
+        else:
+            common.print_actions(actions)
+        if note:
+            print(f"Note: {note}")
+    return code

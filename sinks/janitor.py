@@ -1,0 +1,258 @@
+"""The throttle janitor: reads ownership, plans (sinks.throttle_plan, pure), applies with read-back.
+
+For the streaming job (driver side, inside foreachBatch; nothing here is pickled to executors):
+
+    janitor = janitor_factory(config)          # config: JobConfig (bootstrap, command_config, timeout_s,
+                                               #   throttle_cleanup, dry_run; optional ownership_topic)
+    for action, key, value in janitor.on_batch(snapshot, batch_id):
+        keyed_records.append((key, value))     # a `throttle` record for the progress topic
+        throttle_actions.labels(scope=action.scope, action=action.action).inc()
+
+`Janitor.on_batch(snapshot, batch_id) -> list[JanitorOutput]`; each output is a named tuple
+(action: ThrottleAction, key: str, value: dict) with the key and value made by `throttle_record`. It
+never raises for a cluster problem (the query must keep running): a failed read is logged and retried
+next batch, a failed write is returned as a `failed` action. `snapshot` needs the tables brokers,
+reassignments, topic_throttles and broker_throttles (log_dirs optional) and `errors`.
+
+What one batch does:
+1. Refresh the ownership records from Kafka (they were read fully at construction, so a job restarted
+   between a completion and the removal finishes the removal: rule 5).
+2. Plan on the batch's snapshot. Steady state stops here: no extra admin request.
+3. If something is due: re-read the cluster (reassignments, throttle configs, log dirs where needed)
+   AFTER the ownership refresh and plan again on that. The batch's poll may predate an `execute` that
+   has since started; planning on the fresh read means a throttle is only removed when a read taken
+   after its ownership record was seen shows its partitions not moving.
+4. Apply each action with one IncrementalAlterConfigs (SUBTRACT entries; DELETE or SET a rate) and
+   read back until the cluster shows it (broker configs propagate asynchronously), else `failed`.
+5. Mark ownership records `done` once a fresh read shows nothing of theirs left.
+Dry run and `--throttle-cleanup off` stop after step 2 and report each due action once (again only
+after it stopped being due for a batch), never writing to the cluster or the ownership topic.
+
+`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call.
+"""
+
+import sys
+import time
+from typing import NamedTuple
+
+from sinks import throttle_plan as tp
+from sinks.ownership import DEFAULT_TOPIC, DONE
+from sinks.records import THROTTLE_KIND, record, throttle_key
+from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.snapshot import Snapshot, table
+
+
+class JanitorOutput(NamedTuple):
+    action: tp.ThrottleAction
+    key: str
+    value: dict
+
+
+def config_key(scope, kind):
+    return (TOPIC_THROTTLE_KEYS if scope == tp.TOPIC else BROKER_THROTTLE_KEYS)[kind]
+
+
+def describe(action):
+    """One line saying what the action did (or would do, or failed to do)."""
+    key = config_key(action.scope, action.kind)
+    where = f"topic {action.name}" if action.scope == tp.TOPIC else f"broker {action.name}"
+    what = {tp.SUBTRACT: f"removed {','.join(action.entries)} from {key}",
+            tp.DELETE: f"deleted {key}={action.value}",
+            tp.SET: f"restored {key}={action.restored_value} (was {action.value})"}[action.op]
+    if action.action == tp.DRY_RUN:
+        return f"{where}: dry run: {action.reason}"
+    prefix = "FAILED " if action.action == tp.FAILED else ""
+    return f"{where}: {prefix}{what}: {action.reason}"
+
+
+def throttle_record(action, ts_ms, batch_id, cluster_id):
+    """(key, value) of the progress-topic `throttle` record for one action (sinks.records shape)."""
+    value = record(
+        THROTTLE_KIND, ts_ms, batch_id, cluster_id, message=describe(action),
+        topic=action.name if action.scope == tp.TOPIC else None,
+        broker=int(action.name) if action.scope == tp.BROKER else None,
+        request_id=",".join(action.request_ids) or None,
+        throttle={"scope": action.scope, "name": action.name, "kind": action.kind, "action": action.action,
+                  "entries": list(action.entries) or None, "value": action.value,
+                  "restored_value": action.restored_value, "reason": action.reason})
+    return throttle_key(action.scope, action.name), value
+
+
+# ---- the cluster edge ----
+
+def alter_throttle(raw_admin, scope, name, kind, op, value=None):
+    """One IncrementalAlterConfigs on one resource; raises RuntimeError with Kafka's message on refusal.
+    `op`: subtract | append | delete | set. raise_on_unknown=False: kafka-python otherwise rejects throttle keys."""
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+    ops = {tp.SUBTRACT: AlterConfigOp.SUBTRACT, "append": AlterConfigOp.APPEND, tp.DELETE: AlterConfigOp.DELETE,
+           tp.SET: AlterConfigOp.SET}
+    resource_type = ConfigResourceType.TOPIC if scope == tp.TOPIC else ConfigResourceType.BROKER
+    resource = ConfigResource(resource_type, str(name),
+                              configs={config_key(scope, kind): (ops[op], None if op == tp.DELETE else str(value))})
+    outcome = raw_admin.alter_configs([resource], raise_on_unknown=False).get(scope, {}).get(str(name), "no answer")
+    if outcome != "OK":
+        raise RuntimeError(str(outcome))
+
+
+def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
+    """A Snapshot read now: brokers, reassignments, throttle configs of `topics` and of every alive broker,
+    and the log dirs of `log_dir_brokers` (future logs only). Raises on any failed request."""
+    cluster_id, brokers = admin.describe_cluster()
+    reassignments = admin.list_reassignments()
+    alive = sorted(b["broker"] for b in brokers if b["alive"])
+    topic_rows, broker_rows = admin.describe_throttles(sorted(set(topics)), alive)
+    log_dirs, answered = [], set()
+    for broker in sorted(set(log_dir_brokers) & set(alive)):
+        log_dirs += [r for r in admin.describe_log_dirs(broker) if r["is_future"]]
+        answered.add(broker)
+    return Snapshot(
+        ts_ms=int(time.time() * 1000) if now_ms is None else now_ms, cluster_id=cluster_id,
+        tables={"brokers": table("brokers", [{"broker": b["broker"], "alive": b["alive"], "answered": b["broker"] in answered}
+                                             for b in brokers]),
+                "reassignments": table("reassignments", reassignments),
+                "topic_throttles": table("topic_throttles", topic_rows),
+                "broker_throttles": table("broker_throttles", broker_rows),
+                "log_dirs": table("log_dirs", log_dirs)})
+
+
+def _failed(action, why):
+    return tp.ThrottleAction(action.scope, action.name, action.kind, tp.FAILED, action.op, action.entries,
+                             action.value, action.restored_value, f"{why} ({action.reason})", action.request_ids)
+
+
+class Janitor:
+    """See the module docstring. `admin`: streaming.admin.ClusterAdmin whose `.raw` is a kafka-python admin
+    (or pass `alter`, a function like `alter_throttle` without its first argument); `store`: OwnershipStore."""
+
+    def __init__(self, admin, store, policy=tp.Policy(), alter=None, readback_timeout_s=15.0, log=None):
+        self.admin, self.store, self.policy = admin, store, policy
+        self.alter = alter or (lambda *a: alter_throttle(admin.raw, *a))
+        self.readback_timeout_s = readback_timeout_s
+        self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
+        self._reported = set()  # dry-run actions already reported while they stay due
+
+    # -- entry points --
+
+    def on_batch(self, snapshot, batch_id):
+        try:
+            self.store.refresh()
+            records = self.store.records()
+            due = tp.plan(self._with_log_dirs(snapshot), records, self.policy)
+            if not self.policy.acts:
+                return self._outputs(self._new_reports(due), snapshot, batch_id)
+            if not due and not self._settle_candidates(snapshot, records):
+                return []
+            return self._act(records, snapshot, batch_id, hint=due)
+        except Exception as error:  # the streaming query must survive a cluster hiccup: retry next batch
+            self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
+            return []
+
+    def sweep(self, batch_id=-1):
+        """Refresh ownership, read the cluster now, remove what is due, settle records. Raises on read errors."""
+        self.store.refresh()
+        records = self.store.records()
+        if not self.policy.acts:
+            fresh = self._read(records, hint=None)
+            return self._outputs(tp.plan(fresh, records, self.policy), fresh, batch_id)
+        return self._act(records, None, batch_id, hint=None)
+
+    # -- steps --
+
+    def _act(self, records, snapshot, batch_id, hint):
+        fresh = self._read(records, hint)
+        actions = tp.plan(fresh, records, self.policy)
+        done = self._apply(actions)
+        self._settle(records)
+        return self._outputs(done, fresh, batch_id)
+
+    def _with_log_dirs(self, snapshot):
+        """The alter-log-dirs rate rule needs future logs; the job's cluster tables do not carry them."""
+        view = tp.view_of(snapshot)
+        wanted = {b for (b, kind) in view.broker_rates if kind == tp.ALTER_LOG_DIRS} - view.log_dirs_known
+        if not wanted or not view.complete:
+            return snapshot
+        rows, answered = [], set()
+        for broker in sorted(wanted & view.alive):
+            rows += [r for r in self.admin.describe_log_dirs(broker) if r["is_future"]]
+            answered.add(broker)
+        brokers = [{"broker": b, "alive": b in view.alive, "answered": b in answered or b in view.log_dirs_known}
+                   for b in sorted(view.registered)]
+        return Snapshot(snapshot.ts_ms, snapshot.cluster_id,
+                        {**snapshot.tables, "brokers": table("brokers", brokers), "log_dirs": table("log_dirs", rows)},
+                        snapshot.requests, snapshot.errors, snapshot.duration_s)
+
+    def _read(self, records, hint):
+        topics = {c.topic for r in records if r.state != DONE for c in r.entries}
+        if self.policy.cleanup == tp.ALL:
+            if hint is None:
+                topics |= {row["topic"] for row in self.admin.describe_partitions(None)}
+            else:
+                topics |= {a.name for a in hint if a.scope == tp.TOPIC}
+        log_dir_brokers = {c.broker for r in records if r.state != DONE for c in r.rates if c.kind == tp.ALTER_LOG_DIRS}
+        if self.policy.cleanup == tp.ALL:
+            log_dir_brokers |= {int(a.name) for a in (hint or ()) if a.kind == tp.ALTER_LOG_DIRS}
+            if hint is None:
+                log_dir_brokers |= {b["broker"] for b in self.admin.describe_cluster()[1]}
+        return read_cluster(self.admin, topics, log_dir_brokers)
+
+    def _apply(self, actions):
+        outcome, attempted = {}, []
+        for action in actions:
+            value = ",".join(action.entries) if action.op == tp.SUBTRACT else action.restored_value
+            try:
+                self.alter(action.scope, action.name, action.kind, action.op, value)
+                attempted.append(action)
+            except Exception as error:
+                outcome[action] = _failed(action, f"refused: {error}")
+        deadline = time.monotonic() + self.readback_timeout_s
+        while attempted:
+            topics = {a.name for a in attempted if a.scope == tp.TOPIC}
+            try:
+                now = read_cluster(self.admin, topics)
+                attempted = [a for a in attempted if not tp.confirmed(a, now)]
+            except Exception as error:
+                self.log(f"read-back failed: {type(error).__name__}: {error}")
+            if not attempted or time.monotonic() > deadline:
+                break
+            time.sleep(0.25)
+        for action in attempted:
+            outcome[action] = _failed(action, f"not confirmed by read-back within {self.readback_timeout_s:g}s")
+        return [outcome.get(a, a) for a in actions]
+
+    def _settle_candidates(self, snapshot, records):
+        return [r for r in records if r.state != DONE and tp.settled(snapshot, r, records, self.policy)]
+
+    def _settle(self, records):
+        """Mark `done` the records a read taken now shows settled (never on a batch's older poll)."""
+        active = [r for r in records if r.state != DONE]
+        if not active:
+            return
+        fresh = self._read(records, hint=())
+        for record in active:
+            if tp.settled(fresh, record, records, self.policy):
+                self.store.put(record.with_state(DONE, fresh.ts_ms, note="every claimed throttle is gone"))
+
+    def _new_reports(self, actions):
+        identities = {a: (a.scope, a.name, a.kind, a.op, a.entries, a.value, a.restored_value) for a in actions}
+        new = [a for a in actions if identities[a] not in self._reported]
+        self._reported = set(identities.values())
+        return new
+
+    def _outputs(self, actions, snapshot, batch_id):
+        ts_ms = int(time.time() * 1000)
+        cluster_id = snapshot.cluster_id if snapshot is not None else ""
+        for action in actions:
+            self.log(describe(action))
+        return [JanitorOutput(a, *throttle_record(a, ts_ms, batch_id, cluster_id)) for a in actions]
+
+
+def janitor_factory(config):
+    """The Janitor the streaming job runs (driver side), from its JobConfig."""
+    from sinks.ownership import KafkaOwnershipStore
+    from streaming.admin import KafkaClusterAdmin
+
+    admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+    store = KafkaOwnershipStore(config.bootstrap, config.command_config,
+                                getattr(config, "ownership_topic", None) or DEFAULT_TOPIC, config.timeout_s, create=True)
+    return Janitor(admin, store, tp.Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

@@ -1,0 +1,267 @@
+"""Ownership records: which throttles this tool set, so removal is exact and survives crashes.
+
+`execute` writes an `Ownership` record BEFORE it alters any config (state `pending`), marks it
+`started` once AlterPartitionReassignments accepted the moves (or `aborted` when it rolled back), and
+the janitor marks it `done` once every throttle it claims is gone (removed, restored, or changed by
+someone else). A record claims:
+
+- topic entries `p:b` it added to `leader|follower.replication.throttled.replicas` (entries that were
+  already there and not ours are foreign: never claimed, never removed);
+- broker rates it set, each with the `prior` value it replaced (None: there was none). When the prior
+  value was itself set by another active record of ours, the prior of that record is carried over,
+  so the value restored at the end is the one that existed before any of our throttles.
+
+Store: a compacted Kafka topic (default `reassignment-monitor-throttles`, one partition so it is
+totally ordered, replication factor min(3, brokers)), key = request id, value = the record as JSON.
+The latest record per request id wins; `done` records stay as an audit trail (one per request).
+
+Request ids: `YYYYMMDDTHHMMSS.mmmZ-xxxx` (UTC, milliseconds, 4 random hex digits). `new_request_id`
+bumps the time past the newest id in the store, so ids sort in creation order (monotonic for one
+store); the random suffix keeps two concurrent `execute` runs apart.
+
+`OwnershipStore` is the small protocol the janitor needs; `MemoryStore` is the fake for tests.
+"""
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Protocol
+
+from sinks.throttle_entries import entry, parse_entry
+
+SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
+DEFAULT_TOPIC = "reassignment-monitor-throttles"
+
+PENDING, STARTED, ABORTED, DONE = STATES = ("pending", "started", "aborted", "done")
+EXECUTE, OBSERVED = ORIGINS = ("execute", "observed")
+
+
+@dataclass(frozen=True)
+class Move:
+    """One partition of a request: `sources` are the replicas it moves from (the current replicas, or the
+    original ones of an ongoing reassignment), `target` the replica list it asked for."""
+    topic: str
+    partition: int
+    sources: tuple[int, ...]
+    target: tuple[int, ...]
+
+    @property
+    def destinations(self):
+        return tuple(b for b in self.target if b not in self.sources)
+
+
+@dataclass(frozen=True)
+class EntryClaim:
+    topic: str
+    kind: str  # leader | follower
+    partition: int
+    broker: int
+
+
+@dataclass(frozen=True)
+class RateClaim:
+    broker: int
+    kind: str  # leader | follower | alter_log_dirs
+    rate: int
+    prior: int | None = None
+
+
+@dataclass(frozen=True)
+class Ownership:
+    request_id: str
+    state: str
+    created_ms: int
+    updated_ms: int
+    auto_remove: bool = True
+    origin: str = EXECUTE
+    moves: tuple[Move, ...] = ()
+    entries: tuple[EntryClaim, ...] = ()
+    rates: tuple[RateClaim, ...] = ()
+    note: str | None = None
+
+    def with_state(self, state, now_ms, note=None):
+        return replace(self, state=state, updated_ms=int(now_ms), note=note if note is not None else self.note)
+
+    @property
+    def active(self):
+        return self.state != DONE
+
+
+def to_json(record):
+    entries = {}
+    for claim in record.entries:
+        entries.setdefault((claim.topic, claim.kind), []).append(entry(claim.partition, claim.broker))
+    return {
+        "schema": SCHEMA_ID, "request_id": record.request_id, "state": record.state,
+        "created_ms": record.created_ms, "updated_ms": record.updated_ms, "auto_remove": record.auto_remove,
+        "origin": record.origin, "note": record.note,
+        "moves": [{"topic": m.topic, "partition": m.partition, "sources": list(m.sources), "target": list(m.target)}
+                  for m in record.moves],
+        "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
+        "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
+    }
+
+
+def from_json(value):
+    if value.get("schema") != SCHEMA_ID:
+        raise ValueError(f"not an ownership record: schema {value.get('schema')!r}")
+    return Ownership(
+        request_id=value["request_id"], state=value["state"], created_ms=int(value["created_ms"]),
+        updated_ms=int(value["updated_ms"]), auto_remove=bool(value.get("auto_remove", True)),
+        origin=value.get("origin", EXECUTE), note=value.get("note"),
+        moves=tuple(Move(m["topic"], int(m["partition"]), tuple(m["sources"]), tuple(m["target"]))
+                    for m in value.get("moves", ())),
+        entries=tuple(EntryClaim(e["topic"], e["kind"], *parse_entry(text))
+                      for e in value.get("entries", ()) for text in e["entries"]),
+        rates=tuple(RateClaim(int(r["broker"]), r["kind"], int(r["rate"]), None if r.get("prior") is None else int(r["prior"]))
+                    for r in value.get("rates", ())),
+    )
+
+
+def encode(record):
+    return json.dumps(to_json(record), separators=(",", ":")).encode("utf-8")
+
+
+def decode(data):
+    return from_json(json.loads(data.decode("utf-8")))
+
+
+def _id_time(request_id):
+    try:
+        stamp = datetime.strptime(request_id[:19], "%Y%m%dT%H%M%S.%f").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return 0
+    return int(stamp.timestamp() * 1000)
+
+
+def new_request_id(existing_ids, now_ms):
+    ms = max([int(now_ms)] + [_id_time(i) + 1 for i in existing_ids])
+    stamp = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return f"{stamp:%Y%m%dT%H%M%S}.{ms % 1000:03d}Z-{secrets.token_hex(2)}"
+
+
+class OwnershipStore(Protocol):
+    def refresh(self) -> None: ...  # read what others wrote since the last call
+    def records(self) -> list[Ownership]: ...  # the latest record per request id, done ones included
+    def put(self, record: Ownership) -> None: ...  # durable (acknowledged by the cluster) when it returns
+
+
+@dataclass
+class MemoryStore:
+    """The in-memory store: for tests, and the shape every store keeps locally."""
+    latest: dict = field(default_factory=dict)
+    writes: list = field(default_factory=list)
+
+    @classmethod
+    def of(cls, *records):
+        return cls(latest={r.request_id: r for r in records})
+
+    def refresh(self):
+        pass
+
+    def records(self):
+        return sorted(self.latest.values(), key=lambda r: r.request_id)
+
+    def put(self, record):
+        self.latest[record.request_id] = record
+        self.writes.append(record)
+
+
+class KafkaOwnershipStore:
+    """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all."""
+
+    PARTITION = 0
+
+    def __init__(self, bootstrap, command_config=None, topic=DEFAULT_TOPIC, timeout_s=10.0, create=False):
+        from confluent_kafka import Consumer, Producer, TopicPartition
+
+        from streaming import client_config
+        from streaming.errors import ClusterError
+
+        self.topic, self.timeout_s = topic, timeout_s
+        settings = client_config.confluent_settings(command_config, bootstrap)
+        if create:
+            ensure_topic(settings, topic, timeout_s)
+        self._latest = {}
+        self._producer = Producer({**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
+        self._consumer = Consumer({**settings, "group.id": "reassign-monitor-ownership-reader",
+                                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self._tp = TopicPartition(topic, self.PARTITION)
+        self._next = 0
+        self._assigned = False
+        self._error = ClusterError
+        self.refresh()
+
+    def refresh(self):
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            low, high = self._consumer.get_watermark_offsets(self._tp, timeout=self.timeout_s)
+        except KafkaException as error:
+            if error.args[0].code() == -190:  # _UNKNOWN_PARTITION: the topic does not exist yet, so no records
+                return
+            raise self._error(f"reading ownership topic {self.topic}: {error}") from error
+        start = max(self._next, low)
+        if start >= high:
+            return
+        if not self._assigned:  # assigned once; afterwards the consumer's position is self._next
+            self._consumer.assign([TopicPartition(self.topic, self.PARTITION, start)])
+            self._assigned = True
+        deadline = time.monotonic() + self.timeout_s
+        while self._next < high:
+            if time.monotonic() > deadline:
+                raise self._error(f"reading ownership topic {self.topic}: timed out at offset {self._next} of {high}")
+            message = self._consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                raise self._error(f"reading ownership topic {self.topic}: {message.error()}")
+            key = message.key().decode("utf-8")
+            if message.value() is None:
+                self._latest.pop(key, None)  # tombstone
+            else:
+                try:
+                    self._latest[key] = decode(message.value())
+                except (ValueError, KeyError) as error:  # a record we cannot read claims nothing we may touch
+                    print(f"ownership topic {self.topic}: skipping unreadable record {key}: {error}")
+            self._next = message.offset() + 1
+
+    def records(self):
+        return sorted(self._latest.values(), key=lambda r: r.request_id)
+
+    def put(self, record):
+        failures = []
+        self._producer.produce(self.topic, key=record.request_id.encode("utf-8"), value=encode(record),
+                               on_delivery=lambda error, _m: failures.append(error) if error else None)
+        if self._producer.flush(self.timeout_s) != 0 or failures:
+            raise self._error(f"writing ownership record {record.request_id} to {self.topic}: "
+                              f"{failures[0] if failures else 'not acknowledged in time'}")
+        self._latest[record.request_id] = record
+
+    def close(self):
+        self._consumer.close()
+        self._producer.flush(self.timeout_s)
+
+
+def ensure_topic(settings, topic, timeout_s):
+    """Create the ownership topic (compacted, one partition, RF min(3, brokers)) unless it exists."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from streaming.errors import ClusterError
+
+    admin = AdminClient(settings)
+    metadata = admin.list_topics(timeout=timeout_s)
+    if topic in metadata.topics:
+        return False
+    replication = min(3, len(metadata.brokers))
+    new = NewTopic(topic, num_partitions=1, replication_factor=replication,
+                   config={"cleanup.policy": "compact", "min.insync.replicas": str(min(2, replication))})
+    try:
+        admin.create_topics([new], request_timeout=timeout_s)[topic].result(timeout_s)
+    except KafkaException as error:
+        if error.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise ClusterError(f"creating ownership topic {topic}: {error}") from error
+    return True

@@ -1,0 +1,121 @@
+"""What execute, verify and cancel share: connecting, polling strictly, the ownership store, output.
+
+Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark.
+"""
+
+import json
+import sys
+
+from streaming.errors import BadInput, ClusterError
+
+DECISION_APIS = ("ListPartitionReassignments", "Metadata", "DescribeConfigs")
+
+
+def add_ownership_topic(parser):
+    from sinks.ownership import DEFAULT_TOPIC
+
+    parser.add_argument("--ownership-topic", default=DEFAULT_TOPIC, metavar="NAME",
+                        help=f"compacted topic recording which throttles this tool set (default {DEFAULT_TOPIC})")
+
+
+def add_progress_topic(parser):
+    parser.add_argument("--progress-topic", default="reassignment-progress", metavar="NAME",
+                        help="throttle actions are also written here as `throttle` records when the topic exists")
+
+
+def connect(args):
+    from streaming.admin import KafkaClusterAdmin
+
+    return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
+
+
+def open_store(args, create):
+    from sinks.ownership import KafkaOwnershipStore
+
+    return KafkaOwnershipStore(args.bootstrap_server, args.command_config, args.ownership_topic, args.timeout, create=create)
+
+
+def strict_poll(admin, topics):
+    """A poll of the named topics that had every answer a decision needs (else ClusterError, exit 3)."""
+    from streaming.poller import poll
+
+    snapshot = poll(admin, topics=sorted(set(topics)))
+    for error in snapshot.errors:
+        if error.api in DECISION_APIS:
+            raise ClusterError(f"{error.api} failed: {error.message}")
+    return snapshot
+
+
+def replicas_of(snapshot):
+    """(topic, partition) -> replicas from the poll's metadata."""
+    return {(r["topic"], int(r["partition"])): [int(b) for b in r["replicas"]]
+            for r in snapshot["partitions"].to_dict("records")}
+
+
+def ongoing_of(snapshot):
+    """(topic, partition) -> {"replicas", "adding", "removing"} of each ongoing reassignment."""
+    return {(r["topic"], int(r["partition"])): {k: [int(b) for b in r[k]] for k in ("replicas", "adding", "removing")}
+            for r in snapshot["reassignments"].to_dict("records")}
+
+
+def releasing(records, partitions):
+    """Ids of active records moving any of `partitions`: an explicit verify/cancel of them overrides
+    --no-auto-remove-throttle."""
+    wanted = set(partitions)
+    return frozenset(r.request_id for r in records if r.active and any((m.topic, m.partition) in wanted for m in r.moves))
+
+
+def action_json(action):
+    return {"scope": action.scope, "name": action.name, "kind": action.kind, "action": action.action,
+            "entries": list(action.entries), "value": action.value, "restored_value": action.restored_value,
+            "reason": action.reason, "request_ids": list(action.request_ids)}
+
+
+def print_actions(actions, out=sys.stdout):
+    from sinks.janitor import describe
+
+    if not actions:
+        print("Throttles: nothing to remove.", file=out)
+    for action in actions:
+        print(f"Throttle {describe(action)}", file=out)
+
+
+def print_json(document, out=sys.stdout):
+    print(json.dumps(document, indent=2), file=out)
+
+
+def table(rows, headers, out=sys.stdout):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+    print("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip(), file=out)
+    for row in rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
+
+
+def publish_actions(args, outputs):
+    """Best effort: the janitor's `throttle` records to the progress topic, when it exists (rule 6)."""
+    if not outputs:
+        return None
+    try:
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+
+        from sinks.records import encode
+        from streaming import client_config
+
+        settings = client_config.confluent_settings(args.command_config, args.bootstrap_server)
+        if args.progress_topic not in AdminClient(settings).list_topics(timeout=args.timeout).topics:
+            return f"progress topic {args.progress_topic} does not exist: throttle records not written"
+        producer = Producer({**settings, "enable.idempotence": True})
+        for output in outputs:
+            producer.produce(args.progress_topic, key=output.key.encode(), value=encode(output.value))
+        if producer.flush(args.timeout) != 0:
+            return f"throttle records to {args.progress_topic} not acknowledged in time"
+    except Exception as error:  # reporting must not turn a successful cleanup into a failure
+        return f"throttle records not written to {args.progress_topic}: {error}"
+    return None
+
+
+def positive_rate(name, value):
+    if value is not None and value <= 0:
+        raise BadInput(f"{name} must be a positive number of bytes per second, not {value}")
+    return value
