@@ -10,7 +10,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from streaming import client_config
 from streaming.errors import ClusterError
-from sinks.records import encode
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 PARTITIONS = 3
@@ -41,7 +40,7 @@ class ProgressTopicWriter:
         self.topic = topic
 
     def write(self, keyed_values, timeout_s=30.0):
-        """Write (key, value dict) pairs and wait until all are acknowledged; raise if any failed."""
+        """Write (key, encoded value) pairs and wait until all are acknowledged; raise if any failed."""
         failures = []
 
         def delivered(error, _message):
@@ -51,7 +50,7 @@ class ProgressTopicWriter:
         for key, value in keyed_values:
             while True:
                 try:
-                    self._producer.produce(self.topic, key=key.encode(), value=encode(value), on_delivery=delivered)
+                    self._producer.produce(self.topic, key=key.encode(), value=value, on_delivery=delivered)
                     break
                 except BufferError:  # local queue full: let deliveries drain, then retry this record
                     self._producer.poll(0.1)

@@ -7,6 +7,9 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 SCHEMA_ID = "kafka-reassign-monitor/progress/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
 REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND = KINDS = ("replica", "partition", "reassignment", "throttle")
@@ -56,23 +59,51 @@ def encode(value):
     return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def replica_record(row, batch_id, cluster_id, request_id=None):
-    return record(
-        REPLICA_KIND, row["ts_ms"], batch_id, cluster_id, state=row["state"], topic=row["topic"],
-        partition=row["partition"], broker=row["broker"], intra_broker=row["intra_broker"],
-        request_id=request_id, previous_state=row["previous_state"], state_since_ms=row["state_since_ms"],
-        numerator=row["numerator"], denominator=row["denominator"], progress=row["progress"],
-        in_isr=row["in_isr"], rate_bytes_per_sec=row["copy_rate"], eta_seconds=row["eta_seconds"],
-        stalled_seconds=row["stalled_seconds"], messages_behind_estimate=row["messages_behind_estimate"],
-        message=f"{row['previous_state']} -> {row['state']}" if row["transition"] else None)
+def _encoded_rows(frame):
+    """One UTF-8 JSON value per row, built by pandas in C: 100k records cost ~0.1 s, not seconds."""
+    text = frame.to_json(orient="records", lines=True, double_precision=15)
+    return [line.encode("utf-8") for line in text.splitlines()]
 
 
-def partition_record(row, ts_ms, batch_id, cluster_id):
-    return record(
-        PARTITION_KIND, ts_ms, batch_id, cluster_id, state=row["state"], topic=row["topic"],
-        partition=row["partition"], numerator=row["bytes_done"], denominator=row["bytes_total"] or None,
-        progress=row["progress"], rate_bytes_per_sec=row.get("copy_rate"), eta_seconds=row.get("eta_seconds"),
-        bytes_total=row["bytes_total"], bytes_remaining=max(row["bytes_total"] - row["bytes_done"], 0))
+def _head(kind, ts_ms, batch_id, cluster_id):
+    return {"schema": SCHEMA_ID, "kind": kind, "ts_ms": ts_ms, "batch_id": int(batch_id), "cluster_id": cluster_id}
+
+
+def replica_records(replicas, batch_id, cluster_id):
+    """(key, encoded value) per replica row (streaming.history report columns plus ts_ms)."""
+    if replicas.empty:
+        return []
+    moved = replicas["transition"].to_numpy(dtype=bool)
+    message = (replicas["previous_state"].fillna("NEW") + " -> " + replicas["state"]).where(moved, None)
+    frame = pd.DataFrame({
+        **_head(REPLICA_KIND, replicas["ts_ms"].astype("int64"), batch_id, cluster_id),
+        "state": replicas["state"], "message": message, "topic": replicas["topic"],
+        "partition": replicas["partition"], "broker": replicas["broker"], "intra_broker": replicas["intra_broker"],
+        "previous_state": replicas["previous_state"], "state_since_ms": replicas["state_since_ms"],
+        "numerator": replicas["numerator"], "denominator": replicas["denominator"], "progress": replicas["progress"],
+        "in_isr": replicas["in_isr"], "rate_bytes_per_sec": replicas["copy_rate"],
+        "eta_seconds": replicas["eta_seconds"], "stalled_seconds": replicas["stalled_seconds"],
+        "messages_behind_estimate": replicas["messages_behind_estimate"]})
+    keys = (replicas["topic"] + ":" + replicas["partition"].astype(str) + ":" + replicas["broker"].astype(str)
+            + np.where(replicas["intra_broker"], ":future", ""))
+    return list(zip(keys, _encoded_rows(frame)))
+
+
+def partition_records(partitions, ts_ms, batch_id, cluster_id):
+    """(key, encoded value) per partition rollup row (streaming.outputs adds copy_rate and eta_seconds)."""
+    if partitions.empty:
+        return []
+    total = partitions["bytes_total"].astype("float64")
+    frame = pd.DataFrame({
+        **_head(PARTITION_KIND, int(ts_ms), batch_id, cluster_id),
+        "state": partitions["state"], "message": None, "topic": partitions["topic"],
+        "partition": partitions["partition"], "numerator": partitions["bytes_done"].round().astype("Int64"),
+        "denominator": total.where(total > 0).round().astype("Int64"), "progress": partitions["progress"],
+        "rate_bytes_per_sec": partitions["copy_rate"], "eta_seconds": partitions["eta_seconds"],
+        "bytes_total": total.round().astype("Int64"),
+        "bytes_remaining": (total - partitions["bytes_done"]).clip(lower=0).round().astype("Int64")})
+    keys = partitions["topic"] + ":" + partitions["partition"].astype(str)
+    return list(zip(keys, _encoded_rows(frame)))
 
 
 def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None):

@@ -5,6 +5,7 @@ in streaming.stateful and runs on executors. `run(config)` is what `reassign-mon
 `spark-submit streaming/job_main.py` both call.
 """
 
+import collections
 import os
 import signal
 import sys
@@ -12,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from sinks import records
+from sinks.ownership import EXECUTE
 from streaming import codec
 from streaming.history import Settings
 from streaming.outputs import assemble, describe, poll_facts
@@ -71,9 +74,20 @@ class BatchHandler:
     def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.last_output = None
+        # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
+        self.timings = collections.deque(maxlen=1000)
+
+    def _requests(self):
+        """Ongoing `execute` requests (from the janitor's ownership records): id -> its partitions."""
+        if self.janitor is None:
+            return {}
+        return {r.request_id: [(m.topic, m.partition) for m in r.moves]
+                for r in self.janitor.store.records() if r.active and r.origin == EXECUTE}
 
     def __call__(self, frame, batch_id):
+        started = time.monotonic()
         rows = frame.toPandas()
+        computed = time.monotonic()
         cluster = rows.loc[rows["kind"] == CLUSTER_KIND]
         tables = codec.decode_tables(cluster["table"], cluster["payload"])
         if POLL_TABLE not in tables:
@@ -89,15 +103,16 @@ class BatchHandler:
         replicas = (rows.loc[rows["kind"] == REPLICA_KIND].drop(columns=["kind", "table", "payload"])
                     .astype({"partition": "int32", "broker": "int32", "poll_id": "int64", "ts_ms": "int64",
                              "state_since_ms": "int64", "in_isr": "bool", "intra_broker": "bool"}))
-        output = assemble(replicas.reset_index(drop=True), tables, facts, batch_id)
+        output = assemble(replicas.reset_index(drop=True), tables, facts, batch_id, self._requests())
         keyed = list(output.records)
         if self.janitor is not None:
             for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
-                keyed.append((key, value))
+                keyed.append((key, records.encode(value)))
                 self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
         self.writer.write(keyed)
         self.metrics.snapshot.update(output.picture)
         self.last_output = output
+        self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
             print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
 
@@ -123,9 +138,15 @@ def _batch_duration_listener(metrics):
     return BatchDurations()
 
 
-def start_query(spark, config, handler):
+def track(stream, settings):
+    """The stateful part of the query, on any stream of source rows (the benchmarks feed it synthetic ones)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    return stream.groupBy("bucket").applyInPandasWithState(
+        make_tracker(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+
+
+def start_query(spark, config, handler):
     spark.dataSource.register(PollDataSource)
     stream = (spark.readStream.format(SOURCE_NAME)
               .option("bootstrap", config.bootstrap)
@@ -133,9 +154,7 @@ def start_query(spark, config, handler):
               .option("timeout", str(config.timeout_s))
               .option("buckets", str(STATE_BUCKETS))
               .load())
-    tracker = make_tracker(Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s))
-    tracked = stream.groupBy("bucket").applyInPandasWithState(
-        tracker, OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    tracked = track(stream, Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s))
     return (tracked.writeStream.foreachBatch(handler)
             .option("checkpointLocation", config.checkpoint_location)
             .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")

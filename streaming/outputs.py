@@ -40,7 +40,7 @@ def poll_facts(frame):
 
 @dataclass(frozen=True)
 class BatchOutput:
-    records: list
+    records: list  # (key, encoded JSON value)
     picture: Picture
     snapshot: Snapshot  # the cluster-wide tables, for the throttle janitor
     replicas: pd.DataFrame
@@ -56,7 +56,27 @@ def _partition_rates(replicas):
         copy_rate=("copy_rate", "sum"), leader_rate=("leader_rate", "max"), eta_seconds=("eta_seconds", "max"))
 
 
-def assemble(replicas, tables, facts, batch_id):
+def request_rollups(partitions, requests):
+    """Per request id ({id: [(topic, partition), ...]} of moves started by `execute`): partitions total /
+    completed and bytes over the request's partitions seen this batch. A partition of the request that
+    is no longer in the batch finished earlier: it counts as completed with its bytes done."""
+    rollups = {}
+    for request_id, keys in requests.items():
+        wanted = pd.DataFrame(list(keys), columns=PARTITION_KEY)
+        mine = partitions.merge(wanted, on=PARTITION_KEY) if not partitions.empty else partitions
+        moving = mine.loc[~mine["state"].isin(FINISHED_NAMES)] if not mine.empty else mine
+        summary = reassignment_rollup(
+            moving, copy_rate=float(moving["copy_rate"].sum()) if not moving.empty else 0.0,
+            leader_rate=float(moving["leader_rate"].fillna(0).sum()) if not moving.empty else 0.0)
+        summary["partitions_completed"] += len(wanted) - len(moving)
+        summary["partitions_total"] = len(wanted)
+        worst = ReplicaState(max(ReplicaState[s] for s in moving["state"])).name if not moving.empty else None
+        rollups[request_id] = (summary, worst)
+    return rollups
+
+
+def assemble(replicas, tables, facts, batch_id, requests=None):
+    """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows."""
     moving = replicas.loc[~replicas["state"].isin(FINISHED_NAMES)] if not replicas.empty else replicas
     partitions = partition_rollup(replicas)
     rates = _partition_rates(moving)
@@ -71,11 +91,13 @@ def assemble(replicas, tables, facts, batch_id):
              if not moving_partitions.empty else None)
 
     cluster_id = facts.cluster_id
-    out = [(records.replica_key(r["topic"], r["partition"], r["broker"], r["intra_broker"]),
-            records.replica_record(r, batch_id, cluster_id)) for r in replicas.to_dict("records")]
-    out += [(records.partition_key(p["topic"], p["partition"]),
-             records.partition_record(p, facts.ts_ms, batch_id, cluster_id)) for p in partitions.to_dict("records")]
-    out.append((records.reassignment_key(), records.reassignment_record(summary, worst, facts.ts_ms, batch_id, cluster_id)))
+    out = records.replica_records(replicas, batch_id, cluster_id)
+    out += records.partition_records(partitions, facts.ts_ms, batch_id, cluster_id)
+    out.append((records.reassignment_key(), records.encode(
+        records.reassignment_record(summary, worst, facts.ts_ms, batch_id, cluster_id))))
+    for request_id, (request_summary, request_worst) in request_rollups(partitions, requests or {}).items():
+        out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
+            request_summary, request_worst, facts.ts_ms, batch_id, cluster_id, request_id))))
 
     counts = moving_partitions["state"].value_counts().to_dict() if not moving_partitions.empty else {}
     picture = Picture(

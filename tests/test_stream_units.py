@@ -95,14 +95,14 @@ def test_batch_records_are_valid_and_keyed_as_the_contract_says():
     keys = [key for key, _ in output.records]
     assert "t0:0:2" in keys and "t0:0" in keys and "reassignment" in keys
     for _, value in output.records:
-        VALIDATOR.validate(value)
-    summary = dict(output.records)["reassignment"]
+        VALIDATOR.validate(json.loads(value))
+    summary = json.loads(dict(output.records)["reassignment"])
     assert (summary["partitions_total"], summary["bytes_total"], summary["bytes_remaining"]) == (6, 6000, 3000)
     assert summary["rate_bytes_per_sec"] == pytest.approx(300.0)
 
 
 def test_schema_rejects_a_record_outside_the_contract():
-    _, value = batch_output().records[0]
+    value = json.loads(batch_output().records[0][1])
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate({**value, "progress": 1.5})
     with pytest.raises(jsonschema.ValidationError):

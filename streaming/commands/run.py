@@ -37,6 +37,7 @@ def config_from(args):
 
 
 def run(args):
+    from sinks.janitor import janitor_factory
     from streaming.job import run as run_job
 
-    return run_job(config_from(args))
+    return run_job(config_from(args), janitor_factory)
