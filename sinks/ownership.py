@@ -181,7 +181,9 @@ class KafkaOwnershipStore:
         from streaming.errors import ClusterError
 
         self.topic, self.timeout_s = topic, timeout_s
-        settings = client_config.confluent_settings(command_config, bootstrap)
+        # log_level 3: librdkafka's transient warnings (e.g. "coordinator load in progress: retrying" on a
+        # freshly created topic) are not the operator's business; failures surface as exceptions here.
+        settings = {**client_config.confluent_settings(command_config, bootstrap), "log_level": 3}
         if create:
             ensure_topic(settings, topic, timeout_s)
         self._latest = {}

@@ -83,7 +83,7 @@ def run(args):
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
         if cancelled and not args.preserve_throttles:
             store = common.open_store(args, create=False)
-            outputs = Janitor(admin, store, Policy(release=common.releasing(store.records(), cancelled))).sweep()
+            outputs = Janitor(admin, store, log=common.quiet, policy=Policy(release=common.releasing(store.records(), cancelled))).sweep()
             note = common.publish_actions(args, outputs)
     finally:
         admin.close()

@@ -241,7 +241,7 @@ def _abort(admin, store, record, error):
 
     store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
     try:
-        for output in Janitor(admin, store, Policy(release=frozenset({record.request_id}))).sweep():
+        for output in Janitor(admin, store, Policy(release=frozenset({record.request_id})), log=common.quiet).sweep():
             print(f"Rolled back: {describe(output.action)}", file=sys.stderr)
     except Exception as cleanup_error:  # report both; the janitor retries the aborted record later
         print(f"Rollback of throttles incomplete ({cleanup_error}); the janitor will retry", file=sys.stderr)

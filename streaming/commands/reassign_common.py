@@ -65,6 +65,10 @@ def releasing(records, partitions):
     return frozenset(r.request_id for r in records if r.active and any((m.topic, m.partition) in wanted for m in r.moves))
 
 
+def quiet(_line):
+    """The janitor's log for the CLI: the command prints the actions itself."""
+
+
 def action_json(action):
     return {"scope": action.scope, "name": action.name, "kind": action.kind, "action": action.action,
             "entries": list(action.entries), "value": action.value, "restored_value": action.restored_value,

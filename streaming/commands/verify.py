@@ -59,7 +59,7 @@ def run(args):
         if not args.preserve_throttles:
             store = common.open_store(args, create=False)
             release = common.releasing(store.records(), [(m.topic, m.partition) for m, _, _ in rows])
-            janitor = Janitor(admin, store, Policy(dry_run=args.dry_run, release=release))
+            janitor = Janitor(admin, store, log=common.quiet, policy=Policy(dry_run=args.dry_run, release=release))
             outputs = janitor.sweep()
             note = common.publish_actions(args, outputs)
     finally:

@@ -1,0 +1,180 @@
+"""The janitor's I/O flow (sinks.janitor) on an in-memory cluster and store: steady state costs nothing,
+removal is planned on a fresh read, read back, recorded as done, reported once in dry run, survives a
+restart, and every output is a valid progress-topic record."""
+
+import json
+import time
+from dataclasses import replace
+
+import jsonschema
+import pytest
+
+from sinks import throttle_plan as tp
+from sinks.janitor import Janitor, throttle_record
+from sinks.ownership import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
+from sinks.records import SCHEMA_PATH
+from tests.fake_throttle_cluster import FakeThrottleCluster
+
+MB = 1_000_000
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def request(rid="R1", state=STARTED, auto_remove=True, created_ms=None):
+    now = int(time.time() * 1000) if created_ms is None else created_ms
+    return Ownership(
+        request_id=rid, state=state, created_ms=now - 1000, updated_ms=now - 1000, auto_remove=auto_remove,
+        moves=(Move("t", 0, (1,), (2,)),),
+        entries=(EntryClaim("t", "leader", 0, 1), EntryClaim("t", "follower", 0, 2)),
+        rates=(RateClaim(1, "leader", MB, None), RateClaim(1, "follower", MB, None),
+               RateClaim(2, "leader", MB, 5 * MB), RateClaim(2, "follower", MB, None)))
+
+
+def throttled(moving=False):
+    """The cluster while (or after) R1 moved t-0 from 1 to 2; 3:3 is a foreign entry, 9 a foreign topic."""
+    cluster = FakeThrottleCluster(
+        topics={("t", "leader"): "0:1,3:3", ("t", "follower"): "0:2", ("u", "leader"): "*"},
+        rates={(1, "leader"): MB, (1, "follower"): MB, (2, "leader"): MB, (2, "follower"): MB, (3, "leader"): 9 * MB})
+    if moving:
+        cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    return cluster
+
+
+def janitor(cluster, store, **policy):
+    logged = []
+    return Janitor(cluster, store, tp.Policy(**policy), alter=cluster.alter, readback_timeout_s=0.5, log=logged.append), logged
+
+
+def test_steady_state_costs_no_admin_request():
+    cluster, store = throttled(moving=True), MemoryStore.of(request())
+    j, _ = janitor(cluster, store)
+    snapshot = cluster.snapshot()
+    before = cluster.requests
+    assert j.on_batch(snapshot, 1) == []
+    assert cluster.requests == before and cluster.alters == []
+
+
+def test_completion_removes_exactly_what_was_owned_and_marks_done():
+    cluster, store = throttled(), MemoryStore.of(request())
+    j, _ = janitor(cluster, store)
+    outputs = j.on_batch(cluster.snapshot(), 7)
+    assert sorted((o.action.scope, o.action.name, o.action.kind, o.action.action) for o in outputs) == [
+        ("broker", "1", "follower", "removed"), ("broker", "1", "leader", "removed"),
+        ("broker", "2", "follower", "removed"), ("broker", "2", "leader", "restored"),
+        ("topic", "t", "follower", "removed"), ("topic", "t", "leader", "removed")]
+    assert cluster.topics == {("t", "leader"): "3:3", ("t", "follower"): "", ("u", "leader"): "*"}
+    assert cluster.rates == {(2, "leader"): 5 * MB, (3, "leader"): 9 * MB}
+    assert store.latest["R1"].state == DONE
+    assert {o.key for o in outputs} == {"throttle:topic:t", "throttle:broker:1", "throttle:broker:2"}
+    assert all(o.value["batch_id"] == 7 for o in outputs)
+    # idempotent: the next batch (and a replay of this one) finds nothing to do
+    alters = len(cluster.alters)
+    assert j.on_batch(cluster.snapshot(), 8) == [] and j.on_batch(cluster.snapshot(), 7) == []
+    assert len(cluster.alters) == alters
+
+
+def test_stale_batch_snapshot_never_removes_what_a_fresh_read_shows_moving():
+    """The batch's poll predates the reassignment start; the fresh read after the ownership refresh sees it."""
+    cluster, store = throttled(), MemoryStore.of(request())
+    stale = cluster.snapshot()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    j, _ = janitor(cluster, store)
+    assert j.on_batch(stale, 1) == []
+    assert cluster.alters == [] and store.latest["R1"].state == STARTED
+
+
+def test_pending_execute_is_left_alone_then_cleaned_after_grace():
+    cluster = throttled()
+    store = MemoryStore.of(request(state=PENDING))
+    j, _ = janitor(cluster, store)
+    assert j.on_batch(cluster.snapshot(), 1) == []
+    j, _ = janitor(cluster, store, pending_grace_ms=0)
+    assert len(j.on_batch(cluster.snapshot(), 2)) == 6
+
+
+def test_no_auto_remove_is_kept_by_the_job_and_released_by_verify():
+    cluster, store = throttled(), MemoryStore.of(request(auto_remove=False))
+    j, _ = janitor(cluster, store)
+    assert j.on_batch(cluster.snapshot(), 1) == [] and cluster.alters == []
+    verify, _ = janitor(cluster, store, release=frozenset({"R1"}))
+    assert len(verify.sweep()) == 6 and store.latest["R1"].state == DONE
+
+
+@pytest.mark.parametrize("policy", [dict(dry_run=True), dict(cleanup=tp.OFF)], ids=["dry-run", "off"])
+def test_dry_run_reports_each_due_action_once_and_alters_nothing(policy):
+    cluster, store = throttled(), MemoryStore.of(request())
+    j, _ = janitor(cluster, store, **policy)
+    first = j.on_batch(cluster.snapshot(), 1)
+    assert len(first) == 6 and all(o.action.action == tp.DRY_RUN for o in first)
+    assert j.on_batch(cluster.snapshot(), 2) == []
+    assert cluster.alters == [] and store.writes == []
+
+
+def test_refused_and_unconfirmed_alters_are_failed_actions_and_retried():
+    cluster, store = throttled(), MemoryStore.of(request())
+    cluster.refuse.add(("broker", "1"))
+    cluster.ignore.add(("topic", "t"))
+    j, _ = janitor(cluster, store)
+    outputs = {(o.action.scope, o.action.name, o.action.kind): o.action for o in j.on_batch(cluster.snapshot(), 1)}
+    assert outputs[("broker", "1", "leader")].action == tp.FAILED
+    assert "refused" in outputs[("broker", "1", "leader")].reason
+    assert outputs[("topic", "t", "leader")].action == tp.FAILED
+    assert "read-back" in outputs[("topic", "t", "leader")].reason
+    assert outputs[("broker", "2", "leader")].action == tp.RESTORED
+    assert store.latest["R1"].state == STARTED  # not done: some of its throttles are still there
+    cluster.refuse.clear()
+    cluster.ignore.clear()
+    retried = j.on_batch(cluster.snapshot(), 2)
+    assert {o.action.action for o in retried} == {tp.REMOVED} and len(retried) == 4
+    assert store.latest["R1"].state == DONE
+
+
+def test_a_new_janitor_reading_the_store_finishes_the_removal_once():
+    """The job died after the move completed and before removing: the next instance removes, once."""
+    cluster, store = throttled(), MemoryStore.of(request())
+    restarted, _ = janitor(cluster, MemoryStore.of(*store.records()))
+    assert len(restarted.on_batch(cluster.snapshot(), 100)) == 6
+    again, _ = janitor(cluster, MemoryStore.of(*restarted.store.records()))
+    assert again.on_batch(cluster.snapshot(), 101) == []
+
+
+def test_cluster_errors_skip_the_batch_without_raising():
+    cluster, store = throttled(), MemoryStore.of(request())
+    j, logged = janitor(cluster, store)
+    snapshot = cluster.snapshot()
+    cluster.fail_reads = True
+    assert j.on_batch(snapshot, 1) == []
+    assert logged and "skipped" in logged[0]
+
+
+def test_all_policy_clears_everything_once_nothing_moves():
+    cluster, store = throttled(), MemoryStore()
+    j, _ = janitor(cluster, store, cleanup=tp.ALL)
+    assert len(j.on_batch(cluster.snapshot(), 1)) == 8
+    assert cluster.rates == {} and all(not v for v in cluster.topics.values())
+
+
+def test_alter_log_dirs_rate_waits_for_future_logs():
+    cluster = FakeThrottleCluster(rates={(1, "alter_log_dirs"): MB}, future={1})
+    store = MemoryStore.of(replace(request(), entries=(), rates=(RateClaim(1, "alter_log_dirs", MB, None),)))
+    j, _ = janitor(cluster, store)
+    assert j.on_batch(cluster.snapshot(), 1) == []
+    cluster.future.clear()
+    assert [o.action.action for o in j.on_batch(cluster.snapshot(), 2)] == [tp.REMOVED]
+
+
+ACTIONS = [
+    tp.ThrottleAction("topic", "t", "leader", tp.REMOVED, tp.SUBTRACT, ("0:1",), "0:1,3:3", None, "done", ("R1",)),
+    tp.ThrottleAction("broker", "2", "leader", tp.RESTORED, tp.SET, (), "1000000", "5000000", "done", ("R1", "R2")),
+    tp.ThrottleAction("broker", "1", "alter_log_dirs", tp.REMOVED, tp.DELETE, (), "1000000", None, "done", ()),
+    tp.as_dry_run(tp.ThrottleAction("topic", "t", "follower", tp.REMOVED, tp.DELETE, ("*",), "*", None, "all")),
+    tp.ThrottleAction("broker", "3", "follower", tp.FAILED, tp.DELETE, (), "1", None, "refused", ("R1",)),
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: f"{a.scope}-{a.action}-{a.op}")
+def test_throttle_records_match_the_progress_schema(action):
+    key, value = throttle_record(action, 1_800_000_000_000, 3, "cid")
+    jsonschema.validate(value, SCHEMA)
+    assert key == f"throttle:{action.scope}:{action.name}"
+    assert value["kind"] == "throttle" and value["throttle"]["action"] == action.action
+    assert (value["topic"], value["broker"]) == ((action.name, None) if action.scope == "topic" else (None, int(action.name)))
