@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
-from streaming.states import FINISHED_STATES, STATE_NAMES, ReplicaState
+from streaming.states import FINISHED_STATES, NAME_OF, SEVERITY, STATE_NAMES, ReplicaState
 
 DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -40,14 +40,14 @@ def _aggregate(replicas, keys):
         _den=replicas["denominator"].astype("float64"),
         _done=np.where(replicas["in_isr"], replicas["denominator"].astype("float64"),
                        np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64"))),
-        _severity=replicas["state"].map(lambda name: ReplicaState[name].value))
+        _severity=replicas["state"].map(SEVERITY))
     grouped = rows.groupby(list(keys), as_index=False).agg(
         numerator=("numerator", lambda s: s.astype("float64").sum(min_count=1)),
         denominator=("_den", lambda s: s.sum(min_count=len(s))), _done=("_done", "sum"),
         in_isr=("in_isr", "min"), copy_rate=("copy_rate", "sum"), eta_seconds=("eta_seconds", "max"),
         stalled_seconds=("stalled_seconds", "max"), _severity=("_severity", "max"))
     grouped["progress"] = grouped["_done"] / grouped["denominator"]
-    grouped["state"] = grouped["_severity"].map(lambda v: ReplicaState(v).name)
+    grouped["state"] = grouped["_severity"].map(NAME_OF)
     return grouped
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from streaming.classify import classify
-from streaming.states import FINISHED_STATES, ReplicaState
+from streaming.states import FINISHED_STATES, NAME_OF, SEVERITY, ReplicaState
 
 KEY = ["topic", "partition", "broker", "intra_broker"]
 PARTITION_KEY = ["topic", "partition"]
@@ -142,14 +142,14 @@ def partition_rollup(replicas):
     rows = replicas.assign(
         _total=replicas["denominator"].astype("float64"),
         _done=np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64")),
-        _severity=replicas["state"].map(lambda name: ReplicaState[name].value),
+        _severity=replicas["state"].map(SEVERITY),
     )
     rows.loc[replicas["in_isr"], "_done"] = rows.loc[replicas["in_isr"], "_total"]
     grouped = rows.groupby(PARTITION_KEY, as_index=False).agg(
         replicas=("broker", "size"), bytes_done=("_done", "sum"), bytes_total=("_total", "sum"),
         _worst=("_severity", "max"))
     grouped["progress"] = np.where(grouped["bytes_total"] > 0, grouped["bytes_done"] / grouped["bytes_total"], np.nan)
-    grouped["state"] = grouped["_worst"].map(lambda value: ReplicaState(value).name)
+    grouped["state"] = grouped["_worst"].map(NAME_OF)
     return grouped.drop(columns="_worst")
 
 

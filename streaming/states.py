@@ -21,6 +21,8 @@ class ReplicaState(IntEnum):
 
 FINISHED_STATES = frozenset({ReplicaState.COMPLETED, ReplicaState.CANCELLED})
 STATE_NAMES = tuple(state.name for state in ReplicaState)
+SEVERITY = {state.name: state.value for state in ReplicaState}  # for vectorized .map over name columns
+NAME_OF = {state.value: state.name for state in ReplicaState}
 
 
 def worst(states):
