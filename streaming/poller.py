@@ -54,8 +54,10 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
     offsets = attempt("ListOffsets", lambda: admin.list_offsets(offsets_wanted), [])
 
     throttle_topics = sorted({p["topic"] for p in partitions}) if all_partitions else wanted_topics
+    # Only alive brokers: a fenced broker fails the whole DescribeConfigs (UnknownBrokerIdError), topics too.
+    alive = [b["broker"] for b in brokers if b["alive"]]
     topic_throttles, broker_throttles = attempt(
-        "DescribeConfigs", lambda: admin.describe_throttles(throttle_topics, [b["broker"] for b in brokers]), ([], []))
+        "DescribeConfigs", lambda: admin.describe_throttles(throttle_topics, alive), ([], []))
 
     broker_rows = [{"broker": b["broker"], "alive": b["alive"], "answered": b["broker"] in answered} for b in brokers]
     return Snapshot(

@@ -150,10 +150,11 @@ class FakeAdmin:
     """The ClusterAdmin protocol over plain data: t-0 moving from broker 1 to 2, 400 of 1000 bytes copied.
     `fail` maps a method name to the exception it raises."""
 
-    def __init__(self, moving=True, fail=None):
+    def __init__(self, moving=True, fail=None, offline=()):
         self.requests = 0
         self.moving = moving
         self.fail = fail or {}
+        self.offline = set(offline)
         self.closed = False
 
     def _call(self, name):
@@ -163,7 +164,7 @@ class FakeAdmin:
 
     def describe_cluster(self):
         self._call("describe_cluster")
-        return "fake", [{"broker": b, "alive": True} for b in (1, 2, 3)]
+        return "fake", [{"broker": b, "alive": b not in self.offline} for b in (1, 2, 3)]
 
     def list_reassignments(self):
         self._call("list_reassignments")
@@ -186,6 +187,8 @@ class FakeAdmin:
 
     def describe_throttles(self, topics, brokers):
         self._call("describe_throttles")
+        if self.offline & set(brokers):  # what Kafka answers for a fenced broker's configs
+            raise kafka.errors.UnknownBrokerIdError(str(sorted(self.offline & set(brokers))))
         return [], []
 
     def close(self):
@@ -274,6 +277,12 @@ def test_refused_requests_exit_3(capsys, fake, call, error, words):
     captured = capsys.readouterr()
     assert words in one_error_line(captured.err)
     assert captured.out == ""
+
+
+def test_an_offline_broker_costs_no_poll_error(capsys, fake):
+    fake(offline={3})
+    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]) == EXIT_IN_PROGRESS
+    assert json.loads(capsys.readouterr().out)["errors"] == []
 
 
 def test_a_silent_broker_is_a_warning_not_a_failure(capsys, fake):
