@@ -75,20 +75,22 @@ def action_json(action):
             "reason": action.reason, "request_ids": list(action.request_ids)}
 
 
-def print_actions(actions, out=sys.stdout):
+def print_actions(actions, out=None):
     from sinks.janitor import describe
 
+    out = out or sys.stdout
     if not actions:
         print("Throttles: nothing to remove.", file=out)
     for action in actions:
         print(f"Throttle {describe(action)}", file=out)
 
 
-def print_json(document, out=sys.stdout):
-    print(json.dumps(document, indent=2), file=out)
+def print_json(document, out=None):
+    print(json.dumps(document, indent=2), file=out or sys.stdout)
 
 
-def table(rows, headers, out=sys.stdout):
+def table(rows, headers, out=None):
+    out = out or sys.stdout
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
     print("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip(), file=out)
     for row in rows:
