@@ -16,7 +16,9 @@ reassignments, topic_throttles and broker_throttles (log_dirs optional) and `err
 
 What one batch does:
 1. Refresh the ownership records from Kafka (they were read fully at construction, so a job restarted
-   between a completion and the removal finishes the removal: rule 5).
+   between a completion and the removal finishes the removal: rule 5). Compare the poll with the two
+   before it: throttles that appeared together with a reassignment started by another tool become an
+   `observed` ownership record (sinks.throttle_observe), written before anything is removed.
 2. Plan on the batch's snapshot. Steady state stops here: no extra admin request.
 3. If something is due: re-read the cluster (reassignments, throttle configs, log dirs where needed)
    AFTER the ownership refresh and plan again on that. The batch's poll may predate an `execute` that
@@ -33,10 +35,12 @@ after it stopped being due for a batch), never writing to the cluster or the own
 
 import sys
 import time
+from collections import deque
 from typing import NamedTuple
 
 from sinks import throttle_plan as tp
-from sinks.ownership import DEFAULT_TOPIC, DONE
+from sinks.ownership import DEFAULT_TOPIC, DONE, new_request_id
+from sinks.throttle_observe import observe
 from sinks.records import THROTTLE_KIND, record, throttle_key
 from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.snapshot import Snapshot, table
@@ -131,15 +135,19 @@ class Janitor:
         self.readback_timeout_s = readback_timeout_s
         self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
         self._reported = set()  # dry-run actions already reported while they stay due
+        self._history = deque(maxlen=2)  # the last complete views, to see throttles appear with a reassignment
+        self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
 
     # -- entry points --
 
     def on_batch(self, snapshot, batch_id):
         try:
             self.store.refresh()
-            records = self.store.records()
+            self._observe(snapshot, self.store.records())
+            records = self.store.records() + self._observed
             due = tp.plan(self._with_log_dirs(snapshot), records, self.policy)
             if not self.policy.acts:
+                self._observed = [r for r in self._observed if not tp.settled(snapshot, r, records, self.policy)]
                 return self._outputs(self._new_reports(due), snapshot, batch_id)
             if not due and not self._settle_candidates(snapshot, records):
                 return []
@@ -158,6 +166,27 @@ class Janitor:
         return self._act(records, None, batch_id, hint=None)
 
     # -- steps --
+
+    def _observe(self, snapshot, records):
+        """Record throttles that appeared together with a reassignment this job saw start (rule 4)."""
+        if self.policy.cleanup == tp.ALL:
+            return
+        view = tp.view_of(snapshot)
+        if not view.complete:
+            self._history.clear()  # a gap: what looks new after it may just have been unseen
+            return
+        request_id = new_request_id([r.request_id for r in records], view.now_ms)
+        found = observe(list(self._history), view, records + self._observed, request_id, view.now_ms)
+        self._history.append(view)
+        if found is None:
+            return
+        if self.policy.acts:
+            self.store.put(found)
+        else:
+            self._observed.append(found)
+        claims = [f"{c.topic} {c.kind} {c.partition}:{c.broker}" for c in found.entries]
+        claims += [f"broker {c.broker} {c.kind} rate" for c in found.rates]
+        self.log(f"observed with reassignments started by another tool ({request_id}): {', '.join(claims)}")
 
     def _act(self, records, snapshot, batch_id, hint):
         fresh = self._read(records, hint)

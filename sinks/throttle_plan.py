@@ -24,7 +24,7 @@ reassignment list would otherwise read as "nothing moves".
 """
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sinks import throttle_entries as te
 from sinks.metric_names import THROTTLE_ACTION_NAMES
@@ -85,24 +85,24 @@ class ClusterView:
     future_log_brokers: frozenset
     topic_values: dict  # (topic, kind) -> raw value
     broker_rates: dict  # (broker, kind) -> rate; per broker only (the cluster default is not handled)
+    ongoing: dict = field(default_factory=dict)  # (topic, partition) -> (replicas, adding, removing)
 
 
 def view_of(snapshot):
     if isinstance(snapshot, ClusterView):
         return snapshot
     failed = {e.api for e in snapshot.errors}
-    moving, brokers_moving = set(), set()
-    for row in snapshot["reassignments"].to_dict("records"):
-        moving.add((row["topic"], int(row["partition"])))
-        for column in ("replicas", "adding", "removing"):
-            brokers_moving.update(int(b) for b in (row[column] if row[column] is not None else ()))
+    ongoing = {(row["topic"], int(row["partition"])): tuple(
+                   tuple(int(b) for b in (row[c] if row[c] is not None else ())) for c in ("replicas", "adding", "removing"))
+               for row in snapshot["reassignments"].to_dict("records")}
+    brokers_moving = {b for lists in ongoing.values() for brokers in lists for b in brokers}
     brokers = snapshot["brokers"]
     log_dirs = snapshot["log_dirs"]
     known = snapshot.answered_brokers() if "log_dirs" in snapshot.tables else frozenset()
     return ClusterView(
         now_ms=int(snapshot.ts_ms),
         complete=not (failed & set(DECISION_APIS)) and not brokers.empty,
-        reassigning=frozenset(moving),
+        reassigning=frozenset(ongoing),
         moving_brokers=frozenset(brokers_moving),
         alive=snapshot.alive_brokers(),
         registered=frozenset(int(b) for b in brokers["broker"]),
@@ -111,6 +111,7 @@ def view_of(snapshot):
         topic_values={(r["topic"], r["kind"]): r["value"] for r in snapshot["topic_throttles"].to_dict("records")},
         broker_rates={(int(r["broker"]), r["kind"]): int(r["rate"])
                       for r in snapshot["broker_throttles"].to_dict("records") if int(r["broker"]) >= 0},
+        ongoing=ongoing,
     )
 
 

@@ -18,11 +18,11 @@ MB = 1_000_000
 
 
 def cluster(reassigning=(), topics=None, rates=None, brokers=(1, 2, 3, 4), dead=(), errors=(), future=None, now=NOW):
-    """reassigning: (topic, partition, replicas, adding); topics: {(topic, kind): value}; rates: {(broker, kind): rate};
+    """reassigning: (topic, partition, replicas, adding[, removing]); topics: {(topic, kind): value}; rates: {(broker, kind): rate};
     future: None (log dirs unknown) or the brokers holding a future log."""
     rows = dict(
-        reassignments=[{"topic": t, "partition": p, "replicas": list(r), "adding": list(a), "removing": []}
-                       for t, p, r, a in reassigning],
+        reassignments=[{"topic": m[0], "partition": m[1], "replicas": list(m[2]), "adding": list(m[3]),
+                        "removing": list(m[4]) if len(m) > 4 else []} for m in reassigning],
         brokers=[{"broker": b, "alive": b not in dead, "answered": future is not None and b not in dead} for b in brokers],
         topic_throttles=[{"topic": t, "kind": k, "value": v} for (t, k), v in (topics or {}).items()],
         broker_throttles=[{"broker": b, "kind": k, "rate": r} for (b, k), r in (rates or {}).items()])

@@ -1,0 +1,110 @@
+"""Throttles observed appearing together with a reassignment another tool started (sinks.throttle_observe)."""
+
+import pytest
+
+from sinks import throttle_entries as te
+from sinks import throttle_plan as tp
+from sinks.ownership import OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
+from tests.fake_throttle_cluster import FakeThrottleCluster
+from tests.test_janitor import janitor
+from tests.test_throttle_plan import cluster
+from sinks.throttle_observe import observe
+
+MB = 1_000_000
+L, F = "leader", "follower"
+MOVE = ("t", 0, [2, 3, 1], [3], [1])  # t-0: 1,2 -> 2,3
+
+
+def views(*snapshots):
+    return [tp.view_of(s) for s in snapshots]
+
+
+def claims(record):
+    if record is None:
+        return None
+    return (sorted(f"{c.topic}/{c.kind}/{c.partition}:{c.broker}" for c in record.entries),
+            sorted((c.broker, c.kind, c.prior) for c in record.rates))
+
+
+BEFORE = cluster(topics={("t", L): "5:1"}, rates={(4, L): MB})
+STARTED_WITH = cluster(reassigning=[MOVE], topics={("t", L): "5:1,0:1,0:2", ("t", F): "0:3"},
+                       rates={(4, L): MB, (1, L): MB, (3, F): MB})
+EXECUTE_RECORD = Ownership("E", STARTED, 0, 0, entries=(EntryClaim("t", L, 0, 1),), rates=(RateClaim(1, L, MB, None),))
+
+CASES = [
+    pytest.param([BEFORE], STARTED_WITH, [],
+                 (["t/follower/0:3", "t/leader/0:1", "t/leader/0:2"], [(1, L, None), (3, F, None)]),
+                 id="entries-and-rates-appearing-with-a-started-move"),
+    pytest.param([BEFORE, cluster(topics={("t", L): "5:1,0:1,0:2", ("t", F): "0:3"}, rates={(4, L): MB, (1, L): MB, (3, F): MB})],
+                 STARTED_WITH, [], (["t/follower/0:3", "t/leader/0:1", "t/leader/0:2"], [(1, L, None), (3, F, None)]),
+                 id="throttles-set-one-poll-before-the-start"),
+    pytest.param([cluster(topics={("t", L): "5:1,0:1,0:2", ("t", F): "0:3"}, rates={(4, L): MB, (1, L): MB, (3, F): MB})],
+                 STARTED_WITH, [], None, id="already-there-before-is-not-taken"),
+    pytest.param([BEFORE], STARTED_WITH, [EXECUTE_RECORD], (["t/follower/0:3", "t/leader/0:2"], [(3, F, None)]),
+                 id="claimed-by-our-execute-is-not-taken-twice"),
+    pytest.param([BEFORE], cluster(reassigning=[MOVE], topics={("t", L): "5:1,0:4,1:1"}, rates={(4, L): MB, (4, F): MB}),
+                 [], None, id="entries-of-other-partitions-or-brokers-and-rates-of-unused-brokers-not-taken"),
+    pytest.param([BEFORE], cluster(reassigning=[MOVE], topics={("t", L): "*"}, rates={(4, L): MB}), [], None,
+                 id="star-never-taken"),
+    pytest.param([cluster(rates={(1, L): 5 * MB})], cluster(reassigning=[MOVE], rates={(1, L): MB}), [], None,
+                 id="changed-rate-not-taken"),
+    pytest.param([cluster(reassigning=[MOVE])], STARTED_WITH, [], None, id="move-already-running-before"),
+    pytest.param([], STARTED_WITH, [], None, id="no-history-after-start"),
+    pytest.param([cluster(errors=("DescribeConfigs",))], STARTED_WITH, [], None, id="gap-in-history"),
+]
+
+
+@pytest.mark.parametrize("history, now, records, expected", CASES)
+def test_observe(history, now, records, expected):
+    found = observe(views(*history), tp.view_of(now), records, "X", 5)
+    assert claims(found) == expected
+    if found is not None:
+        assert found.origin == OBSERVED and found.state == STARTED and found.auto_remove
+        assert [(m.topic, m.partition, m.sources, m.target) for m in found.moves] == [("t", 0, (2, 1), (2, 3))]
+
+
+def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
+    fake = FakeThrottleCluster(topics={("t", L): "5:1"}, rates={(2, L): 3 * MB})
+    store = MemoryStore()
+    j, _ = janitor(fake, store)
+    assert j.on_batch(fake.snapshot(), 1) == []
+    # Another tool (kafka-reassign-partitions) throttles and starts t-0: 1 -> 3.
+    fake.topics.update({("t", L): "5:1,0:1", ("t", F): "0:3"})
+    fake.rates.update({(1, L): MB, (3, F): MB})
+    fake.reassigning[("t", 0)] = ((3, 1), (3,))
+    assert j.on_batch(fake.snapshot(), 2) == []
+    [record] = store.records()
+    assert record.origin == OBSERVED and {(c.partition, c.broker) for c in record.entries} == {(0, 1), (0, 3)}
+    del fake.reassigning[("t", 0)]
+    actions = j.on_batch(fake.snapshot(), 3)
+    assert sorted((a.action.scope, a.action.name, a.action.kind) for a in actions) == [
+        ("broker", "1", L), ("broker", "3", F), ("topic", "t", F), ("topic", "t", L)]
+    assert fake.topics[("t", L)] == "5:1" and fake.rates == {(2, L): 3 * MB}
+    assert te.parse(fake.topics[("t", F)]) == frozenset()
+
+
+from hypothesis import given  # noqa: E402
+
+from sinks.ownership import DONE  # noqa: E402
+from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
+
+
+@PROPERTY
+@given(states(), states())
+def test_observed_claims_only_what_newly_appeared_and_is_nobodys(before, now):
+    (previous, _, _), (current, records, _) = before, now
+    found = observe([tp.view_of(previous)], tp.view_of(current), records, "X", 0)
+    if found is None:
+        return
+    old, new = tp.view_of(previous), tp.view_of(current)
+    active = [r for r in records if r.state != DONE]
+    for claim in found.entries:
+        value = new.topic_values[(claim.topic, claim.kind)]
+        assert not te.is_all(value)
+        assert (claim.partition, claim.broker) not in te.parse(old.topic_values.get((claim.topic, claim.kind)))
+        assert (claim.topic, claim.partition) in new.reassigning and (claim.topic, claim.partition) not in old.reassigning
+        assert not any((c.topic, c.kind, c.partition, c.broker) == (claim.topic, claim.kind, claim.partition, claim.broker)
+                       for r in active for c in r.entries)
+    for claim in found.rates:
+        assert (claim.broker, claim.kind) not in old.broker_rates and claim.broker in new.moving_brokers
+        assert not any((c.broker, c.kind) == (claim.broker, claim.kind) for r in active for c in r.rates)
