@@ -11,11 +11,16 @@ prior rates. Records of this file's partitions executed with --no-auto-remove-th
 too (an explicit verify asks for it), unless --preserve-throttles.
 """
 
+import time
+
 from streaming.commands import reassign_common as common
 from streaming.errors import EXIT_BAD_INPUT, EXIT_IN_PROGRESS, EXIT_OK
 
 COMPLETE, IN_PROGRESS, DIFFERS, UNKNOWN_TOPIC, UNKNOWN_PARTITION = (
     "complete", "in progress", "replicas differ", "unknown topic", "unknown partition")
+# Right after a move completes the controller no longer lists it while a broker's metadata may still show
+# the old replica set: `replicas differ` is re-checked for this long before it is believed.
+METADATA_SETTLE_S = 3.0
 
 
 def add_arguments(parser):
@@ -53,8 +58,12 @@ def run(args):
     file_moves = load(args.reassignment_json_file)
     admin = common.connect(args)
     try:
-        snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
-        rows = statuses(file_moves, snapshot)
+        topics = [m.topic for m in file_moves]
+        rows = statuses(file_moves, common.strict_poll(admin, topics))
+        deadline = time.monotonic() + METADATA_SETTLE_S
+        while any(status == DIFFERS for _, status, _ in rows) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            rows = statuses(file_moves, common.strict_poll(admin, topics))
         outputs, note = [], None
         if not args.preserve_throttles:
             store = common.open_store(args, create=False)
