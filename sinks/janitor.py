@@ -84,19 +84,27 @@ def throttle_record(action, ts_ms, batch_id, cluster_id):
 
 # ---- the cluster edge ----
 
-def alter_throttle(raw_admin, scope, name, kind, op, value=None):
-    """One IncrementalAlterConfigs on one resource; raises RuntimeError with Kafka's message on refusal.
-    `op`: subtract | append | delete | set. raise_on_unknown=False: kafka-python otherwise rejects throttle keys."""
+def alter_throttles(raw_admin, changes):
+    """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python sends
+    one request per broker for broker resources, one for topics). Returns, per change, None or Kafka's
+    refusal. `op`: subtract | append | delete | set. raise_on_unknown=False: kafka-python otherwise rejects
+    throttle keys. Changes of one resource travel together, so a refusal applies to all of them."""
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 
     ops = {tp.SUBTRACT: AlterConfigOp.SUBTRACT, "append": AlterConfigOp.APPEND, tp.DELETE: AlterConfigOp.DELETE,
            tp.SET: AlterConfigOp.SET}
-    resource_type = ConfigResourceType.TOPIC if scope == tp.TOPIC else ConfigResourceType.BROKER
-    resource = ConfigResource(resource_type, str(name),
-                              configs={config_key(scope, kind): (ops[op], None if op == tp.DELETE else str(value))})
-    outcome = raw_admin.alter_configs([resource], raise_on_unknown=False).get(scope, {}).get(str(name), "no answer")
-    if outcome != "OK":
-        raise RuntimeError(str(outcome))
+    resources = {}
+    for scope, name, kind, op, value in changes:
+        configs = resources.setdefault((scope, str(name)), {})
+        configs[config_key(scope, kind)] = (ops[op], None if op == tp.DELETE else str(value))
+    if not resources:
+        return []
+    outcome = raw_admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC if scope == tp.TOPIC else ConfigResourceType.BROKER, name, configs=configs)
+         for (scope, name), configs in resources.items()], raise_on_unknown=False)
+    answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
+    return [None if answers[(scope, str(name))] == "OK" else str(answers[(scope, str(name))])
+            for scope, name, _, _, _ in changes]
 
 
 def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
@@ -127,11 +135,11 @@ def _failed(action, why):
 
 class Janitor:
     """See the module docstring. `admin`: streaming.admin.ClusterAdmin whose `.raw` is a kafka-python admin
-    (or pass `alter`, a function like `alter_throttle` without its first argument); `store`: OwnershipStore."""
+    (or pass `alter`, a function like `alter_throttles` without its first argument); `store`: OwnershipStore."""
 
     def __init__(self, admin, store, policy=tp.Policy(), alter=None, readback_timeout_s=15.0, log=None):
         self.admin, self.store, self.policy = admin, store, policy
-        self.alter = alter or (lambda *a: alter_throttle(admin.raw, *a))
+        self.alter = alter or (lambda changes: alter_throttles(admin.raw, changes))
         self.readback_timeout_s = readback_timeout_s
         self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
         self._reported = set()  # dry-run actions already reported while they stay due
@@ -191,8 +199,8 @@ class Janitor:
     def _act(self, records, snapshot, batch_id, hint):
         fresh = self._read(records, hint)
         actions = tp.plan(fresh, records, self.policy)
-        done = self._apply(actions)
-        self._settle(records)
+        done, after = self._apply(actions, records)
+        self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
 
     def _with_log_dirs(self, snapshot):
@@ -225,42 +233,45 @@ class Janitor:
                 log_dir_brokers |= {b["broker"] for b in self.admin.describe_cluster()[1]}
         return read_cluster(self.admin, topics, log_dir_brokers)
 
-    def _apply(self, actions):
-        outcome, attempted = {}, []
-        for action in actions:
-            value = ",".join(action.entries) if action.op == tp.SUBTRACT else action.restored_value
-            try:
-                self.alter(action.scope, action.name, action.kind, action.op, value)
-                attempted.append(action)
-            except Exception as error:
-                outcome[action] = _failed(action, f"refused: {error}")
-        deadline = time.monotonic() + self.readback_timeout_s
+    def _apply(self, actions, records):
+        """Carry out `actions`, then read back until the cluster shows each (or the deadline: `failed`).
+        Returns the outcomes and the last read-back (taken after the ownership refresh: good for settling)."""
+        outcome = {}
+        changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == tp.SUBTRACT else a.restored_value)
+                   for a in actions]
+        try:
+            refusals = self.alter(changes)
+        except Exception as error:
+            refusals = [f"{type(error).__name__}: {error}"] * len(actions)
+        for action, refusal in zip(actions, refusals):
+            if refusal is not None:
+                outcome[action] = _failed(action, f"refused: {refusal}")
+        attempted = [a for a in actions if a not in outcome]
+        topics = {a.name for a in attempted if a.scope == tp.TOPIC} | {c.topic for r in records if r.state != DONE for c in r.entries}
+        deadline, after = time.monotonic() + self.readback_timeout_s, None
         while attempted:
-            topics = {a.name for a in attempted if a.scope == tp.TOPIC}
             try:
-                now = read_cluster(self.admin, topics)
-                attempted = [a for a in attempted if not tp.confirmed(a, now)]
+                after = read_cluster(self.admin, topics)
+                attempted = [a for a in attempted if not tp.confirmed(a, after)]
             except Exception as error:
+                after = None
                 self.log(f"read-back failed: {type(error).__name__}: {error}")
             if not attempted or time.monotonic() > deadline:
                 break
             time.sleep(0.25)
         for action in attempted:
             outcome[action] = _failed(action, f"not confirmed by read-back within {self.readback_timeout_s:g}s")
-        return [outcome.get(a, a) for a in actions]
+        return [outcome.get(a, a) for a in actions], (after if not attempted else None)
 
     def _settle_candidates(self, snapshot, records):
         return [r for r in records if r.state != DONE and tp.settled(snapshot, r, records, self.policy)]
 
-    def _settle(self, records):
-        """Mark `done` the records a read taken now shows settled (never on a batch's older poll)."""
-        active = [r for r in records if r.state != DONE]
-        if not active:
-            return
-        fresh = self._read(records, hint=())
-        for record in active:
-            if tp.settled(fresh, record, records, self.policy):
-                self.store.put(record.with_state(DONE, fresh.ts_ms, note="every claimed throttle is gone"))
+    def _settle(self, records, now):
+        """Mark `done` the records that `now` - a read taken after the ownership refresh, never a batch's
+        older poll - shows settled."""
+        for record in records:
+            if record.state != DONE and tp.settled(now, record, records, self.policy):
+                self.store.put(record.with_state(DONE, now.ts_ms, note="every claimed throttle is gone"))
 
     def _new_reports(self, actions):
         identities = {a: (a.scope, a.name, a.kind, a.op, a.entries, a.value, a.restored_value) for a in actions}

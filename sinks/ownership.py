@@ -189,10 +189,10 @@ class KafkaOwnershipStore:
         self._latest = {}
         self._producer = Producer({**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
         self._consumer = Consumer({**settings, "group.id": "reassign-monitor-ownership-reader",
-                                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                   "fetch.wait.max.ms": 20})
         self._tp = TopicPartition(topic, self.PARTITION)
         self._next = 0
-        self._assigned = False
         self._error = ClusterError
         self.refresh()
 
@@ -208,9 +208,15 @@ class KafkaOwnershipStore:
         start = max(self._next, low)
         if start >= high:
             return
-        if not self._assigned:  # assigned once; afterwards the consumer's position is self._next
-            self._consumer.assign([TopicPartition(self.topic, self.PARTITION, start)])
-            self._assigned = True
+        # Assigned only while catching up: an idle assignment keeps a long-poll Fetch on the broker
+        # connection that delays the next watermark query by fetch.wait.max.ms (kept short for the catch-up).
+        self._consumer.assign([TopicPartition(self.topic, self.PARTITION, start)])
+        try:
+            self._catch_up(high)
+        finally:
+            self._consumer.unassign()
+
+    def _catch_up(self, high):
         deadline = time.monotonic() + self.timeout_s
         while self._next < high:
             if time.monotonic() > deadline:

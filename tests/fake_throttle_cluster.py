@@ -53,13 +53,16 @@ class FakeThrottleCluster:
     def close(self):
         pass
 
-    # the write side (sinks.janitor.alter_throttle without the admin)
-    def alter(self, scope, name, kind, op, value):
+    # the write side (sinks.janitor.alter_throttles without the admin)
+    def alter(self, changes):
+        return [self._alter(*change) for change in changes]
+
+    def _alter(self, scope, name, kind, op, value):
         self.alters.append((scope, str(name), kind, op, value))
         if (scope, str(name)) in self.refuse:
-            raise RuntimeError("[Error 29] ClusterAuthorizationFailedError")
+            return "[Error 29] ClusterAuthorizationFailedError"
         if (scope, str(name)) in self.ignore:
-            return
+            return None
         if scope == "topic":
             key = (name, kind)
             if op == "delete":
@@ -73,6 +76,7 @@ class FakeThrottleCluster:
                 self.rates.pop(key, None)
             else:
                 self.rates[key] = int(value)
+        return None
 
     def snapshot(self, now_ms=None):
         """What a poll of every topic would show now (the streaming job's view)."""

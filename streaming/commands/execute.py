@@ -93,12 +93,14 @@ def _confirmed_set(setting, snapshot):
 
 def _set_throttles(admin, setting, timeout_s):
     from sinks import throttle_entries as te
-    from sinks.janitor import alter_throttle, read_cluster
+    from sinks.janitor import alter_throttles, read_cluster
 
-    for (topic, kind), pairs in sorted(setting.appends.items()):
-        alter_throttle(admin.raw, "topic", topic, kind, "append", te.format_entries(pairs))
-    for (broker, kind), rate in sorted(setting.rates.items()):
-        alter_throttle(admin.raw, "broker", broker, kind, "set", rate)
+    changes = [("topic", topic, kind, "append", te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
+    changes += [("broker", broker, kind, "set", rate) for (broker, kind), rate in sorted(setting.rates.items())]
+    refused = [f"{scope} {name} {kind}: {error}" for (scope, name, kind, _, _), error in zip(changes, alter_throttles(admin.raw, changes))
+               if error is not None]
+    if refused:
+        raise ClusterError(f"setting throttles refused: {'; '.join(refused)}")
     deadline = time.monotonic() + max(timeout_s, 5.0)
     while True:  # broker configs reach the broker asynchronously: wait until it shows them
         missing = _confirmed_set(setting, read_cluster(admin, {t for t, _ in setting.appends}))
