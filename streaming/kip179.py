@@ -153,8 +153,11 @@ def _progress_as_if_adding(hosted, snapshot):
     """Progress facts of hosted listed replicas. The core measures replicas being added, so it is run on a
     copy of the snapshot that lists every hosted replica as being added: the same numerator (the broker's
     log), denominator (the leader's log) and ISR rule, for replicas that move and replicas that stay."""
-    as_adding = [{"topic": t, "partition": p, "replicas": [], "adding": sorted(group["broker"].tolist()), "removing": []}
-                 for (t, p), group in hosted.groupby(["topic", "partition"])]
+    adding = {}
+    for t, p, b in zip(hosted["topic"], hosted["partition"], hosted["broker"]):
+        adding.setdefault((t, int(p)), []).append(int(b))
+    as_adding = [{"topic": t, "partition": p, "replicas": [], "adding": sorted(brokers), "removing": []}
+                 for (t, p), brokers in adding.items()]
     widened = replace(snapshot, tables={**snapshot.tables, "reassignments": table("reassignments", as_adding)})
     progress = replica_progress(widened)
     listed_keys = {(t, int(p), int(b)) for t, p, b in zip(hosted["topic"], hosted["partition"], hosted["broker"])}

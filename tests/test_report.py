@@ -11,7 +11,7 @@ from streaming import history
 from streaming.kip179 import listed_replicas, ongoing_replicas
 from streaming.reassignment_file import PartitionMove
 from streaming.report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds, summary_line,
-                              to_document, to_json, to_table, with_history)
+                              to_document, to_json, to_table, to_text, with_history)
 from streaming.snapshot import PollError, from_rows
 from tests.test_kip179 import CASES, SNAPSHOT, moves_for
 
@@ -84,6 +84,30 @@ def test_table_shows_every_listed_replica_and_dashes_without_history():
     assert "3 (log dir)" in text
     assert "rate -, ETA -" in text
     assert "Listed: 9 partitions, 15 replicas" in text
+
+
+def test_text_has_a_header_one_aligned_line_per_replica_and_the_summary():
+    report = build(SNAPSHOT, listed_replicas(EVERY_CASE, SNAPSHOT), FROM_FILE)
+    lines = to_text(report).splitlines()
+    assert lines[0].split() == ["topic", "partition", "broker", "state", "status", "copied", "/", "total", "%", "rate",
+                                "ETA"]
+    body = lines[1:len(CASES) + 1]
+    assert [line.split()[:3] for line in body][:2] == [["t", "0", "2"], ["t", "0", "1"]]
+    status_column = lines[0].index("status")
+    assert all(line[status_column - 2:status_column] == "  " for line in body)  # columns line up
+    assert lines[len(CASES) + 1] == "" and lines[len(CASES) + 2] == summary_line(report)
+
+
+def test_text_of_nothing_is_the_summary_alone():
+    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True, "answered": True}])
+    assert to_text(build(quiet, ongoing_replicas(quiet), ONGOING)) == "Nothing is reassigning."
+
+
+def test_live_table_shows_the_worst_rows_that_fit_and_counts_the_rest():
+    text = rendered(to_table(build(SNAPSHOT, listed_replicas(EVERY_CASE, SNAPSHOT), FROM_FILE), max_rows=2))
+    assert "Behind: 600 bytes" in text and "Behind: 750 bytes" in text  # the two COPYING rows come first
+    assert "In sync" not in text.split("...")[0]
+    assert f"... {len(CASES) - 2} more replicas not shown" in text
 
 
 def test_table_shows_poll_errors_as_warnings():

@@ -8,7 +8,6 @@ input, 3 cluster unreachable or a request refused. A file that lists no partitio
 """
 
 import argparse
-import sys
 import time
 from contextlib import nullcontext
 
@@ -17,12 +16,13 @@ from streaming.admin import KafkaClusterAdmin
 from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
 from streaming.kip179 import listed_replicas, ongoing_replicas
 from streaming.poller import poll
-from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, with_history
+from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, to_text, with_history
 
 # Without these the report would be wrong rather than incomplete (nothing would look like it moves):
 # their failure is a refused request, exit 3. Other failed calls leave unknowns, shown as warnings.
 REQUIRED_APIS = ("ListPartitionReassignments", "Metadata")
-WIDE = 1000  # columns when stdout is not a terminal: never crop a table that is piped or captured
+# Lines of the live view that are not replica rows: title, table rules and header, summary, warnings.
+LIVE_CHROME_LINES = 9
 
 
 def _positive_seconds(text):
@@ -53,12 +53,6 @@ def _rows(admin, moves):
     return snapshot, rows
 
 
-def _console():
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=WIDE)
-
-
 def _exit_code(report):
     return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
 
@@ -66,19 +60,17 @@ def _exit_code(report):
 def _once(admin, moves, source, output):
     snapshot, rows = _rows(admin, moves)
     report = build(snapshot, rows, source)
-    if output == "json":
-        print(to_json(report), flush=True)
-    else:
-        _console().print(to_table(report))
+    print(to_json(report) if output == "json" else to_text(report), flush=True)
     return _exit_code(report)
 
 
 def _watch(admin, moves, source, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
+    from rich.console import Console
     from rich.live import Live
 
     memory = history.empty_memory()
-    live = Live(console=_console(), auto_refresh=False) if output == "table" else None
+    live = Live(console=Console(), auto_refresh=False) if output == "table" else None
     with live if live else nullcontext():
         while True:
             started = time.monotonic()
@@ -88,7 +80,9 @@ def _watch(admin, moves, source, output, interval_s):
             if live:
                 title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  cluster "
                          f"{snapshot.cluster_id}  every {interval_s:g}s (Ctrl-C stops)")
-                live.update(to_table(report, title=title), refresh=True)
+                # Only what fits the terminal (worst first): rendering thousands of rows takes seconds.
+                rows_that_fit = live.console.height - LIVE_CHROME_LINES - len(report.errors)
+                live.update(to_table(report, title=title, max_rows=rows_that_fit), refresh=True)
             else:
                 print(to_json(report), flush=True)
             if not report.in_progress:
