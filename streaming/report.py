@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -166,19 +167,22 @@ def summary_line(report):
     return " ".join(parts)
 
 
-COLUMNS = (("topic", "left"), ("partition", "right"), ("broker", "right"), ("state", "left"), ("status", "left"),
-           ("copied / total", "right"), ("%", "right"), ("rate", "right"), ("ETA", "right"))
+# Status, the longest text, comes last so that a narrow terminal loses it before the numbers. The
+# columns that may take two lines in a narrow terminal, and the width they keep at least:
+WRAPPING = {"topic": 10, "status": 16}
+COLUMNS = (("topic", "left"), ("partition", "right"), ("broker", "right"), ("state", "left"), ("%", "right"),
+           ("copied / total", "right"), ("rate", "right"), ("ETA", "right"), ("status", "left"))
 
 
 def _cells(rows):
     """The table's cells, one list of strings per replica row."""
     for r in rows.to_dict("records"):
-        broker = f"{r['broker']} (log dir)" if r["intra_broker"] else str(r["broker"])
+        broker = f"{r['broker']} (dir)" if r["intra_broker"] else str(r["broker"])
         state = r["state"] if isinstance(r["state"], str) else NOT_KNOWN
         copied = (NOT_KNOWN if pd.isna(r["denominator"]) and pd.isna(r["numerator"])
                   else f"{human_bytes(r['numerator'])} / {human_bytes(r['denominator'])}")
-        yield [r["topic"], str(r["partition"]), broker, state, r["status"], copied, _percent(r["progress"]),
-               _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds"))]
+        yield [r["topic"], str(r["partition"]), broker, state, _percent(r["progress"]), copied,
+               _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds")), r["status"]]
 
 
 def _warnings(report):
@@ -205,9 +209,12 @@ def _by_severity(rows):
 def to_table(report, title=None, max_rows=None):
     """A rich renderable for the live view: the replica rows (worst state first; at most `max_rows`, the
     rest counted), then the summary line and any poll errors."""
-    table = Table(title=title, title_justify="left", expand=False)
+    # Light rules and wrapping text columns: a row must stay readable in an 80-column terminal.
+    table = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
     for name, justify in COLUMNS:
-        table.add_column(name, justify=justify, no_wrap=True)
+        table.add_column(name, justify=justify, no_wrap=name not in WRAPPING, min_width=WRAPPING.get(name),
+                         overflow="fold")
     rows = _by_severity(report.replicas)
     shown = rows if max_rows is None else rows.head(max(max_rows, 0))
     for cells in _cells(shown):

@@ -81,7 +81,7 @@ def test_table_shows_every_listed_replica_and_dashes_without_history():
     for _, _, status, _, _ in CASES:
         assert status in text
     assert "400 B / 1.0 KB" in text and "40.0%" in text
-    assert "3 (log dir)" in text
+    assert "3 (dir)" in text
     assert "rate -, ETA -" in text
     assert "Listed: 9 partitions, 15 replicas" in text
 
@@ -89,8 +89,8 @@ def test_table_shows_every_listed_replica_and_dashes_without_history():
 def test_text_has_a_header_one_aligned_line_per_replica_and_the_summary():
     report = build(SNAPSHOT, listed_replicas(EVERY_CASE, SNAPSHOT), FROM_FILE)
     lines = to_text(report).splitlines()
-    assert lines[0].split() == ["topic", "partition", "broker", "state", "status", "copied", "/", "total", "%", "rate",
-                                "ETA"]
+    assert lines[0].split() == ["topic", "partition", "broker", "state", "%", "copied", "/", "total", "rate", "ETA",
+                                "status"]
     body = lines[1:len(CASES) + 1]
     assert [line.split()[:3] for line in body][:2] == [["t", "0", "2"], ["t", "0", "1"]]
     status_column = lines[0].index("status")

@@ -1,0 +1,255 @@
+"""Cost of one cluster poll and of the `progress` one-shot, next to `kafka-reassign-partitions --verify`.
+
+For 100 / 1,000 / 5,000 reassigning partitions on a local cluster of its own: a topic of N partitions with
+one 2 KB record each, leaders on brokers 1 and 2, every partition moved to broker 3 under a 1 B/s
+throttle, with broker 3 stopped. Why stopped: a rate throttle cannot keep small partitions moving.
+Measured here on a fresh cluster at 1 B/s, 200 partitions x 2 KB finished within 3 s and 1,000 x 20 KB
+within 5 s (a fetch made while the quota is not yet exceeded carries up to 10 MiB), so holding 5,000
+moves for a minute would take gigabytes of data. A move to a stopped broker stays in flight with no
+data at all; the bench checks that all N still move after measuring.
+
+Per size: the poll's wall time (p50 / p95 over POLLS polls) and admin requests, then end to end as
+subprocesses (median of RUNS): `reassign-monitor progress` (table), the same with the reassignment file,
+and Kafka's ReassignPartitionsCommand --verify with that file (it would clear every throttle once nothing
+listed moves, so it runs only while all N still move). Prints a markdown table and writes it to
+bench/RESULTS.md, section "Poll (bench/poll.py)".
+
+    .venv/bin/python bench/poll.py [--sizes 100,1000,5000] [--polls 20] [--runs 3]
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+from kafka import KafkaAdminClient, TopicPartition  # noqa: E402
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic  # noqa: E402
+
+from bench.results import markdown_table, write_section  # noqa: E402
+from streaming.admin import KafkaClusterAdmin  # noqa: E402
+from streaming.config_keys import (ALL_REPLICAS, BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,  # noqa: E402
+                                   TOPIC_FOLLOWER_THROTTLED_REPLICAS, TOPIC_LEADER_THROTTLED_REPLICAS)
+from streaming.poller import poll  # noqa: E402
+
+CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench"), "KAFKA_BASE_PORT": "35090",
+               "KAFKA_HEAP": "1g"}  # 5,000 partitions x 2 replicas do not fit the default 320m heap comfortably
+BROKERS = (1, 2, 3)
+SOURCES, STOPPED = (1, 2), 3  # every move goes from a source to the stopped broker
+RECORD_BYTES = 2_000
+THROTTLE = 1  # bytes/s
+TIMEOUT_MS = 120_000
+SECTION = "Poll (bench/poll.py)"
+VERIFY = ["java", "-cp", str(ROOT / "deploy" / "kafka" / "lib" / "*"),
+          f"-Dlog4j2.configurationFile={ROOT / 'deploy' / 'kafka' / 'log4j2.properties'}", "-Dkafka.logs.dir=/tmp",
+          "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"]
+MONITOR = str(ROOT / ".venv" / "bin" / "reassign-monitor")
+
+
+def cluster(command):
+    result = subprocess.run([str(ROOT / "deploy" / "local-cluster.sh"), command], env={**os.environ, **CLUSTER_ENV},
+                            capture_output=True, text=True, check=True)
+    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+
+
+def source(p):
+    return SOURCES[p % len(SOURCES)]
+
+
+def stop_broker(admin, broker):
+    """Stop one broker of the bench's own cluster (by the pid the script recorded) and wait until the
+    controller fences it: moves to it then stay in flight."""
+    pid = int((Path(CLUSTER_ENV["CLUSTER_DIR"]) / f"node{broker}" / "pid").read_text())
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: any(b["broker_id"] == broker and b.get("is_fenced") for b in admin.describe_cluster()["brokers"]),
+               60, f"broker {broker} fenced")
+
+
+def alter(admin, topic_configs=(), broker_configs=()):
+    """[(name, {key: value or None})] for topics and brokers; None deletes the key."""
+    def op(value):
+        return (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
+    resources = [ConfigResource(ConfigResourceType.TOPIC, name, configs={k: op(v) for k, v in c.items()})
+                 for name, c in topic_configs]
+    resources += [ConfigResource(ConfigResourceType.BROKER, str(b), configs={k: op(v) for k, v in c.items()})
+                  for b, c in broker_configs]
+    admin.alter_configs(resources, raise_on_unknown=False)
+
+
+def throttle_brokers(admin, rate):
+    alter(admin, broker_configs=[(b, {BROKER_LEADER_THROTTLE_RATE: rate, BROKER_FOLLOWER_THROTTLE_RATE: rate})
+                                 for b in BROKERS])
+
+
+def start_moves(admin, bootstrap, topic, n):
+    """N partitions with one ~2 KB record each, then every partition reassigned to the stopped broker."""
+    admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [source(p)] for p in range(n)})],
+                        timeout_ms=TIMEOUT_MS)
+    admin.wait_for_topics([topic], timeout_ms=TIMEOUT_MS)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": "none"})
+    record = os.urandom(RECORD_BYTES)
+    for p in range(n):
+        producer.produce(topic, record, partition=p)
+        producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError("records left unsent")
+    alter(admin, topic_configs=[(topic, {TOPIC_LEADER_THROTTLED_REPLICAS: ALL_REPLICAS,
+                                         TOPIC_FOLLOWER_THROTTLED_REPLICAS: ALL_REPLICAS})])
+    admin.alter_partition_reassignments({TopicPartition(topic, p): [STOPPED] for p in range(n)},
+                                        timeout_ms=TIMEOUT_MS)
+
+
+def reassigning(admin, topic):
+    return sum(1 for tp in admin.list_partition_reassignments() if tp.topic == topic)
+
+
+def stop_moves(admin, topic, n):
+    try:
+        admin.alter_partition_reassignments({TopicPartition(topic, p): None for p in range(n)}, timeout_ms=TIMEOUT_MS)
+    except Exception as error:  # a move that already completed cannot be cancelled; the topic goes anyway
+        print(f"  cancel: {type(error).__name__}: {error}", file=sys.stderr)
+    admin.delete_topics([topic], timeout_ms=TIMEOUT_MS)
+
+
+def wait_until(condition, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def attempt(action, *args):
+    """True when `action(*args)` succeeded: a restarted broker is unknown to the client for a moment."""
+    try:
+        action(*args)
+        return True
+    except Exception as error:
+        print(f"  retrying: {type(error).__name__}: {error}", file=sys.stderr)
+        return False
+
+
+def timed(command, expect):
+    """Wall seconds of a subprocess; `expect(stdout)` must hold (the tool did the real work)."""
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    elapsed = time.monotonic() - started
+    if not expect(result):
+        raise RuntimeError(f"{command[0]} ... gave {result.returncode}: {result.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def measure(admin, bootstrap, n, polls, runs, workdir):
+    topic = f"bench-poll-{n}"
+    print(f"{n} partitions: creating and starting the moves", file=sys.stderr)
+    start_moves(admin, bootstrap, topic, n)
+    try:
+        wait_until(lambda: reassigning(admin, topic) == n, 120, f"{n} reassigning partitions")
+        monitor = KafkaClusterAdmin(bootstrap, timeout_s=60)
+        try:
+            poll(monitor)  # warm: connections to every broker, API versions
+            snapshots = [poll(monitor) for _ in range(polls)]
+        finally:
+            monitor.close()
+        durations = [s.duration_s for s in snapshots]
+        errors = {e.api for s in snapshots for e in s.errors}
+        moving = min(len(s["reassignments"]) for s in snapshots)
+
+        plan = workdir / f"{topic}.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": p, "replicas": [STOPPED]} for p in range(n)]}))
+        base = [MONITOR, "progress", "--bootstrap-server", bootstrap, "--timeout", "60"]
+        in_progress = lambda r: r.returncode == 1  # noqa: E731
+        one_shot = [timed(base, in_progress) for _ in range(runs)]
+        with_file = [timed(base + ["--reassignment-json-file", str(plan)], in_progress) for _ in range(runs)]
+        verify = []
+        for _ in range(runs):
+            # --verify clears every throttle once nothing listed moves: run it only while all N move.
+            if reassigning(admin, topic) != n:
+                raise RuntimeError("moves finished during the measurement")
+            verify.append(timed(VERIFY + ["--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file",
+                                          str(plan)], lambda r: r.returncode == 0 and "still in progress" in r.stdout))
+        still = reassigning(admin, topic)
+    finally:
+        stop_moves(admin, topic, n)
+        wait_until(lambda: topic not in admin.list_topics(), 120, f"{topic} deleted")
+    return {"n": n, "p50": np.percentile(durations, 50), "p95": np.percentile(durations, 95),
+            "requests": statistics.median(s.requests for s in snapshots), "moving": moving, "errors": errors,
+            "one_shot": statistics.median(one_shot), "with_file": statistics.median(with_file),
+            "verify": statistics.median(verify), "still": still}
+
+
+def report(results, polls, runs, load=None):
+    headers = ["reassigning partitions", "poll p50 ms", "poll p95 ms", "admin requests / poll",
+               "`progress` s", "`progress --reassignment-json-file` s", "Kafka `--verify` s",
+               "still reassigning after"]
+    rows = [[f"{r['n']:,}", f"failed: {r['failed']}"] + [""] * (len(headers) - 2) if "failed" in r else
+            [f"{r['n']:,}", f"{1000 * r['p50']:.0f}", f"{1000 * r['p95']:.0f}", f"{r['requests']:.0f}",
+             f"{r['one_shot']:.2f}", f"{r['with_file']:.2f}", f"{r['verify']:.2f}", f"{r['still']:,}"]
+            for r in results]
+    notes = [f"Local 3-node cluster (1 GB heaps) on the same 2-core machine. Each partition holds one "
+             f"{RECORD_BYTES:,}-byte record, has its leader on broker 1 or 2 and moves to broker 3, which is "
+             f"stopped (see the docstring: a rate throttle cannot hold small partitions), under a {THROTTLE} B/s "
+             f"throttle with `*` throttled replicas. Poll: `streaming.poller.poll` as the CLI calls it (two "
+             f"brokers answer DescribeLogDirs), p50/p95 of {polls} polls after one warm-up. Commands: wall time "
+             f"end to end as subprocesses (interpreter or JVM start included, table output), median of {runs}; "
+             f"`--verify` is Kafka 4.1.1's ReassignPartitionsCommand with the same file. Poll errors: "
+             + (", ".join(sorted({e for r in results for e in r.get("errors", ())})) or "none") + "."
+             + (f" 1-min load average at start / end: {load[0]:.1f} / {load[1]:.1f}"
+                + (" (other jobs shared the 2 cores: expect noise)." if max(load) > 3 else ".") if load else "")]
+    return markdown_table(headers, rows) + "\n\n" + "\n".join(notes)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,5000")
+    parser.add_argument("--polls", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]
+    started_here = "running" not in cluster("status")
+    # Ctrl-C or a kill still cancels the moves, deletes the topic and stops the cluster (finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    cluster("up")
+    # Every client (ours, Kafka's, the producer) bootstraps from the brokers that stay up.
+    bootstrap = ",".join(f"127.0.0.1:{int(CLUSTER_ENV['KAFKA_BASE_PORT']) + b}" for b in SOURCES)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+    results = []
+    try:
+        throttle_brokers(admin, THROTTLE)
+        stop_broker(admin, STOPPED)
+        with tempfile.TemporaryDirectory() as workdir:
+            for n in (int(s) for s in args.sizes.split(",")):
+                try:
+                    results.append(measure(admin, bootstrap, n, args.polls, args.runs, Path(workdir)))
+                except Exception as error:  # say what happened at this size and go on with the others
+                    results.append({"n": n, "failed": f"{type(error).__name__}: {error}"})
+                print(report(results, args.polls, args.runs).split("\n\n")[0].splitlines()[-1], file=sys.stderr)
+    finally:
+        try:
+            admin.close()
+            cluster("up")  # the stopped broker back, so that its throttle configs can be removed too
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+            wait_until(lambda: attempt(throttle_brokers, admin, None), 60, "throttle rates removed from every broker")
+            admin.close()
+        finally:
+            if started_here:
+                cluster("down")
+    table = report(results, args.polls, args.runs, (load_at_start, os.getloadavg()[0]))
+    print(table)
+    write_section(SECTION, table)
+
+
+if __name__ == "__main__":
+    main()
