@@ -132,6 +132,9 @@ class MonitorMetrics:
                              buckets=DURATION_BUCKETS)
 
         self.throttle_actions = counter(m.THROTTLE_ACTIONS)
+        for scope in m.THROTTLE_SCOPES:  # known labels start at 0: increase() then sees the first action
+            for action in m.THROTTLE_ACTION_NAMES:
+                self.throttle_actions.labels(scope=scope, action=action)
         self.poll_errors = counter(m.POLL_ERRORS)
         self.poll_duration = histogram(m.POLL_DURATION)
         self.batch_duration = histogram(m.BATCH_DURATION)

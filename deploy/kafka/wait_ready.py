@@ -1,9 +1,20 @@
-"""Wait until a cluster's metadata lists the expected number of brokers: wait_ready.py BOOTSTRAP N SECONDS."""
+"""Wait until a cluster's metadata lists the expected number of brokers, each accepting connections:
+wait_ready.py BOOTSTRAP N SECONDS. (After a restart the metadata can still list a broker's previous
+incarnation as alive while its new JVM is not listening yet.)"""
 
+import socket
 import sys
 import time
 
 from kafka import KafkaAdminClient
+
+
+def _listening(host, port):
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def main(bootstrap, expected, seconds):
@@ -15,7 +26,7 @@ def main(bootstrap, expected, seconds):
                 brokers = admin.describe_cluster()["brokers"]
             finally:
                 admin.close()
-            if len(brokers) >= expected:
+            if len(brokers) >= expected and all(_listening(b["host"], b["port"]) for b in brokers):
                 return 0
         except Exception:  # not up yet: any failure means try again until the deadline
             pass
