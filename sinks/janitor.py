@@ -31,6 +31,10 @@ Dry run and `--throttle-cleanup off` stop after step 2 and report each due actio
 after it stopped being due for a batch), never writing to the cluster or the ownership topic.
 
 `sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call.
+`apply(actions)` is step 4 alone (with read-back), for callers holding a plan of their own.
+
+Broker rates are handled per broker only: kafka-python (like confluent-kafka) cannot describe the
+cluster-default broker resource "", so a cluster-wide default rate is never set, read, or removed here.
 """
 
 import sys
@@ -199,7 +203,7 @@ class Janitor:
     def _act(self, records, snapshot, batch_id, hint):
         fresh = self._read(records, hint)
         actions = tp.plan(fresh, records, self.policy)
-        done, after = self._apply(actions, records)
+        done, after = self.apply(actions, records)
         self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
 
@@ -233,9 +237,10 @@ class Janitor:
                 log_dir_brokers |= {b["broker"] for b in self.admin.describe_cluster()[1]}
         return read_cluster(self.admin, topics, log_dir_brokers)
 
-    def _apply(self, actions, records):
-        """Carry out `actions`, then read back until the cluster shows each (or the deadline: `failed`).
-        Returns the outcomes and the last read-back (taken after the ownership refresh: good for settling)."""
+    def apply(self, actions, records=()):
+        """Carry out `actions` (a plan), then read back until the cluster shows each (or the deadline: the
+        action comes back `failed`). Idempotent: SUBTRACT of absent entries and DELETE of absent keys are
+        no-ops. Returns the outcomes and the last read-back, which also covers the topics `records` claim."""
         outcome = {}
         changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == tp.SUBTRACT else a.restored_value)
                    for a in actions]

@@ -19,6 +19,7 @@ Safety rules (DESIGN.md "Throttle janitor: safety rules") and where each lives h
 7. Dry run: the same plan with every action turned into `dry_run`.
 
 Topic and broker throttles each go through one loop over their kinds (leader and follower alike).
+Broker rates are per broker only (the cluster default `""` cannot be described with our clients).
 `plan` refuses to decide (returns []) on a poll that missed an API it depends on: a missing
 reassignment list would otherwise read as "nothing moves".
 """

@@ -9,10 +9,13 @@ Order (each step only after the previous one succeeded):
 3. APPEND the throttled-replicas entries, SET the rates; read back until the cluster shows them.
 4. AlterPartitionReassignments. If nothing was accepted, or step 3 failed: mark the record `aborted`,
    take out exactly what step 3 set (the janitor's own code), exit 3.
-5. Mark the record `started`; move replicas into the named log dirs (AlterReplicaLogDirs, retried while
+5. Apply step 3 again (APPEND and SET are idempotent). A janitor whose ownership view predates this
+   request may have taken out an entry this request shares with an older finished one before the
+   reassignment was registered; from now on rules 1 and 2 protect them whatever records a janitor has.
+6. Mark the record `started`; move replicas into the named log dirs (AlterReplicaLogDirs, retried while
    a new replica does not exist yet, up to --timeout).
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
-A crash between 2 and 5 leaves a `pending` record: the janitor treats it as started after
+A crash between 2 and 6 leaves a `pending` record: the janitor treats it as started after
 sinks.throttle_plan.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
 """
 
@@ -203,7 +206,7 @@ def run(args):
         store.put(record)
         try:
             if setting.appends or setting.rates:
-                _set_throttles(admin, setting, args.timeout)
+                _set_throttles(admin, setting, args.timeout)  # step 3
             started, failed = _start(admin, moves)
             if not started:
                 raise ClusterError("no partition reassignment was accepted: " +
@@ -213,6 +216,13 @@ def run(args):
             if isinstance(error, ClusterError):
                 raise
             raise ClusterError(str(error)) from error
+        try:
+            if setting.appends or setting.rates:
+                _set_throttles(admin, setting, args.timeout)  # step 5
+        except Exception as error:  # the moves run: record them started (the janitor cleans up), then report
+            store.put(record.with_state(STARTED, time.time() * 1000, note=f"re-applying throttles failed: {error}"))
+            raise ClusterError(f"reassignment started (request {record.request_id}) but re-applying its throttles "
+                               f"failed: {error}") from error
         store.put(record.with_state(STARTED, time.time() * 1000))
         unmoved = _move_log_dirs(admin, log_dirs, args.timeout) if log_dirs else []
     finally:
