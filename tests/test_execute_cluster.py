@@ -128,3 +128,54 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
     assert code == 0, err
     assert "cancelled" in out
     expect_throttles(cluster, [topic], {(topic, F): frozenset({"1:1"}), (2, L): 3 * MB})
+
+
+def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, clean, tmp_path, monkeypatch):
+    from streaming.commands import execute
+    from streaming.errors import ClusterError
+
+    topic = cluster.create_topic(cluster.unique_topic("abort"), {0: [1]}, megabytes=0)
+    own = ownership_topic()
+    clean += [topic, own]
+    cluster.set_configs(topic_configs={topic: {"leader.replication.throttled.replicas": "9:9"}},
+                        broker_configs={2: {"follower.replication.throttled.rate": 7 * MB}})
+    before = throttles(cluster, [topic])
+
+    def refused(admin, moves):
+        assert throttles(cluster, [topic]) != before  # the throttles were set before the start was attempted
+        raise ClusterError("AlterPartitionReassignments: refused (simulated)")
+
+    monkeypatch.setattr(execute, "_start", refused)
+    plan = write_plan(tmp_path / "move.json", [(topic, 0, [2])])
+    code, _, err = cli("execute", "--bootstrap-server", cluster.bootstrap, "--ownership-topic", own,
+                       "--reassignment-json-file", plan, "--throttle", MB)
+    assert code == 3 and "refused (simulated)" in err
+    expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
+    store = KafkaOwnershipStore(cluster.bootstrap, topic=own)
+    assert [r.state for r in store.records()] == [DONE]
+    store.close()
+
+
+def test_log_dir_placement_and_its_throttle_are_set_and_removed(cluster, clean, tmp_path):
+    topic = cluster.create_topic(cluster.unique_topic("logdir"), {0: [1]}, megabytes=1)
+    own = ownership_topic()
+    clean += [topic, own]
+    admin = cluster.admin()
+    try:
+        [response] = admin.describe_log_dirs(brokers=[2])
+        log_dir = response["log_dirs"][0]["log_dir"]
+    finally:
+        admin.close()
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [2], "log_dirs": [log_dir]}]}))
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    code, out, err = cli("execute", *common, "--reassignment-json-file", plan, "--throttle", MB,
+                         "--replica-alter-log-dirs-throttle", 2 * MB, "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["log_dir_moves_failed"] == []
+    assert throttles(cluster, [topic])[(2, "alter_log_dirs")] == 2 * MB
+    wait_done(cluster, [(topic, 0)])
+    code, _, err = cli("verify", *common, "--reassignment-json-file", plan)
+    assert code == 0, err
+    expect_throttles(cluster, [topic], {})
