@@ -32,112 +32,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from confluent_kafka import Producer  # noqa: E402
-from kafka import KafkaAdminClient, TopicPartition  # noqa: E402
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic  # noqa: E402
 
+from bench.moves import (RECORD_BYTES, STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, reassigning,  # noqa: E402
+                         start_moves, stop_broker, stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
+from kafka import KafkaAdminClient  # noqa: E402
+
 from streaming.admin import KafkaClusterAdmin  # noqa: E402
-from streaming.config_keys import (ALL_REPLICAS, BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,  # noqa: E402
-                                   TOPIC_FOLLOWER_THROTTLED_REPLICAS, TOPIC_LEADER_THROTTLED_REPLICAS)
 from streaming.poller import poll  # noqa: E402
 
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench"), "KAFKA_BASE_PORT": "35090",
                "KAFKA_HEAP": "1g"}  # 5,000 partitions x 2 replicas do not fit the default 320m heap comfortably
-BROKERS = (1, 2, 3)
-SOURCES, STOPPED = (1, 2), 3  # every move goes from a source to the stopped broker
-RECORD_BYTES = 2_000
 THROTTLE = 1  # bytes/s
-TIMEOUT_MS = 120_000
 SECTION = "Poll (bench/poll.py)"
 VERIFY = ["java", "-cp", str(ROOT / "deploy" / "kafka" / "lib" / "*"),
           f"-Dlog4j2.configurationFile={ROOT / 'deploy' / 'kafka' / 'log4j2.properties'}", "-Dkafka.logs.dir=/tmp",
           "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"]
 MONITOR = str(ROOT / ".venv" / "bin" / "reassign-monitor")
-
-
-def cluster(command):
-    result = subprocess.run([str(ROOT / "deploy" / "local-cluster.sh"), command], env={**os.environ, **CLUSTER_ENV},
-                            capture_output=True, text=True, check=True)
-    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-
-
-def source(p):
-    return SOURCES[p % len(SOURCES)]
-
-
-def stop_broker(admin, broker):
-    """Stop one broker of the bench's own cluster (by the pid the script recorded) and wait until the
-    controller fences it: moves to it then stay in flight."""
-    pid = int((Path(CLUSTER_ENV["CLUSTER_DIR"]) / f"node{broker}" / "pid").read_text())
-    os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: any(b["broker_id"] == broker and b.get("is_fenced") for b in admin.describe_cluster()["brokers"]),
-               60, f"broker {broker} fenced")
-
-
-def alter(admin, topic_configs=(), broker_configs=()):
-    """[(name, {key: value or None})] for topics and brokers; None deletes the key."""
-    def op(value):
-        return (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
-    resources = [ConfigResource(ConfigResourceType.TOPIC, name, configs={k: op(v) for k, v in c.items()})
-                 for name, c in topic_configs]
-    resources += [ConfigResource(ConfigResourceType.BROKER, str(b), configs={k: op(v) for k, v in c.items()})
-                  for b, c in broker_configs]
-    admin.alter_configs(resources, raise_on_unknown=False)
-
-
-def throttle_brokers(admin, rate):
-    alter(admin, broker_configs=[(b, {BROKER_LEADER_THROTTLE_RATE: rate, BROKER_FOLLOWER_THROTTLE_RATE: rate})
-                                 for b in BROKERS])
-
-
-def start_moves(admin, bootstrap, topic, n):
-    """N partitions with one ~2 KB record each, then every partition reassigned to the stopped broker."""
-    admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [source(p)] for p in range(n)})],
-                        timeout_ms=TIMEOUT_MS)
-    admin.wait_for_topics([topic], timeout_ms=TIMEOUT_MS)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": "none"})
-    record = os.urandom(RECORD_BYTES)
-    for p in range(n):
-        producer.produce(topic, record, partition=p)
-        producer.poll(0)
-    if producer.flush(120) != 0:
-        raise RuntimeError("records left unsent")
-    alter(admin, topic_configs=[(topic, {TOPIC_LEADER_THROTTLED_REPLICAS: ALL_REPLICAS,
-                                         TOPIC_FOLLOWER_THROTTLED_REPLICAS: ALL_REPLICAS})])
-    admin.alter_partition_reassignments({TopicPartition(topic, p): [STOPPED] for p in range(n)},
-                                        timeout_ms=TIMEOUT_MS)
-
-
-def reassigning(admin, topic):
-    return sum(1 for tp in admin.list_partition_reassignments() if tp.topic == topic)
-
-
-def stop_moves(admin, topic, n):
-    try:
-        admin.alter_partition_reassignments({TopicPartition(topic, p): None for p in range(n)}, timeout_ms=TIMEOUT_MS)
-    except Exception as error:  # a move that already completed cannot be cancelled; the topic goes anyway
-        print(f"  cancel: {type(error).__name__}: {error}", file=sys.stderr)
-    admin.delete_topics([topic], timeout_ms=TIMEOUT_MS)
-
-
-def wait_until(condition, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
-def attempt(action, *args):
-    """True when `action(*args)` succeeded: a restarted broker is unknown to the client for a moment."""
-    try:
-        action(*args)
-        return True
-    except Exception as error:
-        print(f"  retrying: {type(error).__name__}: {error}", file=sys.stderr)
-        return False
 
 
 def timed(command, expect):
@@ -218,17 +129,17 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     load_at_start = os.getloadavg()[0]
-    started_here = "running" not in cluster("status")
+    started_here = "running" not in cluster(CLUSTER_ENV, "status")
     # Ctrl-C or a kill still cancels the moves, deletes the topic and stops the cluster (finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    cluster("up")
+    cluster(CLUSTER_ENV, "up")
     # Every client (ours, Kafka's, the producer) bootstraps from the brokers that stay up.
-    bootstrap = ",".join(f"127.0.0.1:{int(CLUSTER_ENV['KAFKA_BASE_PORT']) + b}" for b in SOURCES)
+    bootstrap = bootstrap_of(CLUSTER_ENV)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
     results = []
     try:
         throttle_brokers(admin, THROTTLE)
-        stop_broker(admin, STOPPED)
+        stop_broker(CLUSTER_ENV, admin, STOPPED)
         with tempfile.TemporaryDirectory() as workdir:
             for n in (int(s) for s in args.sizes.split(",")):
                 try:
@@ -239,13 +150,13 @@ def main():
     finally:
         try:
             admin.close()
-            cluster("up")  # the stopped broker back, so that its throttle configs can be removed too
+            cluster(CLUSTER_ENV, "up")  # the stopped broker back, so that its throttle configs can be removed too
             admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
             wait_until(lambda: attempt(throttle_brokers, admin, None), 60, "throttle rates removed from every broker")
             admin.close()
         finally:
             if started_here:
-                cluster("down")
+                cluster(CLUSTER_ENV, "down")
     table = report(results, args.polls, args.runs, (load_at_start, os.getloadavg()[0]))
     print(table)
     write_section(SECTION, table)
