@@ -1,8 +1,8 @@
 """Micro-batch latency of the streaming job.
 
-Live: 100 / 1,000 / 10,000 moving replicas on a local cluster of its own (partitions with data on broker 1,
-each reassigned to [1, 2, 3] under a 1 B/s throttle so the moves stay in flight), the real job
-(source, stateful operator, Kafka and Prometheus sinks) running in this process, local[2].
+Live: 100 / 1,000 / 10,000 moving replicas on a local cluster of its own (one partition per replica,
+each moved from broker 1 or 2 to the stopped broker 3, so the moves stay in flight: bench/moves.py),
+the real job (source, stateful operator, Kafka and Prometheus sinks) running in this process, local[2].
 Synthetic: the same stateful operator and sinks-side assembly on generated snapshots of 100,000
 replicas, fed by a bench-only source, to measure transforms + state without a cluster.
 
@@ -14,9 +14,6 @@ triggerExecution). Prints a table and writes it to bench/RESULTS.md.
 """
 
 import argparse
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +27,10 @@ import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
 
+from kafka import KafkaAdminClient  # noqa: E402
+
+from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, start_moves, stop_broker,  # noqa: E402
+                         stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.history import Settings  # noqa: E402
@@ -37,7 +38,8 @@ from streaming.job import STATE_BUCKETS, BatchHandler, JobConfig, build_session,
 from streaming.snapshot import Snapshot, table  # noqa: E402
 from streaming.source import SOURCE_SCHEMA, snapshot_rows  # noqa: E402
 
-CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-stream"), "KAFKA_BASE_PORT": "37090"}
+CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-stream"), "KAFKA_BASE_PORT": "37090",
+               "KAFKA_HEAP": "1g"}
 WARMUP = 2
 
 
@@ -156,56 +158,18 @@ def run_synthetic(spark, replicas, batches, checkpoint):
         query.stop()
 
 
-def cluster(command):
-    result = subprocess.run([str(ROOT / "deploy" / "local-cluster.sh"), command], env={**os.environ, **CLUSTER_ENV},
-                            capture_output=True, text=True, check=True)
-    return result.stdout.strip().splitlines()[-1]
+MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 partitions ("excessively large batch")
 
 
-def start_moves(bootstrap, topic, partitions):
-    from confluent_kafka import Producer
-    from kafka import KafkaAdminClient, TopicPartition
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=120000)
-    admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [1] for p in range(partitions)})],
-                        timeout_ms=120000)
-    admin.wait_for_topics([topic], timeout_ms=120000)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for p in range(partitions):
-        producer.produce(topic, os.urandom(20_000), partition=p)
-        producer.poll(0)
-    producer.flush(120)
-    set_ = lambda value: (AlterConfigOp.SET, value)  # noqa: E731
-    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
-        "leader.replication.throttled.replicas": set_("*"), "follower.replication.throttled.replicas": set_("*")})]
-        + [ConfigResource(ConfigResourceType.BROKER, str(b), configs={
-            "leader.replication.throttled.rate": set_("1"), "follower.replication.throttled.rate": set_("1")})
-           for b in (1, 2, 3)], raise_on_unknown=False)
-    admin.alter_partition_reassignments({TopicPartition(topic, p): [1, 2, 3] for p in range(partitions)},
-                                        timeout_ms=120000)
-    return admin
-
-
-def stop_moves(admin, topic, partitions):
-    from kafka import TopicPartition
-
-    try:
-        admin.alter_partition_reassignments({TopicPartition(topic, p): None for p in range(partitions)},
-                                            timeout_ms=120000)
-    except Exception as error:  # moves that already completed cannot be cancelled; the topic goes anyway
-        print(f"cancel: {error}", file=sys.stderr)
-    admin.delete_topics([topic])
-    admin.close()
-
-
-def run_live(spark, bootstrap, replicas, batches, checkpoint):
+def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
     from sinks.progress_topic import ProgressTopicWriter, ensure_topic
 
-    topic, partitions = f"bench-{replicas}", replicas // 2
-    admin = start_moves(bootstrap, topic, partitions)
+    sizes = [min(MAX_PARTITIONS_PER_TOPIC, replicas - start) for start in range(0, replicas, MAX_PARTITIONS_PER_TOPIC)]
+    topics = {f"bench-stream-{replicas}-{i}": n for i, n in enumerate(sizes)}
+    for topic, n in topics.items():
+        start_moves(admin, bootstrap, topic, n)
     config = JobConfig(bootstrap=bootstrap, checkpoint_location=checkpoint, trigger_interval_s=2.0,
-                       progress_topic="bench-progress")
+                       progress_topic="bench-progress", timeout_s=60)
     ensure_topic(bootstrap, None, config.progress_topic)
     writer = ProgressTopicWriter(bootstrap, None, config.progress_topic)
     handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
@@ -215,7 +179,9 @@ def run_live(spark, bootstrap, replicas, batches, checkpoint):
     finally:
         query.stop()
         writer.close()
-        stop_moves(admin, topic, partitions)
+        for topic, n in topics.items():
+            stop_moves(admin, topic, n)
+            wait_until(lambda: topic not in admin.list_topics(), 120, f"{topic} deleted")
 
 
 def main():
@@ -227,13 +193,32 @@ def main():
     spark = build_session(JobConfig(bootstrap="", master="local[2]"))
     results = []
     with tempfile.TemporaryDirectory() as scratch:
-        try:
-            bootstrap = cluster("up")
-            for size in [int(s) for s in args.sizes.split(",") if s]:
-                print(f"live {size} replicas...", flush=True)
-                results.append(row(f"live {size}", run_live(spark, bootstrap, size, args.batches, f"{scratch}/live-{size}")))
-        finally:
-            cluster("down")
+        sizes = [int(x) for x in args.sizes.split(",") if x]
+        if sizes:
+            started_here = "running" not in cluster(CLUSTER_ENV, "status")
+            cluster(CLUSTER_ENV, "up")
+            bootstrap = bootstrap_of(CLUSTER_ENV)
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+            try:
+                throttle_brokers(admin, 1)
+                stop_broker(CLUSTER_ENV, admin, STOPPED)
+                for size in sizes:
+                    print(f"live {size} replicas...", flush=True)
+                    try:
+                        result = run_live(spark, bootstrap, admin, size, args.batches, f"{scratch}/live-{size}")
+                        results.append(row(f"live {size}", result))
+                    except Exception as error:  # say what happened at this size and go on with the others
+                        results.append([f"live {size}", f"failed: {type(error).__name__}: {str(error)[:200]}"]
+                                       + [""] * 8)
+            finally:
+                admin.close()
+                if started_here:
+                    cluster(CLUSTER_ENV, "down")  # the bench's own cluster: its throttles go with it
+                else:
+                    cluster(CLUSTER_ENV, "up")  # the stopped broker back, so its throttle rates can go too
+                    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+                    wait_until(lambda: attempt(throttle_brokers, admin, None), 300, "throttle rates removed")
+                    admin.close()
         if args.synthetic:
             print(f"synthetic {args.synthetic} replicas...", flush=True)
             result = run_synthetic(spark, args.synthetic, args.batches, f"{scratch}/synthetic")
@@ -244,7 +229,8 @@ def main():
     table_text = markdown_table(headers, results)
     print(table_text)
     write_section("Streaming micro-batch latency (bench/stream.py)",
-                  "local[2], 4 state buckets, trigger 2 s (live) / 1 s (synthetic), "
+                  "local[2], 4 state buckets, trigger 2 s (live; moves to a stopped broker, so replicas are "
+                  "BROKER_OFFLINE and DescribeLogDirs is answered by two brokers) / 1 s (synthetic), "
                   f"{args.batches} batches after {WARMUP} warm-up batches. compute = Spark scheduling + source + "
                   "transforms + state (poll included for live runs; synthetic snapshot generation included "
                   "for synthetic runs); batch = Spark's triggerExecution.\n\n" + table_text)

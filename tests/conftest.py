@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.kafka_fixtures import ROOT, LocalCluster
 
 
@@ -15,3 +16,15 @@ def cluster():
     local = LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
     yield local
     local.down()
+
+
+@pytest.fixture
+def clean(cluster):
+    """A clean slate around each test: no reassignment running, no broker throttle left behind."""
+    cancel_everything(cluster)
+    clear_broker_throttles(cluster)
+    created = []
+    yield created
+    cancel_everything(cluster)
+    clear_broker_throttles(cluster)
+    cluster.delete_topics(created)

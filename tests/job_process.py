@@ -1,5 +1,6 @@
 """`reassign-monitor run` as a real subprocess for end-to-end tests: start, scrape, kill, stop."""
 
+import contextlib
 import json
 import os
 import signal
@@ -74,6 +75,21 @@ class JobProcess:
 
     def log(self):
         return Path(self.log_path).read_text()
+
+
+@contextlib.contextmanager
+def running_job(cluster, directory, *flags):
+    """A started job whose first poll is done; stopped (its log tail printed) when the block ends."""
+    from tests.kafka_fixtures import wait_for
+
+    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", *flags).start()
+    try:
+        wait_for(lambda: process.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 120,
+                 message="the job's first poll")
+        yield process
+    finally:
+        process.stop()
+        print(process.log()[-3000:])
 
 
 def read_topic(bootstrap, topic, timeout_s=20):

@@ -6,24 +6,12 @@ import json
 import pytest
 
 from sinks.ownership import DONE, STARTED, KafkaOwnershipStore
-from tests.cluster_cli import (MB, cancel_everything, clear_broker_throttles, cli, expect_throttles, ownership_topic,
+from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)
 
 pytestmark = pytest.mark.cluster
 
 L, F = "leader", "follower"
-
-
-@pytest.fixture
-def clean(cluster):
-    """A clean slate around each test: no reassignment running, no broker throttle left behind."""
-    cancel_everything(cluster)
-    clear_broker_throttles(cluster)
-    created = []
-    yield created
-    cancel_everything(cluster)
-    clear_broker_throttles(cluster)
-    cluster.delete_topics(created)
 
 
 def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, clean, tmp_path):

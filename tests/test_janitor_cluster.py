@@ -10,24 +10,13 @@ from sinks.janitor import Janitor
 from sinks.ownership import DONE, KafkaOwnershipStore
 from streaming.admin import KafkaClusterAdmin
 from streaming.poller import poll
-from tests.cluster_cli import (MB, cancel_everything, clear_broker_throttles, cli, expect_throttles, ownership_topic,
+from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, replicas, throttles, wait_done, write_plan)
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
 L, F = "leader", "follower"
-
-
-@pytest.fixture
-def clean(cluster):
-    cancel_everything(cluster)
-    clear_broker_throttles(cluster)
-    created = []
-    yield created
-    cancel_everything(cluster)
-    clear_broker_throttles(cluster)
-    cluster.delete_topics(created)
 
 
 def test_completing_the_first_of_two_overlapping_moves_keeps_what_the_second_needs(cluster, clean, tmp_path):

@@ -1,31 +1,29 @@
 """The streaming job end to end: a real cluster, real throttled moves, `reassign-monitor run` as a
 process, /metrics scraped and the progress topic read back."""
 
+import json
+
+import jsonschema
 import pytest
 from kafka import TopicPartition
 
-from tests.job_process import JobProcess, read_topic
+from sinks.records import SCHEMA_PATH
+
+from tests.job_process import read_topic, running_job
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
 RATE = 1_000_000  # bytes/s: 35 MB take ~35 s
+SCHEMA = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 
 
 @pytest.fixture(scope="module")
 def job(cluster, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("job")
-    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
-                         "--trigger-interval", "2s", "--stall-after", "8s", "--rate-window", "10s",
-                         "--master", "local[2]", "--throttle-cleanup", "off")
-    process.start()
-    try:
-        wait_for(lambda: process.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 120,
-                 message="the job's first poll")
+    with running_job(cluster, tmp_path_factory.mktemp("job"),
+                     "--trigger-interval", "2s", "--stall-after", "8s", "--rate-window", "10s",
+                     "--master", "local[2]", "--throttle-cleanup", "off") as process:
         yield process
-    finally:
-        process.stop()
-        print(process.log()[-3000:])
 
 
 def throttled_move(cluster, topic, source, destination, megabytes, rate=RATE):
@@ -83,6 +81,8 @@ def test_progress_rises_then_completes_and_series_disappear(cluster, job):
         assert completed[0]["progress"] == 1.0 and completed[0]["message"].endswith("-> COMPLETED")
         partition_states = [r["state"] for r in replica_records(job, f"{topic}:0")]
         assert "COMPLETED" in partition_states
+        for _, value in read_topic(job.bootstrap, job.progress_topic):
+            SCHEMA.validate(value)
     finally:
         clear_throttles(cluster, topic, 1, 2)
         cluster.delete_topics([topic])

@@ -8,7 +8,7 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from tests.job_process import CLI, JobProcess, read_topic
+from tests.job_process import CLI, read_topic, running_job
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -19,17 +19,9 @@ FOREIGN_RATE = "50000000"
 
 @pytest.fixture(scope="module")
 def job(cluster, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("janitor-job")
-    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
-                         "--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--quiet")
-    process.start()
-    try:
-        wait_for(lambda: process.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 120,
-                 message="the job's first poll")
+    with running_job(cluster, tmp_path_factory.mktemp("janitor-job"),
+                     "--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--quiet") as process:
         yield process
-    finally:
-        process.stop()
-        print(process.log()[-3000:])
 
 
 def configs(cluster, topic, brokers):

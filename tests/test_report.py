@@ -9,7 +9,6 @@ from rich.console import Console
 
 from streaming import history
 from streaming.kip179 import listed_replicas, ongoing_replicas
-from streaming.reassignment_file import PartitionMove
 from streaming.report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds, summary_line,
                               to_document, to_json, to_table, to_text, with_history)
 from streaming.snapshot import PollError, from_rows
