@@ -6,6 +6,8 @@ with kafka-python (the only Python client with DescribeLogDirs and the KIP-455 r
 Every call counts as one admin request in `requests`; DescribeLogDirs counts one per broker.
 """
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from kafka import KafkaAdminClient, TopicPartition
@@ -40,10 +42,12 @@ class KafkaClusterAdmin:
         except Exception as error:  # kafka-python raises several types on bootstrap; map them once
             raise from_kafka_error(error, f"connecting to {bootstrap_servers}") from error
         self.requests = 0
+        self._count_lock = threading.Lock()
         self.raw = self._admin  # for the write side (execute, cancel, janitor): same connection
 
     def _call(self, count=1):
-        self.requests += count
+        with self._count_lock:  # the poller issues calls from several threads
+            self.requests += count
 
     def describe_cluster(self):
         self._call()
@@ -88,8 +92,9 @@ class KafkaClusterAdmin:
             return []
         tps = [TopicPartition(t, p) for t, p in partitions]
         self._call(2)
-        start = self._admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
-        end = self._admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
+        with ThreadPoolExecutor(max_workers=2) as pool:  # the two lookups are independent: overlap them
+            start, end = pool.map(lambda spec: self._admin.list_partition_offsets({tp: spec for tp in tps}),
+                                  (OffsetSpec.EARLIEST, OffsetSpec.LATEST))
         return [{"topic": tp.topic, "partition": tp.partition, "log_start": start[tp].offset,
                  "log_end": end[tp].offset} for tp in tps if tp in start and tp in end]
 
