@@ -274,9 +274,9 @@ class Janitor:
     def _settle(self, records, now):
         """Mark `done` the records that `now` - a read taken after the ownership refresh, never a batch's
         older poll - shows settled."""
-        for record in records:
-            if record.state != DONE and tp.settled(now, record, records, self.policy):
-                self.store.put(record.with_state(DONE, now.ts_ms, note="every claimed throttle is gone"))
+        for owned in records:
+            if owned.state != DONE and tp.settled(now, owned, records, self.policy):
+                self.store.put(owned.with_state(DONE, now.ts_ms, note="every claimed throttle is gone"))
 
     def _new_reports(self, actions):
         identities = {a: (a.scope, a.name, a.kind, a.op, a.entries, a.value, a.restored_value) for a in actions}

@@ -15,13 +15,16 @@ SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
 REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND = KINDS = ("replica", "partition", "reassignment", "throttle")
 
 
-def replica_key(topic, partition, broker, intra_broker=False):
-    # An intra-broker (log dir) move of the same replica gets its own key so the two never overwrite.
-    return f"{topic}:{partition}:{broker}" + (":future" if intra_broker else "")
+def replica_keys(replicas):
+    """`topic:partition:broker` per row. An intra-broker (log dir) move of the same replica gets its own
+    key (`:future`) so the two never overwrite each other."""
+    return (replicas["topic"] + ":" + replicas["partition"].astype(str) + ":" + replicas["broker"].astype(str)
+            + np.where(replicas["intra_broker"], ":future", ""))
 
 
-def partition_key(topic, partition):
-    return f"{topic}:{partition}"
+def partition_keys(partitions):
+    """`topic:partition` per row."""
+    return partitions["topic"] + ":" + partitions["partition"].astype(str)
 
 
 def reassignment_key(request_id=None):
@@ -84,9 +87,7 @@ def replica_records(replicas, batch_id, cluster_id):
         "in_isr": replicas["in_isr"], "rate_bytes_per_sec": replicas["copy_rate"],
         "eta_seconds": replicas["eta_seconds"], "stalled_seconds": replicas["stalled_seconds"],
         "messages_behind_estimate": replicas["messages_behind_estimate"]})
-    keys = (replicas["topic"] + ":" + replicas["partition"].astype(str) + ":" + replicas["broker"].astype(str)
-            + np.where(replicas["intra_broker"], ":future", ""))
-    return list(zip(keys, _encoded_rows(frame)))
+    return list(zip(replica_keys(replicas), _encoded_rows(frame)))
 
 
 def partition_records(partitions, ts_ms, batch_id, cluster_id):
@@ -102,8 +103,7 @@ def partition_records(partitions, ts_ms, batch_id, cluster_id):
         "rate_bytes_per_sec": partitions["copy_rate"], "eta_seconds": partitions["eta_seconds"],
         "bytes_total": total.round().astype("Int64"),
         "bytes_remaining": (total - partitions["bytes_done"]).clip(lower=0).round().astype("Int64")})
-    keys = partitions["topic"] + ":" + partitions["partition"].astype(str)
-    return list(zip(keys, _encoded_rows(frame)))
+    return list(zip(partition_keys(partitions), _encoded_rows(frame)))
 
 
 def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None):

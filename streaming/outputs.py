@@ -14,7 +14,7 @@ from sinks import records
 from sinks.prometheus import Picture
 from streaming.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
 from streaming.snapshot import PollError, Snapshot
-from streaming.states import FINISHED_STATES, ReplicaState
+from streaming.states import FINISHED_STATES, worst
 
 FINISHED_NAMES = [s.name for s in FINISHED_STATES]
 
@@ -56,6 +56,20 @@ def _partition_rates(replicas):
         copy_rate=("copy_rate", "sum"), leader_rate=("leader_rate", "max"), eta_seconds=("eta_seconds", "max"))
 
 
+def _moving(frame):
+    """Rows whose move is not finished (frames may be empty and then lack a `state` column)."""
+    return frame.loc[~frame["state"].isin(FINISHED_NAMES)] if not frame.empty else frame
+
+
+def _summarize(moving_partitions):
+    """(reassignment_rollup with summed rates, worst state name or None) over moving partition rows."""
+    if moving_partitions.empty:
+        return reassignment_rollup(moving_partitions, copy_rate=0.0, leader_rate=0.0), None
+    summary = reassignment_rollup(moving_partitions, copy_rate=float(moving_partitions["copy_rate"].sum()),
+                                  leader_rate=float(moving_partitions["leader_rate"].fillna(0).sum()))
+    return summary, worst(moving_partitions["state"])
+
+
 def request_rollups(partitions, requests):
     """Per request id ({id: [(topic, partition), ...]} of moves started by `execute`): partitions total /
     completed and bytes over the request's partitions seen this batch. A partition of the request that
@@ -64,37 +78,28 @@ def request_rollups(partitions, requests):
     for request_id, keys in requests.items():
         wanted = pd.DataFrame(list(keys), columns=PARTITION_KEY)
         mine = partitions.merge(wanted, on=PARTITION_KEY) if not partitions.empty else partitions
-        moving = mine.loc[~mine["state"].isin(FINISHED_NAMES)] if not mine.empty else mine
-        summary = reassignment_rollup(
-            moving, copy_rate=float(moving["copy_rate"].sum()) if not moving.empty else 0.0,
-            leader_rate=float(moving["leader_rate"].fillna(0).sum()) if not moving.empty else 0.0)
+        moving = _moving(mine)
+        summary, state = _summarize(moving)
         summary["partitions_completed"] += len(wanted) - len(moving)
         summary["partitions_total"] = len(wanted)
-        worst = ReplicaState(max(ReplicaState[s] for s in moving["state"])).name if not moving.empty else None
-        rollups[request_id] = (summary, worst)
+        rollups[request_id] = (summary, state)
     return rollups
 
 
 def assemble(replicas, tables, facts, batch_id, requests=None):
     """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows."""
-    moving = replicas.loc[~replicas["state"].isin(FINISHED_NAMES)] if not replicas.empty else replicas
+    moving = _moving(replicas)
     partitions = partition_rollup(replicas)
-    rates = _partition_rates(moving)
     if not partitions.empty:
-        partitions = partitions.merge(rates, on=PARTITION_KEY, how="left")
-    moving_partitions = partitions.loc[~partitions["state"].isin(FINISHED_NAMES)] if not partitions.empty else partitions
-    summary = reassignment_rollup(
-        moving_partitions,
-        copy_rate=float(rates["copy_rate"].sum()) if not rates.empty else 0.0,
-        leader_rate=float(rates["leader_rate"].fillna(0).sum()) if not rates.empty else 0.0)
-    worst = (ReplicaState(max(ReplicaState[s] for s in moving_partitions["state"])).name
-             if not moving_partitions.empty else None)
+        partitions = partitions.merge(_partition_rates(moving), on=PARTITION_KEY, how="left")
+    moving_partitions = _moving(partitions)
+    summary, state = _summarize(moving_partitions)
 
     cluster_id = facts.cluster_id
     out = records.replica_records(replicas, batch_id, cluster_id)
     out += records.partition_records(partitions, facts.ts_ms, batch_id, cluster_id)
     out.append((records.reassignment_key(), records.encode(
-        records.reassignment_record(summary, worst, facts.ts_ms, batch_id, cluster_id))))
+        records.reassignment_record(summary, state, facts.ts_ms, batch_id, cluster_id))))
     for request_id, (request_summary, request_worst) in request_rollups(partitions, requests or {}).items():
         out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
             request_summary, request_worst, facts.ts_ms, batch_id, cluster_id, request_id))))

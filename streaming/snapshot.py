@@ -8,7 +8,6 @@ and hands each bucket its own slice plus the whole BROKERS table.
 
 from dataclasses import dataclass, field
 
-import pandas as pd
 import pyarrow as pa
 
 INT_LIST = pa.list_(pa.int32())

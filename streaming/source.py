@@ -36,18 +36,21 @@ CLUSTER_TABLES = ("brokers", "reassignments", "topic_throttles", "broker_throttl
 _admins = {}  # per worker process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
 
 
+def _admin_key(options):
+    return options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", "10"))
+
+
 def _admin(options):
     from streaming.admin import KafkaClusterAdmin
 
-    key = (options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", "10")))
+    key = _admin_key(options)
     if key not in _admins:
         _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2])
     return _admins[key]
 
 
 def _drop_admin(options):
-    key = (options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", "10")))
-    admin = _admins.pop(key, None)
+    admin = _admins.pop(_admin_key(options), None)
     if admin is not None:
         try:
             admin.close()

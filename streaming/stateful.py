@@ -15,7 +15,7 @@ from streaming import codec
 from streaming.history import Settings, empty_memory, step
 from streaming.progress import finished_replicas, replica_progress
 from streaming.snapshot import Snapshot
-from streaming.source import CLUSTER_BUCKET, POLL_TABLE
+from streaming.source import CLUSTER_BUCKET
 
 STATE_SCHEMA = "memory binary"
 OUTPUT_SCHEMA = (
@@ -60,8 +60,6 @@ def make_tracker(settings=Settings()):
         rows = pd.concat(list(batches), ignore_index=True)
         if key[0] == CLUSTER_BUCKET:
             yield _passthrough(rows)
-            return
-        if (rows["table"] == POLL_TABLE).all():
             return
         memory = codec.decode(state.get[0]) if state.exists else empty_memory()
         memory, out = track_bucket(rows, memory, settings)

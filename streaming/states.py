@@ -25,6 +25,6 @@ SEVERITY = {state.name: state.value for state in ReplicaState}  # for vectorized
 NAME_OF = {state.value: state.name for state in ReplicaState}
 
 
-def worst(states):
-    """The most severe of some states (a partition's state from its replicas' states)."""
-    return max(states)
+def worst(names):
+    """The name of the most severe of some state names (a partition's state from its replicas')."""
+    return NAME_OF[max(SEVERITY[name] for name in names)]
