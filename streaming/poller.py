@@ -44,8 +44,8 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
     # The calls below need only what is known by now and wait mostly on brokers: run them concurrently
     # (kafka-python's admin client serves calls from several threads over its IO thread).
     alive = sorted(b["broker"] for b in brokers if b["alive"])
-    offsets_wanted = sorted({(p["topic"], p["partition"]) for p in partitions
-                             if p["leader"] >= 0 and ((p["topic"], p["partition"]) in moving or p["topic"] in topics)})
+    offsets_wanted = {(p["topic"], p["partition"]): p["leader"] for p in partitions
+                      if p["leader"] >= 0 and ((p["topic"], p["partition"]) in moving or p["topic"] in topics)}
     throttle_topics = sorted({p["topic"] for p in partitions}) if all_partitions else wanted_topics
     with ThreadPoolExecutor(max_workers=len(alive) + 2) as pool:
         log_dir_calls = {broker: pool.submit(attempt, "DescribeLogDirs", partial(admin.describe_log_dirs, broker), None)

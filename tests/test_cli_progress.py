@@ -181,9 +181,9 @@ class FakeAdmin:
         return [{"broker": broker, "log_dir": "/d", "topic": "t", "partition": 0, "size": sizes[broker],
                  "offset_lag": 0, "is_future": False}] if broker in sizes else []
 
-    def list_offsets(self, partitions):
+    def list_offsets(self, leaders):
         self._call("list_offsets")
-        return [{"topic": t, "partition": p, "log_start": 0, "log_end": 100} for t, p in partitions]
+        return [{"topic": t, "partition": p, "log_start": 0, "log_end": 100} for t, p in leaders]
 
     def describe_throttles(self, topics, brokers):
         self._call("describe_throttles")
