@@ -3,6 +3,10 @@
 Live: 100 / 1,000 / 10,000 moving replicas on a local cluster of its own (one partition per replica,
 each moved from broker 1 or 2 to the stopped broker 3, so the moves stay in flight: bench/moves.py),
 the real job (source, stateful operator, Kafka and Prometheus sinks) running in this process, local[2].
+Each size runs two arms on the same moves: the job's source, which splits each poll into input
+partitions (the cluster part and one log-dirs part per alive broker), and a bench-only source that
+makes the whole poll in one input partition (streaming.poller.poll, the CLI's path, its calls in
+threads): the measurement behind the split.
 Synthetic: the same stateful operator and sinks-side assembly on generated snapshots of 100,000
 replicas, fed by a bench-only source, to measure transforms + state without a cluster.
 
@@ -35,8 +39,9 @@ from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.history import Settings  # noqa: E402
 from streaming.job import STATE_BUCKETS, BatchHandler, JobConfig, build_session, start_query, track  # noqa: E402
+from streaming.poller import poll  # noqa: E402
 from streaming.snapshot import Snapshot, table  # noqa: E402
-from streaming.source import SOURCE_SCHEMA, snapshot_rows  # noqa: E402
+from streaming.source import ROW_SCHEMA, SOURCE_SCHEMA, PollStreamReader, cached_admin, snapshot_rows  # noqa: E402
 
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-stream"), "KAFKA_BASE_PORT": "37090",
                "KAFKA_HEAP": "1g"}
@@ -73,9 +78,47 @@ def synthetic_snapshot(replicas, poll_id, ts_ms):
             frame(broker=np.full(replicas, 2, "int32"), log_dir="d", topic=topics, partition=partitions,
                   size=np.full(replicas, poll_id * 1_000_000, "int64"), offset_lag=np.zeros(replicas, "int64"),
                   is_future=False)], ignore_index=True),
-        "brokers": table("brokers", [{"broker": b, "alive": True, "answered": True} for b in (1, 2, 3)]),
+        "brokers": table("brokers", [{"broker": b, "alive": True} for b in (1, 2, 3)]),
+        "log_dirs_answered": table("log_dirs_answered", [{"broker": b} for b in (1, 2, 3)]),
     }
     return Snapshot(ts_ms=ts_ms, cluster_id="synthetic", tables=tables)
+
+
+class OnePartitionReader(PollStreamReader):
+    """The whole poll in one input partition: the design the job's split source is measured against."""
+
+    def partitions(self, start, end):
+        return [InputPartition(int(end["poll"]))]
+
+    def read(self, partition):
+        snapshot = poll(cached_admin(self.options), all_partitions=True)
+        rows = snapshot_rows(partition.value, snapshot, self.buckets)
+        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, r)) for r in rows], schema=ROW_SCHEMA)])
+
+
+class OnePartitionSource(DataSource):
+    @classmethod
+    def name(cls):
+        return "bench_one_partition_poll"
+
+    def schema(self):
+        return SOURCE_SCHEMA
+
+    def streamReader(self, schema):
+        return OnePartitionReader(self.options)
+
+
+def start_one_partition_query(spark, config, handler):
+    spark.dataSource.register(OnePartitionSource)
+    stream = (spark.readStream.format(OnePartitionSource.name()).option("bootstrap", config.bootstrap)
+              .option("timeout", str(config.timeout_s)).option("buckets", str(STATE_BUCKETS)).load())
+    return (track(stream, Settings()).writeStream.foreachBatch(handler)
+            .option("checkpointLocation", config.checkpoint_location)
+            .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")
+            .outputMode("update").start())
+
+
+ARMS = {"parts": start_query, "one partition": start_one_partition_query}
 
 
 class SyntheticReader(DataSourceStreamReader):
@@ -94,9 +137,7 @@ class SyntheticReader(DataSourceStreamReader):
     def read(self, partition):
         poll_id = partition.value
         rows = snapshot_rows(poll_id, synthetic_snapshot(self.replicas, poll_id, int(time.time() * 1000)), STATE_BUCKETS)
-        schema = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
-                            ("table", pa.string()), ("payload", pa.binary())])
-        return iter([pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)])
+        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, r)) for r in rows], schema=ROW_SCHEMA)])
 
 
 class SyntheticSource(DataSource):
@@ -162,26 +203,32 @@ MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 par
 
 
 def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
+    """{arm: result} for both arms, one after the other, on the same in-flight moves."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_topic
 
     sizes = [min(MAX_PARTITIONS_PER_TOPIC, replicas - start) for start in range(0, replicas, MAX_PARTITIONS_PER_TOPIC)]
     topics = {f"bench-stream-{replicas}-{i}": n for i, n in enumerate(sizes)}
     for topic, n in topics.items():
         start_moves(admin, bootstrap, topic, n)
-    config = JobConfig(bootstrap=bootstrap, checkpoint_location=checkpoint, trigger_interval_s=2.0,
-                       progress_topic="bench-progress", timeout_s=60)
-    ensure_topic(bootstrap, None, config.progress_topic)
-    writer = ProgressTopicWriter(bootstrap, None, config.progress_topic)
-    handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
-    query = start_query(spark, config, handler)
+    results = {}
     try:
-        return measure(query, handler, batches)
+        for arm, start in ARMS.items():
+            config = JobConfig(bootstrap=bootstrap, checkpoint_location=f"{checkpoint}-{arm.replace(' ', '-')}",
+                               trigger_interval_s=2.0, progress_topic="bench-progress", timeout_s=60)
+            ensure_topic(bootstrap, None, config.progress_topic)
+            writer = ProgressTopicWriter(bootstrap, None, config.progress_topic)
+            handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
+            query = start(spark, config, handler)
+            try:
+                results[arm] = measure(query, handler, batches)
+            finally:
+                query.stop()
+                writer.close()
     finally:
-        query.stop()
-        writer.close()
         for topic, n in topics.items():
             stop_moves(admin, topic, n)
             wait_until(lambda: topic not in admin.list_topics(), 120, f"{topic} deleted")
+    return results
 
 
 def main():
@@ -205,8 +252,9 @@ def main():
                 for size in sizes:
                     print(f"live {size} replicas...", flush=True)
                     try:
-                        result = run_live(spark, bootstrap, admin, size, args.batches, f"{scratch}/live-{size}")
-                        results.append(row(f"live {size}", result))
+                        for arm, result in run_live(spark, bootstrap, admin, size, args.batches,
+                                                    f"{scratch}/live-{size}").items():
+                            results.append(row(f"live {size}, {arm}", result))
                     except Exception as error:  # say what happened at this size and go on with the others
                         results.append([f"live {size}", f"failed: {type(error).__name__}: {str(error)[:200]}"]
                                        + [""] * 8)
@@ -231,6 +279,8 @@ def main():
     write_section("Streaming micro-batch latency (bench/stream.py)",
                   "local[2], 4 state buckets, trigger 2 s (live; moves to a stopped broker, so replicas are "
                   "BROKER_OFFLINE and DescribeLogDirs is answered by two brokers) / 1 s (synthetic), "
+                  "live arms: `parts` = the job's source (cluster part + one log-dirs part per alive broker, "
+                  "poll = the slowest part), `one partition` = the whole poll in one input partition, "
                   f"{args.batches} batches after {WARMUP} warm-up batches. compute = Spark scheduling + source + "
                   "transforms + state (poll included for live runs; synthetic snapshot generation included "
                   "for synthetic runs); batch = Spark's triggerExecution.\n\n" + table_text)

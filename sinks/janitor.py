@@ -40,6 +40,7 @@ cluster-default broker resource "", so a cluster-wide default rate is never set,
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 from typing import NamedTuple
 
 from sinks import throttle_plan as tp
@@ -124,8 +125,8 @@ def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
         answered.add(broker)
     return Snapshot(
         ts_ms=int(time.time() * 1000) if now_ms is None else now_ms, cluster_id=cluster_id,
-        tables={"brokers": table("brokers", [{"broker": b["broker"], "alive": b["alive"], "answered": b["broker"] in answered}
-                                             for b in brokers]),
+        tables={"brokers": table("brokers", brokers),
+                "log_dirs_answered": table("log_dirs_answered", [{"broker": b} for b in sorted(answered)]),
                 "reassignments": table("reassignments", reassignments),
                 "topic_throttles": table("topic_throttles", topic_rows),
                 "broker_throttles": table("broker_throttles", broker_rows),
@@ -217,11 +218,9 @@ class Janitor:
         for broker in sorted(wanted & view.alive):
             rows += [r for r in self.admin.describe_log_dirs(broker) if r["is_future"]]
             answered.add(broker)
-        brokers = [{"broker": b, "alive": b in view.alive, "answered": b in answered or b in view.log_dirs_known}
-                   for b in sorted(view.registered)]
-        return Snapshot(snapshot.ts_ms, snapshot.cluster_id,
-                        {**snapshot.tables, "brokers": table("brokers", brokers), "log_dirs": table("log_dirs", rows)},
-                        snapshot.requests, snapshot.errors, snapshot.duration_s)
+        answered = [{"broker": b} for b in sorted(answered | view.log_dirs_known)]
+        return replace(snapshot, tables={**snapshot.tables, "log_dirs_answered": table("log_dirs_answered", answered),
+                                         "log_dirs": table("log_dirs", rows)})
 
     def _read(self, records, hint):
         topics = {c.topic for r in records if r.state != DONE for c in r.entries}

@@ -99,7 +99,6 @@ def view_of(snapshot):
     brokers_moving = {b for lists in ongoing.values() for brokers in lists for b in brokers}
     brokers = snapshot["brokers"]
     log_dirs = snapshot["log_dirs"]
-    known = snapshot.answered_brokers() if "log_dirs" in snapshot.tables else frozenset()
     return ClusterView(
         now_ms=int(snapshot.ts_ms),
         complete=not (failed & set(DECISION_APIS)) and not brokers.empty,
@@ -107,7 +106,7 @@ def view_of(snapshot):
         moving_brokers=frozenset(brokers_moving),
         alive=snapshot.alive_brokers(),
         registered=frozenset(int(b) for b in brokers["broker"]),
-        log_dirs_known=known,
+        log_dirs_known=snapshot.answered_brokers(),
         future_log_brokers=frozenset(int(b) for b in log_dirs.loc[log_dirs["is_future"], "broker"]),
         topic_values={(r["topic"], r["kind"]): r["value"] for r in snapshot["topic_throttles"].to_dict("records")},
         broker_rates={(int(r["broker"]), r["kind"]): int(r["rate"])

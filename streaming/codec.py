@@ -43,12 +43,13 @@ def bucket_of(frame, buckets):
     return (hashed % buckets).astype("int64")
 
 
-def split_by_bucket(snapshot, buckets):
-    """{bucket: {table name: slice}} for the partition-keyed tables; every bucket appears, even empty."""
+def split_by_bucket(tables, buckets):
+    """{bucket: {table name: slice}} for the partition-keyed ones of `tables` ({name: frame}); every
+    bucket appears, even empty."""
     split = {b: {} for b in range(buckets)}
     for name in PARTITION_KEYED:
-        frame = snapshot[name]
-        if frame.empty:
+        frame = tables.get(name)
+        if frame is None or frame.empty:
             continue
         for bucket, part in frame.groupby(bucket_of(frame, buckets).to_numpy()):
             split[int(bucket)][name] = part.reset_index(drop=True)

@@ -97,7 +97,8 @@ class BatchHandler:
         for error in facts.errors:
             self.metrics.poll_errors.labels(api=error.api).inc()
         if not facts.ok:
-            print(f"batch {batch_id}: poll failed: {facts.errors[0].message}", file=sys.stderr, flush=True)
+            reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
+            print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         # Cluster rows share the frame, so integer columns arrive as floats: restore them.
         replicas = (rows.loc[rows["kind"] == REPLICA_KIND].drop(columns=["kind", "table", "payload"])

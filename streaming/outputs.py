@@ -12,6 +12,7 @@ import pandas as pd
 
 from sinks import records
 from sinks.prometheus import Picture
+from streaming.poller import REQUIRED_APIS
 from streaming.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
 from streaming.snapshot import PollError, Snapshot
 from streaming.states import FINISHED_STATES, worst
@@ -29,13 +30,17 @@ class PollFacts:
 
     @property
     def ok(self):
-        return bool(self.cluster_id)
+        """Whether the batch can update progress (streaming.poller.usable)."""
+        return bool(self.cluster_id) and not {e.api for e in self.errors} & set(REQUIRED_APIS)
 
 
 def poll_facts(frame):
-    row = frame.iloc[0]
-    errors = tuple(PollError(e["api"], e["message"]) for e in json.loads(row["errors"]))
-    return PollFacts(row["cluster_id"], int(row["ts_ms"]), int(row["requests"]), float(row["duration_s"]), errors)
+    """The facts of a whole poll from its parts' rows: the parts ran in parallel, so the poll took as
+    long as the slowest; requests add up; errors in order; the cluster id from the cluster part."""
+    errors = tuple(PollError(e["api"], e["message"]) for text in frame["errors"] for e in json.loads(text))
+    cluster_ids = [c for c in frame["cluster_id"] if c]
+    return PollFacts(cluster_ids[0] if cluster_ids else "", int(frame["ts_ms"].min()), int(frame["requests"].sum()),
+                     float(frame["duration_s"].max()), errors)
 
 
 @dataclass(frozen=True)

@@ -1,39 +1,68 @@
 """One poll of the cluster: every fact the progress core needs, in O(brokers) admin requests.
 
-DescribeCluster, ListPartitionReassignments, Metadata, then concurrently DescribeLogDirs once per alive
-broker, ListOffsets (earliest and latest, one request per leader each) and DescribeConfigs for throttles.
-A failing call is recorded as a PollError and its rows are missing (a broker that did not answer
-DescribeLogDirs is marked `answered=False`, so its replicas read as unknown, not as empty).
-Only DescribeCluster failing fails the poll: without it nothing is known, not even who is alive.
+A poll has parts that need nothing from each other, so they can run in parallel (threads here, input
+partitions of the streaming source):
+- the cluster part: DescribeCluster, ListPartitionReassignments, Metadata, then concurrently ListOffsets
+  (earliest and latest, one request per leader each) and DescribeConfigs for throttles;
+- one log-dirs part per alive broker: DescribeLogDirs.
+A failing call is recorded as a PollError and its rows are missing (a broker whose DescribeLogDirs
+failed is absent from `log_dirs_answered`, so its replicas read as unknown, not as empty). Only
+DescribeCluster failing fails the poll: without it nothing is known, not even who is alive.
 """
 
 import time
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from streaming.errors import from_kafka_error
-from streaming.snapshot import PollError, Snapshot, table
+from streaming.snapshot import PollError, Snapshot, combine, table
+
+# Without these two answers a move cannot be told from a finished or cancelled one: a poll missing
+# either must not update progress or history.
+REQUIRED_APIS = ("ListPartitionReassignments", "Metadata")
 
 
-def poll(admin, now_ms=None, all_partitions=False, topics=()):
-    """A Snapshot of the cluster. `all_partitions` adds metadata and throttle configs of every topic
-    (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked throttles);
-    `topics` adds the named topics (the CLI's --reassignment-json-file)."""
-    started = time.monotonic()
-    requests_before = admin.requests
-    errors = []
-
-    def attempt(api, call, default):
-        try:
-            return call()
-        except Exception as error:  # one failed API must not lose the rest of the poll
-            errors.append(PollError(api, f"{type(error).__name__}: {error}"))
-            return default
-
+def describe_cluster(admin):
+    """(cluster id, [{"broker", "alive"}]); raises a ClusterError when the cluster does not answer."""
     try:
-        cluster_id, brokers = admin.describe_cluster()
+        return admin.describe_cluster()
     except Exception as error:
         raise from_kafka_error(error, "describing the cluster") from error
+
+
+def alive_brokers(brokers):
+    return sorted(b["broker"] for b in brokers if b["alive"])
+
+
+def usable(snapshot):
+    """Whether the snapshot can update progress: the cluster was described and no required API failed."""
+    return bool(snapshot.cluster_id) and not {e.api for e in snapshot.errors} & set(REQUIRED_APIS)
+
+
+class _Attempts:
+    """Runs calls, turning a failure into a PollError: one failed API must not lose the rest of the poll."""
+
+    def __init__(self):
+        self.errors = []
+
+    def __call__(self, api, call, default):
+        try:
+            return call()
+        except Exception as error:
+            self.errors.append(PollError(api, f"{type(error).__name__}: {error}"))
+            return default
+
+
+def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
+    """The cluster part. `described`: DescribeCluster's answer when the caller has it already (the
+    streaming source asks once to plan the parts). `all_partitions` adds metadata and throttle configs
+    of every topic (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked
+    throttles); `topics` adds the named topics (the CLI's --reassignment-json-file)."""
+    started = time.monotonic()
+    requests_before = admin.requests
+    attempt = _Attempts()
+    cluster_id, brokers = described or describe_cluster(admin)
     reassignments = attempt("ListPartitionReassignments", admin.list_reassignments, [])
     moving = {(r["topic"], r["partition"]) for r in reassignments}
     wanted_topics = sorted({t for t, _ in moving} | set(topics))
@@ -41,45 +70,66 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
     if all_partitions or wanted_topics:
         partitions = attempt("Metadata", lambda: admin.describe_partitions(None if all_partitions else wanted_topics), [])
 
-    # The calls below need only what is known by now and wait mostly on brokers: run them concurrently
-    # (kafka-python's admin client serves calls from several threads over its IO thread).
-    alive = sorted(b["broker"] for b in brokers if b["alive"])
-    offsets_wanted = {(p["topic"], p["partition"]): p["leader"] for p in partitions
-                      if p["leader"] >= 0 and ((p["topic"], p["partition"]) in moving or p["topic"] in topics)}
+    alive = alive_brokers(brokers)
+    leaders = {(p["topic"], p["partition"]): p["leader"] for p in partitions
+               if p["leader"] >= 0 and ((p["topic"], p["partition"]) in moving or p["topic"] in topics)}
     throttle_topics = sorted({p["topic"] for p in partitions}) if all_partitions else wanted_topics
-    with ThreadPoolExecutor(max_workers=len(alive) + 2) as pool:
-        log_dir_calls = {broker: pool.submit(attempt, "DescribeLogDirs", partial(admin.describe_log_dirs, broker), None)
-                         for broker in alive}
-        offsets_call = pool.submit(attempt, "ListOffsets", partial(admin.list_offsets, offsets_wanted), [])
+    # Both wait mostly on brokers; kafka-python's admin client serves calls from several threads.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        offsets_call = pool.submit(attempt, "ListOffsets", partial(admin.list_offsets, leaders), [])
         # Only alive brokers: a fenced broker fails the whole DescribeConfigs (UnknownBrokerIdError), topics too.
         throttles_call = pool.submit(attempt, "DescribeConfigs",
                                      partial(admin.describe_throttles, throttle_topics, alive), ([], []))
-    log_dirs, answered = [], set()
-    for broker, call in log_dir_calls.items():
-        rows = call.result()
-        if rows is not None:
-            answered.add(broker)
-            # Keep what the progress needs: moving partitions (their leaders' logs too), future logs
-            # (intra-broker moves), and the topics asked about.
-            log_dirs += [r for r in rows if r["is_future"] or (r["topic"], r["partition"]) in moving
-                         or r["topic"] in topics]
-    offsets = offsets_call.result()
     topic_throttles, broker_throttles = throttles_call.result()
-
-    broker_rows = [{"broker": b["broker"], "alive": b["alive"], "answered": b["broker"] in answered} for b in brokers]
     return Snapshot(
-        ts_ms=int(time.time() * 1000) if now_ms is None else now_ms,
-        cluster_id=cluster_id,
+        ts_ms=ts_ms, cluster_id=cluster_id,
         tables={
+            "brokers": table("brokers", brokers),
             "reassignments": table("reassignments", reassignments),
             "partitions": table("partitions", partitions),
-            "log_dirs": table("log_dirs", log_dirs),
-            "offsets": table("offsets", offsets),
-            "brokers": table("brokers", broker_rows),
+            "offsets": table("offsets", offsets_call.result()),
             "topic_throttles": table("topic_throttles", topic_throttles),
             "broker_throttles": table("broker_throttles", broker_throttles),
         },
-        requests=admin.requests - requests_before,
-        errors=tuple(errors),
-        duration_s=time.monotonic() - started,
-    )
+        requests=admin.requests - requests_before, errors=tuple(attempt.errors),
+        duration_s=time.monotonic() - started)
+
+
+def poll_log_dirs(admin, broker, ts_ms):
+    """The log-dirs part of one broker: every log it holds, and whether it answered."""
+    started = time.monotonic()
+    requests_before = admin.requests
+    attempt = _Attempts()
+    rows = attempt("DescribeLogDirs", partial(admin.describe_log_dirs, broker), None)
+    return Snapshot(
+        ts_ms=ts_ms, cluster_id="",
+        tables={"log_dirs": table("log_dirs", rows or []),
+                "log_dirs_answered": table("log_dirs_answered", [] if rows is None else [{"broker": broker}])},
+        requests=admin.requests - requests_before, errors=tuple(attempt.errors),
+        duration_s=time.monotonic() - started)
+
+
+def relevant_log_dirs(snapshot, topics=()):
+    """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), future
+    logs (intra-broker moves) and the topics asked about."""
+    logs, moving = snapshot["log_dirs"], snapshot["reassignments"][["topic", "partition"]]
+    marked = logs.merge(moving.assign(_moving=True), on=["topic", "partition"], how="left")
+    keep = (marked["_moving"].notna() | marked["is_future"] | marked["topic"].isin(list(topics))).to_numpy()
+    return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs.loc[keep].reset_index(drop=True)})
+
+
+def poll(admin, now_ms=None, all_partitions=False, topics=()):
+    """A whole Snapshot in this process (the CLI): the cluster part and every alive broker's log-dirs
+    part concurrently. Arguments as `poll_cluster`."""
+    started = time.monotonic()
+    ts_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    requests_before = admin.requests
+    described = describe_cluster(admin)
+    alive = alive_brokers(described[1])
+    with ThreadPoolExecutor(max_workers=len(alive) + 1) as pool:
+        log_dir_parts = [pool.submit(poll_log_dirs, admin, broker, ts_ms) for broker in alive]
+        cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described)
+        parts = [cluster] + [part.result() for part in log_dir_parts]
+    # The parts share one admin here, so each part's request count overlaps the others': count them once.
+    whole = replace(combine(parts, ts_ms, time.monotonic() - started), requests=admin.requests - requests_before)
+    return relevant_log_dirs(whole, topics)

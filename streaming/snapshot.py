@@ -2,12 +2,14 @@
 
 Every table is a pandas DataFrame with the columns and dtypes declared here, so the progress core
 runs on it vectorized, the Spark source ships it as Arrow IPC, and tests build it from lists of dicts.
-Every table except BROKERS is keyed by (topic, partition): the streaming job buckets rows by that key
-and hands each bucket its own slice plus the whole BROKERS table.
+Every table except the broker-keyed ones is keyed by (topic, partition): the streaming job buckets rows
+by that key and hands each bucket its own slice plus the whole broker-keyed tables. Each table holds
+the answer of one admin API, so the parts of a poll made by different processes concatenate.
 """
 
 from dataclasses import dataclass, field
 
+import pandas as pd
 import pyarrow as pa
 
 INT_LIST = pa.list_(pa.int32())
@@ -27,9 +29,11 @@ SCHEMAS = {
     # ListOffsets on the leader: earliest and latest offsets.
     "offsets": pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("log_start", pa.int64()),
                           ("log_end", pa.int64())]),
-    # DescribeCluster: registered brokers; `alive` = registered and not fenced; `answered` = its
-    # DescribeLogDirs answered in this poll (rows of a broker that did not answer are unknown, not zero).
-    "brokers": pa.schema([("broker", pa.int32()), ("alive", pa.bool_()), ("answered", pa.bool_())]),
+    # DescribeCluster: registered brokers; `alive` = registered and not fenced.
+    "brokers": pa.schema([("broker", pa.int32()), ("alive", pa.bool_())]),
+    # DescribeLogDirs: the brokers that answered in this poll (the log dirs of a broker missing here are
+    # unknown, not empty).
+    "log_dirs_answered": pa.schema([("broker", pa.int32())]),
     # DescribeConfigs on topics: kind is leader|follower, value the raw "p:b,p:b" or "*".
     "topic_throttles": pa.schema([("topic", pa.string()), ("kind", pa.string()), ("value", pa.string())]),
     # DescribeConfigs on brokers: kind is leader|follower|alter_log_dirs; broker -1 is the cluster default.
@@ -37,6 +41,7 @@ SCHEMAS = {
 }
 
 PARTITION_KEYED = ("reassignments", "partitions", "log_dirs", "offsets")
+BROKER_KEYED = ("brokers", "log_dirs_answered")
 
 
 def empty(name):
@@ -73,8 +78,18 @@ class Snapshot:
         return frozenset(int(b) for b in brokers.loc[brokers["alive"], "broker"])
 
     def answered_brokers(self):
-        brokers = self["brokers"]
-        return frozenset(int(b) for b in brokers.loc[brokers["answered"], "broker"])
+        return frozenset(int(b) for b in self["log_dirs_answered"]["broker"])
+
+
+def combine(parts, ts_ms, duration_s):
+    """One Snapshot from the parts of a poll made separately (each table from one part or concatenated
+    over several): requests summed, errors in order, the cluster id of the part that described it."""
+    names = {name for part in parts for name in part.tables}
+    tables = {name: pd.concat([p.tables[name] for p in parts if name in p.tables], ignore_index=True)
+              for name in names}
+    return Snapshot(ts_ms=ts_ms, cluster_id=next((p.cluster_id for p in parts if p.cluster_id), ""), tables=tables,
+                    requests=sum(p.requests for p in parts), errors=tuple(e for p in parts for e in p.errors),
+                    duration_s=duration_s)
 
 
 def from_rows(ts_ms, cluster_id, **rows):

@@ -3,8 +3,11 @@
 Where things run:
 - Driver: `PollDataSource`, `PollStreamReader.initialOffset/latestOffset/partitions/commit`. Offsets are
   poll numbers ({"poll": n}); every trigger asks for one more, so the trigger interval is the poll rate
-  and the checkpoint's offset log records how far the job got.
-- Executors: `PollStreamReader.read(partition)` runs the poll. The reader is pickled to them, so it holds
+  and the checkpoint's offset log records how far the job got. `partitions` asks DescribeCluster and
+  plans the poll's parts (streaming.poller) as input partitions: the cluster part, and one log-dirs
+  part per alive broker, so the parts run in parallel executor processes. bench/stream.py measured
+  this against one partition doing the whole poll: RESULTS.md, "Poll split".
+- Executors: `PollStreamReader.read(partition)` polls its part. The reader is pickled to them, so it holds
   only its options; the admin client is created on first use and cached per worker process (module
   global), so consecutive batches reuse one connection.
 Replay: after a restart Spark re-plans the last uncommitted batch; a live poll cannot be replayed, so
@@ -12,10 +15,12 @@ the replayed batch polls afresh. The sinks are written for that (records carry t
 record for the same key and batch id supersedes an earlier one).
 
 Rows: (poll_id, ts_ms, bucket, table, payload) where payload is an Arrow IPC slice of one snapshot table
-(streaming.codec). Partition-keyed tables go to bucket hash(topic, partition) % buckets; every bucket
-also gets the brokers table, so each bucket's state is visited every poll (finished moves are noticed
-by their absence). Cluster-wide tables (throttles, all reassignments, poll facts) go to CLUSTER_BUCKET.
-A failed poll yields only the poll-facts row with the error: reported, retried next trigger, never fatal.
+(streaming.codec). Partition-keyed tables go to bucket hash(topic, partition) % buckets; broker-keyed
+tables go to every bucket (the brokers table visits each bucket's state every poll, so finished moves
+are noticed by their absence). Cluster-wide tables (throttles, all reassignments) and each part's poll
+facts go to CLUSTER_BUCKET. A cluster part that could not describe the cluster, list the reassignments
+or read the metadata yields only its poll facts: the batch reports the error and leaves progress and
+history as they were; it is retried next trigger, never fatal.
 """
 
 import json
@@ -26,21 +31,24 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from streaming import codec
+from streaming.snapshot import BROKER_KEYED
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
-POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, errors
+POLL_TABLE = "poll"  # one row of poll facts per part: cluster_id, requests, duration, errors
 CLUSTER_TABLES = ("brokers", "reassignments", "topic_throttles", "broker_throttles")
+ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
+                        ("table", pa.string()), ("payload", pa.binary())])
 
-_admins = {}  # per worker process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
+_admins = {}  # per process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
 
 
 def _admin_key(options):
     return options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", "10"))
 
 
-def _admin(options):
+def cached_admin(options):
     from streaming.admin import KafkaClusterAdmin
 
     key = _admin_key(options)
@@ -64,33 +72,58 @@ def poll_facts(cluster_id, ts_ms, requests, duration_s, errors):
     return codec.encode(pd.DataFrame([facts]))
 
 
+def _facts_row(poll_id, snapshot):
+    return (poll_id, snapshot.ts_ms, CLUSTER_BUCKET, POLL_TABLE,
+            poll_facts(snapshot.cluster_id, snapshot.ts_ms, snapshot.requests, snapshot.duration_s, snapshot.errors))
+
+
 def snapshot_rows(poll_id, snapshot, buckets):
-    """The source rows of one snapshot (pure: the unit the source and its tests share)."""
+    """The source rows of one part of a poll, or of a whole snapshot (pure: the unit the source, the
+    benchmarks and the tests share). Only the tables the snapshot holds produce rows."""
     rows = []
-    brokers = codec.encode_table("brokers", snapshot["brokers"])
-    for bucket, tables in codec.split_by_bucket(snapshot, buckets).items():
-        rows.append((poll_id, snapshot.ts_ms, bucket, "brokers", brokers))
+    shared = [(name, codec.encode_table(name, snapshot.tables[name])) for name in BROKER_KEYED
+              if name in snapshot.tables and not snapshot.tables[name].empty]
+    for bucket, tables in codec.split_by_bucket(snapshot.tables, buckets).items():
+        rows += [(poll_id, snapshot.ts_ms, bucket, name, payload) for name, payload in shared]
         rows += [(poll_id, snapshot.ts_ms, bucket, name, codec.encode_table(name, frame))
                  for name, frame in tables.items()]
-    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, snapshot[name]))
-             for name in CLUSTER_TABLES]
-    rows.append((poll_id, snapshot.ts_ms, CLUSTER_BUCKET, POLL_TABLE,
-                 poll_facts(snapshot.cluster_id, snapshot.ts_ms, snapshot.requests, snapshot.duration_s,
-                            snapshot.errors)))
+    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, snapshot.tables[name]))
+             for name in CLUSTER_TABLES if name in snapshot.tables]
+    rows.append(_facts_row(poll_id, snapshot))
     return rows
 
 
-def failed_poll_rows(poll_id, ts_ms, api, error, duration_s):
-    from streaming.snapshot import PollError
+def cluster_part_rows(poll_id, snapshot, buckets):
+    """A cluster part that cannot tell moving from finished moves yields only its poll facts."""
+    from streaming.poller import usable
 
-    facts = poll_facts("", ts_ms, 0, duration_s, [PollError(api, f"{type(error).__name__}: {error}")])
-    return [(poll_id, ts_ms, CLUSTER_BUCKET, POLL_TABLE, facts)]
+    return snapshot_rows(poll_id, snapshot, buckets) if usable(snapshot) else [_facts_row(poll_id, snapshot)]
+
+
+def failed_part(ts_ms, api, error, duration_s):
+    from streaming.snapshot import PollError, Snapshot
+
+    return Snapshot(ts_ms=ts_ms, cluster_id="", errors=(PollError(api, f"{type(error).__name__}: {error}"),),
+                    duration_s=duration_s)
 
 
 class PollPartition(InputPartition):
-    def __init__(self, poll_id):
+    """One part of poll `poll_id`, made at `ts_ms`: the cluster part (`broker` None; `described` is the
+    planner's DescribeCluster answer, None when it failed) or the log-dirs part of `broker`."""
+
+    def __init__(self, poll_id, ts_ms, broker=None, described=None):
         super().__init__(poll_id)
-        self.poll_id = poll_id
+        self.poll_id, self.ts_ms, self.broker, self.described = poll_id, ts_ms, broker, described
+
+
+def plan(poll_id, ts_ms, described):
+    """The input partitions of one poll (pure)."""
+    from streaming.poller import alive_brokers
+
+    parts = [PollPartition(poll_id, ts_ms, described=described)]
+    if described is not None:
+        parts += [PollPartition(poll_id, ts_ms, broker=b) for b in alive_brokers(described[1])]
+    return parts
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -105,23 +138,32 @@ class PollStreamReader(DataSourceStreamReader):
         return {"poll": int(start["poll"]) + 1}  # one new poll per trigger
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]))]
+        from streaming.poller import describe_cluster
 
-    def read(self, partition):
-        from streaming.poller import poll
-
-        started = time.monotonic()
         ts_ms = int(time.time() * 1000)
         try:
-            snapshot = poll(_admin(self.options), now_ms=ts_ms, all_partitions=True)
-            rows = snapshot_rows(partition.poll_id, snapshot, self.buckets)
+            described = describe_cluster(cached_admin(self.options))
+        except Exception:  # the cluster part asks again and reports the error with the batch
+            _drop_admin(self.options)
+            described = None
+        return plan(int(end["poll"]), ts_ms, described)
+
+    def read(self, partition):
+        from streaming.poller import poll_cluster, poll_log_dirs
+
+        started = time.monotonic()
+        api = "DescribeCluster" if partition.broker is None else "DescribeLogDirs"
+        try:
+            admin = cached_admin(self.options)
+            if partition.broker is None:
+                snapshot = poll_cluster(admin, partition.ts_ms, all_partitions=True, described=partition.described)
+            else:
+                snapshot = poll_log_dirs(admin, partition.broker, partition.ts_ms)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on
             _drop_admin(self.options)
-            rows = failed_poll_rows(partition.poll_id, ts_ms, "DescribeCluster", error, time.monotonic() - started)
-        schema = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
-                            ("table", pa.string()), ("payload", pa.binary())])
-        return iter([pa.RecordBatch.from_pylist(
-            [dict(zip(schema.names, row)) for row in rows], schema=schema)])
+            snapshot = failed_part(partition.ts_ms, api, error, time.monotonic() - started)
+        rows = (cluster_part_rows if partition.broker is None else snapshot_rows)(partition.poll_id, snapshot, self.buckets)
+        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA)])
 
     def commit(self, end):
         pass

@@ -15,7 +15,8 @@ SETTINGS = Settings(stall_after_s=30, rate_window_s=20)
 
 def snapshot(ts_ms, copied, leader=1_000_000, in_isr=False, moving=True, replicas=(1, 2), alive=(1, 2, 3)):
     rows = {
-        "brokers": [{"broker": b, "alive": b in alive, "answered": b in alive} for b in (1, 2, 3)],
+        "brokers": [{"broker": b, "alive": b in alive} for b in (1, 2, 3)],
+        "log_dirs_answered": [{"broker": b} for b in alive],
         "partitions": [{"topic": "t", "partition": 0, "leader": 1, "replicas": list(replicas),
                         "isr": [1, 2] if in_isr else [1]}],
         "log_dirs": [{"broker": 1, "log_dir": "d", "topic": "t", "partition": 0, "size": leader, "offset_lag": 0,

@@ -33,7 +33,8 @@ SNAPSHOT = from_rows(
     ],
     log_dirs=[log(1, 0, 1000), log(2, 0, 400), log(1, 1, 1000), log(3, 1, 1000), log(3, 2, 2000), log(1, 2, 500),
               log(3, 4, 1000), log(3, 4, 250, future=True, lag=7), log(1, 5, 300), log(1, 6, 0), log(2, 6, 0)],
-    brokers=[{"broker": b, "alive": b <= 3, "answered": b <= 3} for b in (1, 2, 3, 4)],
+    brokers=[{"broker": b, "alive": b <= 3} for b in (1, 2, 3, 4)],
+    log_dirs_answered=[{"broker": b} for b in (1, 2, 3)],
 )
 
 CASES = [
@@ -108,7 +109,7 @@ def test_ongoing_moves_without_a_file():
 
 
 def test_nothing_moving_nothing_listed():
-    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True, "answered": True}])
+    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True}], log_dirs_answered=[{"broker": 1}])
     assert ongoing_replicas(quiet).empty
     assert listed_replicas([], quiet).empty
     assert listed([]).empty

@@ -35,7 +35,8 @@ def move(*, leader_bytes=LEADER_BYTES, copied=None, isr=(1,), alive=(1, 2, 3), a
                      "isr": list(isr)}],
         log_dirs=log_dirs,
         offsets=[offsets] if offsets else [],
-        brokers=[{"broker": b, "alive": b in alive, "answered": b in answered} for b in (1, 2, 3)])
+        brokers=[{"broker": b, "alive": b in alive} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in answered])
 
 
 def only_row(snapshot):
@@ -115,7 +116,8 @@ def test_finished_moves(replicas_after, state):
     tracked = replica_progress(move(copied=400))
     after = from_rows(2_000, "cluster", partitions=[] if replicas_after is None else [
         {"topic": TOPIC, "partition": 0, "leader": replicas_after[0], "replicas": replicas_after, "isr": replicas_after}],
-        brokers=[{"broker": b, "alive": True, "answered": True} for b in (1, 2, 3)])
+        brokers=[{"broker": b, "alive": True} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
     gone = with_states(finished_replicas(tracked, after))
     assert len(gone) == 1
     assert gone.iloc[0]["state"] == state
@@ -153,8 +155,10 @@ def random_snapshot(case):
         sizes = {1: p["leader_bytes"], **({d: p["copied"] for d in destinations} if p["copied"] is not None else {})}
         log_dirs += [{"broker": b, "log_dir": "/d", "topic": "r", "partition": index, "size": s, "offset_lag": 0,
                       "is_future": False} for b, s in sizes.items() if b in answered]
-    brokers = [{"broker": b, "alive": b in alive, "answered": b in answered} for b in (1, 2, 3, 4)]
-    return from_rows(0, "c", reassignments=reassignments, partitions=partitions, log_dirs=log_dirs, brokers=brokers)
+    brokers = [{"broker": b, "alive": b in alive} for b in (1, 2, 3, 4)]
+    log_dirs_answered = [{"broker": b} for b in answered]
+    return from_rows(0, "c", reassignments=reassignments, partitions=partitions, log_dirs=log_dirs, brokers=brokers,
+                     log_dirs_answered=log_dirs_answered)
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,7 +16,8 @@ def snapshot(dead=()):
         partitions=[{"topic": "t", "partition": 0, "leader": 2, "replicas": [2, 3, 1], "isr": [2, 1]},
                     {"topic": "t", "partition": 1, "leader": 2, "replicas": [2], "isr": [2]}],
         reassignments=[{"topic": "t", "partition": 0, "replicas": [2, 3, 1], "adding": [3], "removing": [1]}],
-        brokers=[{"broker": b, "alive": b not in dead, "answered": True} for b in (1, 2, 3)])
+        brokers=[{"broker": b, "alive": b not in dead} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
 
 
 VALIDATION = [

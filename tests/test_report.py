@@ -69,7 +69,7 @@ def test_in_progress_from_a_file(replicas, in_progress):
 
 def test_in_progress_without_a_file():
     assert build(SNAPSHOT, ongoing_replicas(SNAPSHOT), ONGOING).in_progress
-    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True, "answered": True}])
+    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True}], log_dirs_answered=[{"broker": 1}])
     report = build(quiet, ongoing_replicas(quiet), ONGOING)
     assert not report.in_progress
     assert summary_line(report) == "Nothing is reassigning."
@@ -98,7 +98,7 @@ def test_text_has_a_header_one_aligned_line_per_replica_and_the_summary():
 
 
 def test_text_of_nothing_is_the_summary_alone():
-    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True, "answered": True}])
+    quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True}], log_dirs_answered=[{"broker": 1}])
     assert to_text(build(quiet, ongoing_replicas(quiet), ONGOING)) == "Nothing is reassigning."
 
 

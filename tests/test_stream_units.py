@@ -15,8 +15,8 @@ from streaming.durations import seconds
 from streaming.errors import BadInput
 from streaming.history import Settings, empty_memory
 from streaming.outputs import assemble, poll_facts
-from streaming.snapshot import from_rows
-from streaming.source import CLUSTER_BUCKET, POLL_TABLE, snapshot_rows
+from streaming.snapshot import PollError, Snapshot, from_rows
+from streaming.source import CLUSTER_BUCKET, POLL_TABLE, cluster_part_rows, snapshot_rows
 from streaming.stateful import REPLICA_KIND, track_bucket
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -29,7 +29,8 @@ def cluster_snapshot(ts_ms, copied, moving=True):
                  "offset_lag": 0, "is_future": False} for i in range(6) for b in (1, 2)]
     return from_rows(
         ts_ms, "cluster-x",
-        brokers=[{"broker": b, "alive": True, "answered": True} for b in (1, 2, 3)],
+        brokers=[{"broker": b, "alive": True} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in (1, 2, 3)],
         partitions=partitions, log_dirs=log_dirs,
         reassignments=[{"topic": f"t{i}", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}
                        for i in range(6)] if moving else [],
@@ -58,6 +59,26 @@ def test_bucket_slices_reassemble_the_snapshot():
                                   snap["log_dirs"].sort_values(key).reset_index(drop=True))
 
 
+def split_into_parts(snapshot):
+    """The parts the source would make of this poll: the cluster part and one log-dirs part per broker."""
+    log_dirs = snapshot["log_dirs"]
+    cluster = Snapshot(snapshot.ts_ms, snapshot.cluster_id,
+                       {n: f for n, f in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},
+                       requests=5, duration_s=0.3)
+    brokers = [Snapshot(snapshot.ts_ms, "", {"log_dirs": log_dirs.loc[log_dirs["broker"] == b].reset_index(drop=True),
+                                             "log_dirs_answered": pd.DataFrame({"broker": pd.Series([b], dtype="int32")})},
+                        requests=1, duration_s=0.1 * b)
+               for b in snapshot.answered_brokers()]
+    return cluster, brokers
+
+
+def parts_frame(poll_id, cluster, brokers):
+    rows = cluster_part_rows(poll_id, cluster, BUCKETS)
+    for part in brokers:
+        rows += snapshot_rows(poll_id, part, BUCKETS)
+    return pd.DataFrame(rows, columns=["poll_id", "ts_ms", "bucket", "table", "payload"])
+
+
 def track_all(frames):
     """Run the tracker over consecutive polls' source frames, bucket by bucket, like Spark would."""
     memories, outputs = {}, []
@@ -78,6 +99,46 @@ def test_tracker_reports_each_move_once_per_poll_and_completion_once():
     assert set(out.loc[out["poll_id"] == 3, "state"]) == {"COMPLETED"}
     assert out.loc[out["poll_id"] == 2, "copy_rate"].tolist() == [50.0] * 6
     assert all(memory.empty for memory in memories.values())
+
+
+def test_a_poll_made_in_parts_tracks_exactly_like_the_whole_poll():
+    snapshots = [cluster_snapshot(0, 0), cluster_snapshot(10_000, 500), cluster_snapshot(20_000, 1000, moving=False)]
+    _, whole = track_all([source_frame(i, s) for i, s in enumerate(snapshots)])
+    _, parted = track_all([parts_frame(i, *split_into_parts(s)) for i, s in enumerate(snapshots)])
+    key = ["poll_id", "topic", "partition", "broker"]
+    pd.testing.assert_frame_equal(parted.sort_values(key).reset_index(drop=True), whole.sort_values(key).reset_index(drop=True))
+
+
+UNUSABLE_CLUSTER_PARTS = [
+    ("cluster-undescribed", "", ()),
+    ("reassignments-failed", "cluster-x", (PollError("ListPartitionReassignments", "boom"),)),
+    ("metadata-failed", "cluster-x", (PollError("Metadata", "boom"),)),
+]
+
+
+@pytest.mark.parametrize("cluster_id, errors", [pytest.param(c, e, id=i) for i, c, e in UNUSABLE_CLUSTER_PARTS])
+def test_an_unusable_cluster_part_leaves_progress_and_history_as_they_were(cluster_id, errors):
+    memories, _ = track_all([source_frame(1, cluster_snapshot(0, 0))])
+    cluster, brokers = split_into_parts(cluster_snapshot(10_000, 1000, moving=False))
+    cluster = Snapshot(cluster.ts_ms, cluster_id, cluster.tables, errors=errors)
+    frame = parts_frame(2, cluster, brokers)
+    assert set(frame.loc[frame["bucket"] == CLUSTER_BUCKET, "table"]) == {POLL_TABLE}
+    for bucket, rows in frame.loc[frame["bucket"] != CLUSTER_BUCKET].groupby("bucket"):
+        memory, out = track_bucket(rows, memories[bucket], Settings())
+        assert out.empty
+        pd.testing.assert_frame_equal(memory, memories[bucket])
+    facts = poll_facts(codec.decode_tables(frame["table"], frame["payload"])[POLL_TABLE])
+    assert not facts.ok
+
+
+def test_poll_facts_of_parts_add_requests_and_errors_and_take_the_slowest_part():
+    cluster, brokers = split_into_parts(cluster_snapshot(0, 0))
+    brokers[1] = Snapshot(0, "", {}, requests=1, errors=(PollError("DescribeLogDirs", "timeout"),), duration_s=0.9)
+    frame = parts_frame(1, cluster, brokers)
+    cluster_rows = frame.loc[frame["bucket"] == CLUSTER_BUCKET]
+    facts = poll_facts(codec.decode_tables(cluster_rows["table"], cluster_rows["payload"])[POLL_TABLE])
+    assert (facts.cluster_id, facts.requests, facts.duration_s, facts.ok) == ("cluster-x", 8, 0.9, True)
+    assert facts.errors == (PollError("DescribeLogDirs", "timeout"),)
 
 
 def batch_output(batch_id=7):

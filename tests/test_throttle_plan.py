@@ -23,7 +23,8 @@ def cluster(reassigning=(), topics=None, rates=None, brokers=(1, 2, 3, 4), dead=
     rows = dict(
         reassignments=[{"topic": m[0], "partition": m[1], "replicas": list(m[2]), "adding": list(m[3]),
                         "removing": list(m[4]) if len(m) > 4 else []} for m in reassigning],
-        brokers=[{"broker": b, "alive": b not in dead, "answered": future is not None and b not in dead} for b in brokers],
+        brokers=[{"broker": b, "alive": b not in dead} for b in brokers],
+        log_dirs_answered=[{"broker": b} for b in brokers if future is not None and b not in dead],
         topic_throttles=[{"topic": t, "kind": k, "value": v} for (t, k), v in (topics or {}).items()],
         broker_throttles=[{"broker": b, "kind": k, "rate": r} for (b, k), r in (rates or {}).items()])
     if future is not None:

@@ -15,12 +15,9 @@ from streaming import history, reassignment_file
 from streaming.admin import KafkaClusterAdmin
 from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
 from streaming.kip179 import listed_replicas, ongoing_replicas
-from streaming.poller import poll
+from streaming.poller import REQUIRED_APIS, poll
 from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, to_text, with_history
 
-# Without these the report would be wrong rather than incomplete (nothing would look like it moves):
-# their failure is a refused request, exit 3. Other failed calls leave unknowns, shown as warnings.
-REQUIRED_APIS = ("ListPartitionReassignments", "Metadata")
 # Lines of the live view that are not replica rows: title, table rules and header, summary, warnings.
 LIVE_CHROME_LINES = 9
 
@@ -47,7 +44,7 @@ def _rows(admin, moves):
     """This poll's snapshot and report rows."""
     snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else ())
     for error in snapshot.errors:
-        if error.api in REQUIRED_APIS:
+        if error.api in REQUIRED_APIS:  # the report would be wrong, not incomplete: a refused request, exit 3
             raise Refused(f"{error.api}: {error.message}")
     rows = ongoing_replicas(snapshot) if moves is None else listed_replicas(moves, snapshot)
     return snapshot, rows
