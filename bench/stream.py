@@ -3,10 +3,11 @@
 Live: 100 / 1,000 / 10,000 moving replicas on a local cluster of its own (one partition per replica,
 each moved from broker 1 or 2 to the stopped broker 3, so the moves stay in flight: bench/moves.py),
 the real job (source, stateful operator, Kafka and Prometheus sinks) running in this process, local[2].
-Each size runs two arms on the same moves: the job's source, which splits each poll into input
-partitions (the cluster part and one log-dirs part per alive broker), and a bench-only source that
-makes the whole poll in one input partition (streaming.poller.poll, the CLI's path, its calls in
-threads): the measurement behind the split.
+Each size runs two arms on the same moves: the job's source, which makes the whole poll in one input
+partition (streaming.poller.poll: its parts concurrently in threads), and a bench-only source that
+splits each poll into input partitions, the cluster part and one DescribeLogDirs part per alive broker
+(planned on the driver after a DescribeCluster), so the parts run in parallel Python workers: the
+measurement behind the source's design (streaming/source.py).
 Synthetic: the same stateful operator and sinks-side assembly on generated snapshots of 100,000
 replicas, fed by a bench-only source, to measure transforms + state without a cluster.
 
@@ -28,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pyarrow as pa  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
 
 from kafka import KafkaAdminClient  # noqa: E402
@@ -39,9 +39,10 @@ from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.history import Settings  # noqa: E402
 from streaming.job import STATE_BUCKETS, BatchHandler, JobConfig, build_session, start_query, track  # noqa: E402
-from streaming.poller import poll  # noqa: E402
+from streaming.poller import alive_brokers, describe_cluster, poll_cluster, poll_log_dirs  # noqa: E402
 from streaming.snapshot import Snapshot, table  # noqa: E402
-from streaming.source import ROW_SCHEMA, SOURCE_SCHEMA, PollStreamReader, cached_admin, snapshot_rows  # noqa: E402
+from streaming.source import (SOURCE_SCHEMA, PollStreamReader, cached_admin, poll_rows, snapshot_rows,  # noqa: E402
+                              to_batch)
 
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-stream"), "KAFKA_BASE_PORT": "37090",
                "KAFKA_HEAP": "1g"}
@@ -84,33 +85,40 @@ def synthetic_snapshot(replicas, poll_id, ts_ms):
     return Snapshot(ts_ms=ts_ms, cluster_id="synthetic", tables=tables)
 
 
-class OnePartitionReader(PollStreamReader):
-    """The whole poll in one input partition: the design the job's split source is measured against."""
+class PartReader(PollStreamReader):
+    """Each poll as input partitions: the cluster part (value None) and one log-dirs part per alive broker."""
 
     def partitions(self, start, end):
-        return [InputPartition(int(end["poll"]))]
+        poll_id, ts_ms = int(end["poll"]), int(time.time() * 1000)
+        cluster_id, brokers = describe_cluster(cached_admin(self.options))
+        return [InputPartition((poll_id, ts_ms, None, (cluster_id, brokers)))] + [
+            InputPartition((poll_id, ts_ms, broker, None)) for broker in alive_brokers(brokers)]
 
     def read(self, partition):
-        snapshot = poll(cached_admin(self.options), all_partitions=True)
-        rows = snapshot_rows(partition.value, snapshot, self.buckets)
-        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, r)) for r in rows], schema=ROW_SCHEMA)])
+        poll_id, ts_ms, broker, described = partition.value
+        admin = cached_admin(self.options)
+        if broker is None:
+            rows = poll_rows(poll_id, poll_cluster(admin, ts_ms, all_partitions=True, described=described), self.buckets)
+        else:
+            rows = snapshot_rows(poll_id, poll_log_dirs(admin, broker, ts_ms), self.buckets)
+        return iter([to_batch(rows)])
 
 
-class OnePartitionSource(DataSource):
+class PartSource(DataSource):
     @classmethod
     def name(cls):
-        return "bench_one_partition_poll"
+        return "bench_poll_in_parts"
 
     def schema(self):
         return SOURCE_SCHEMA
 
     def streamReader(self, schema):
-        return OnePartitionReader(self.options)
+        return PartReader(self.options)
 
 
-def start_one_partition_query(spark, config, handler):
-    spark.dataSource.register(OnePartitionSource)
-    stream = (spark.readStream.format(OnePartitionSource.name()).option("bootstrap", config.bootstrap)
+def start_parts_query(spark, config, handler):
+    spark.dataSource.register(PartSource)
+    stream = (spark.readStream.format(PartSource.name()).option("bootstrap", config.bootstrap)
               .option("timeout", str(config.timeout_s)).option("buckets", str(STATE_BUCKETS)).load())
     return (track(stream, Settings()).writeStream.foreachBatch(handler)
             .option("checkpointLocation", config.checkpoint_location)
@@ -118,7 +126,7 @@ def start_one_partition_query(spark, config, handler):
             .outputMode("update").start())
 
 
-ARMS = {"parts": start_query, "one partition": start_one_partition_query}
+ARMS = {"one partition (the job)": start_query, "parts": start_parts_query}
 
 
 class SyntheticReader(DataSourceStreamReader):
@@ -137,7 +145,7 @@ class SyntheticReader(DataSourceStreamReader):
     def read(self, partition):
         poll_id = partition.value
         rows = snapshot_rows(poll_id, synthetic_snapshot(self.replicas, poll_id, int(time.time() * 1000)), STATE_BUCKETS)
-        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, r)) for r in rows], schema=ROW_SCHEMA)])
+        return iter([to_batch(rows)])
 
 
 class SyntheticSource(DataSource):
@@ -213,7 +221,7 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
     results = {}
     try:
         for arm, start in ARMS.items():
-            config = JobConfig(bootstrap=bootstrap, checkpoint_location=f"{checkpoint}-{arm.replace(' ', '-')}",
+            config = JobConfig(bootstrap=bootstrap, checkpoint_location=f"{checkpoint}-{len(results)}",
                                trigger_interval_s=2.0, progress_topic="bench-progress", timeout_s=60)
             ensure_topic(bootstrap, None, config.progress_topic)
             writer = ProgressTopicWriter(bootstrap, None, config.progress_topic)
@@ -279,8 +287,9 @@ def main():
     write_section("Streaming micro-batch latency (bench/stream.py)",
                   "local[2], 4 state buckets, trigger 2 s (live; moves to a stopped broker, so replicas are "
                   "BROKER_OFFLINE and DescribeLogDirs is answered by two brokers) / 1 s (synthetic), "
-                  "live arms: `parts` = the job's source (cluster part + one log-dirs part per alive broker, "
-                  "poll = the slowest part), `one partition` = the whole poll in one input partition, "
+                  "live arms: `one partition (the job)` = the job's source, the whole poll in one input partition; "
+                  "`parts` = the poll split into input partitions (cluster part + one DescribeLogDirs part per "
+                  "alive broker; poll = the slowest part), "
                   f"{args.batches} batches after {WARMUP} warm-up batches. compute = Spark scheduling + source + "
                   "transforms + state (poll included for live runs; synthetic snapshot generation included "
                   "for synthetic runs); batch = Spark's triggerExecution.\n\n" + table_text)

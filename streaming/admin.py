@@ -2,7 +2,9 @@
 
 `ClusterAdmin` names only the calls we use and returns plain rows, so the poller and the CLI are tested
 on fakes built from data and, for real, against the local cluster. `KafkaClusterAdmin` implements it
-with kafka-python (the only Python client with DescribeLogDirs and the KIP-455 reassignment APIs).
+with kafka-python (the only Python client with DescribeLogDirs and the KIP-455 reassignment APIs),
+except Metadata, which confluent-kafka decodes in C: at 10,000 partitions 38 ms against kafka-python's
+177 ms, on the poll's critical path.
 Every call counts as one admin request in `requests`; DescribeLogDirs counts one per broker.
 """
 
@@ -10,7 +12,8 @@ import threading
 from collections import defaultdict
 from typing import Protocol
 
-from kafka import KafkaAdminClient, TopicPartition
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 from kafka.protocol.consumer import ListOffsetsRequest
 
@@ -36,6 +39,7 @@ class KafkaClusterAdmin:
 
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=10.0):
         settings = client_config.kafka_python_settings(command_config)
+        self._timeout_s = timeout_s
         try:
             self._admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="reassign-monitor",
                                            bootstrap_timeout_ms=int(timeout_s * 1000),
@@ -45,6 +49,10 @@ class KafkaClusterAdmin:
         self.requests = 0
         self._count_lock = threading.Lock()
         self.raw = self._admin  # for the write side (execute, cancel, janitor): same connection
+        # log_level 0: librdkafka would print connection failures (a stopped broker) to stderr on its own;
+        # a failed call surfaces here as an exception, reported once with the poll.
+        self._metadata = AdminClient({**client_config.confluent_settings(command_config, bootstrap_servers),
+                                      "log_level": 0})
 
     def _call(self, count=1):
         with self._count_lock:  # the poller issues calls from several threads
@@ -63,15 +71,15 @@ class KafkaClusterAdmin:
                  "adding": r["adding_replicas"], "removing": r["removing_replicas"]} for tp, r in ongoing.items()]
 
     def describe_partitions(self, topics):
+        """Leader, replicas and ISR of every partition of `topics` (None: of all topics). Always asks
+        for all topics: naming one makes Metadata auto-create it on brokers that allow that."""
         self._call()
-        rows = []
-        for topic in self._admin.describe_topics(topics):
-            if topic["error_code"] != 0:
-                continue  # an unknown topic has no partitions; callers report it as such
-            for p in topic["partitions"]:
-                rows.append({"topic": topic["name"], "partition": p["partition_index"], "leader": p["leader_id"],
-                             "replicas": p["replica_nodes"], "isr": p["isr_nodes"]})
-        return rows
+        metadata = self._metadata.list_topics(timeout=self._timeout_s)
+        wanted = None if topics is None else set(topics)
+        return [{"topic": topic.topic, "partition": p.id, "leader": p.leader, "replicas": list(p.replicas),
+                 "isr": list(p.isrs)}
+                for topic in metadata.topics.values() if topic.error is None and (wanted is None or topic.topic in wanted)
+                for p in topic.partitions.values()]
 
     def describe_log_dirs(self, broker):
         self._call()

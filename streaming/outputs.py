@@ -35,8 +35,9 @@ class PollFacts:
 
 
 def poll_facts(frame):
-    """The facts of a whole poll from its parts' rows: the parts ran in parallel, so the poll took as
-    long as the slowest; requests add up; errors in order; the cluster id from the cluster part."""
+    """The facts of a poll from its rows: the job's source writes one; bench/stream.py's split arm one per
+    part of the poll. Parts run in parallel, so the poll took as long as the slowest; requests add up;
+    errors in order; the cluster id from the part that described the cluster."""
     errors = tuple(PollError(e["api"], e["message"]) for text in frame["errors"] for e in json.loads(text))
     cluster_ids = [c for c in frame["cluster_id"] if c]
     return PollFacts(cluster_ids[0] if cluster_ids else "", int(frame["ts_ms"].min()), int(frame["requests"].sum()),

@@ -3,13 +3,15 @@
 Where things run:
 - Driver: `PollDataSource`, `PollStreamReader.initialOffset/latestOffset/partitions/commit`. Offsets are
   poll numbers ({"poll": n}); every trigger asks for one more, so the trigger interval is the poll rate
-  and the checkpoint's offset log records how far the job got. `partitions` asks DescribeCluster and
-  plans the poll's parts (streaming.poller) as input partitions: the cluster part, and one log-dirs
-  part per alive broker, so the parts run in parallel executor processes. bench/stream.py measured
-  this against one partition doing the whole poll: RESULTS.md, "Poll split".
-- Executors: `PollStreamReader.read(partition)` polls its part. The reader is pickled to them, so it holds
-  only its options; the admin client is created on first use and cached per worker process (module
-  global), so consecutive batches reuse one connection.
+  and the checkpoint's offset log records how far the job got.
+- Executors: `PollStreamReader.read(partition)` makes the whole poll (streaming.poller.poll: its parts
+  concurrently in threads) in one input partition. Splitting the parts into input partitions (the
+  cluster part, one DescribeLogDirs part per alive broker) was measured against this in bench/stream.py:
+  on 2 cores it saved 0.2 s per batch at 10,000 moving replicas and cost 0.2-0.27 s at 100 and 1,000
+  (more tasks, and the parts compete for the same cores); on the 1-core executor README recommends it
+  could only cost. RESULTS.md has the table. The reader is pickled to executors, so it holds only its
+  options; the admin client is created on first use and cached per worker process (module global), so
+  consecutive batches reuse one connection.
 Replay: after a restart Spark re-plans the last uncommitted batch; a live poll cannot be replayed, so
 the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
 record for the same key and batch id supersedes an earlier one).
@@ -17,10 +19,10 @@ record for the same key and batch id supersedes an earlier one).
 Rows: (poll_id, ts_ms, bucket, table, payload) where payload is an Arrow IPC slice of one snapshot table
 (streaming.codec). Partition-keyed tables go to bucket hash(topic, partition) % buckets; broker-keyed
 tables go to every bucket (the brokers table visits each bucket's state every poll, so finished moves
-are noticed by their absence). Cluster-wide tables (throttles, all reassignments) and each part's poll
-facts go to CLUSTER_BUCKET. A cluster part that could not describe the cluster, list the reassignments
-or read the metadata yields only its poll facts: the batch reports the error and leaves progress and
-history as they were; it is retried next trigger, never fatal.
+are noticed by their absence). Cluster-wide tables (throttles, all reassignments) and the poll facts go
+to CLUSTER_BUCKET. A poll that could not describe the cluster, list the reassignments or read the
+metadata yields only its poll facts: the batch reports the error and leaves progress and history as
+they were; it is retried next trigger, never fatal.
 """
 
 import json
@@ -31,17 +33,18 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from streaming import codec
-from streaming.snapshot import BROKER_KEYED
+from streaming.poller import poll, usable
+from streaming.snapshot import BROKER_KEYED, PollError, Snapshot
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
-POLL_TABLE = "poll"  # one row of poll facts per part: cluster_id, requests, duration, errors
+POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, errors
 CLUSTER_TABLES = ("brokers", "reassignments", "topic_throttles", "broker_throttles")
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
-_admins = {}  # per process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
+_admins = {}  # per worker process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
 
 
 def _admin_key(options):
@@ -57,7 +60,7 @@ def cached_admin(options):
     return _admins[key]
 
 
-def _drop_admin(options):
+def drop_cached_admin(options):
     admin = _admins.pop(_admin_key(options), None)
     if admin is not None:
         try:
@@ -78,8 +81,8 @@ def _facts_row(poll_id, snapshot):
 
 
 def snapshot_rows(poll_id, snapshot, buckets):
-    """The source rows of one part of a poll, or of a whole snapshot (pure: the unit the source, the
-    benchmarks and the tests share). Only the tables the snapshot holds produce rows."""
+    """The source rows of a snapshot, or of one part of a poll (pure: the unit the source, the benchmarks
+    and the tests share). Only the tables the snapshot holds produce rows."""
     rows = []
     shared = [(name, codec.encode_table(name, snapshot.tables[name])) for name in BROKER_KEYED
               if name in snapshot.tables and not snapshot.tables[name].empty]
@@ -93,37 +96,24 @@ def snapshot_rows(poll_id, snapshot, buckets):
     return rows
 
 
-def cluster_part_rows(poll_id, snapshot, buckets):
-    """A cluster part that cannot tell moving from finished moves yields only its poll facts."""
-    from streaming.poller import usable
-
+def poll_rows(poll_id, snapshot, buckets):
+    """A poll that cannot tell moving from finished moves yields only its poll facts."""
     return snapshot_rows(poll_id, snapshot, buckets) if usable(snapshot) else [_facts_row(poll_id, snapshot)]
 
 
-def failed_part(ts_ms, api, error, duration_s):
-    from streaming.snapshot import PollError, Snapshot
+def failed_poll(ts_ms, error, duration_s):
+    return Snapshot(ts_ms=ts_ms, cluster_id="", duration_s=duration_s,
+                    errors=(PollError("DescribeCluster", f"{type(error).__name__}: {error}"),))
 
-    return Snapshot(ts_ms=ts_ms, cluster_id="", errors=(PollError(api, f"{type(error).__name__}: {error}"),),
-                    duration_s=duration_s)
+
+def to_batch(rows):
+    return pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA)
 
 
 class PollPartition(InputPartition):
-    """One part of poll `poll_id`, made at `ts_ms`: the cluster part (`broker` None; `described` is the
-    planner's DescribeCluster answer, None when it failed) or the log-dirs part of `broker`."""
-
-    def __init__(self, poll_id, ts_ms, broker=None, described=None):
+    def __init__(self, poll_id):
         super().__init__(poll_id)
-        self.poll_id, self.ts_ms, self.broker, self.described = poll_id, ts_ms, broker, described
-
-
-def plan(poll_id, ts_ms, described):
-    """The input partitions of one poll (pure)."""
-    from streaming.poller import alive_brokers
-
-    parts = [PollPartition(poll_id, ts_ms, described=described)]
-    if described is not None:
-        parts += [PollPartition(poll_id, ts_ms, broker=b) for b in alive_brokers(described[1])]
-    return parts
+        self.poll_id = poll_id
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -138,32 +128,17 @@ class PollStreamReader(DataSourceStreamReader):
         return {"poll": int(start["poll"]) + 1}  # one new poll per trigger
 
     def partitions(self, start, end):
-        from streaming.poller import describe_cluster
-
-        ts_ms = int(time.time() * 1000)
-        try:
-            described = describe_cluster(cached_admin(self.options))
-        except Exception:  # the cluster part asks again and reports the error with the batch
-            _drop_admin(self.options)
-            described = None
-        return plan(int(end["poll"]), ts_ms, described)
+        return [PollPartition(int(end["poll"]))]
 
     def read(self, partition):
-        from streaming.poller import poll_cluster, poll_log_dirs
-
         started = time.monotonic()
-        api = "DescribeCluster" if partition.broker is None else "DescribeLogDirs"
+        ts_ms = int(time.time() * 1000)
         try:
-            admin = cached_admin(self.options)
-            if partition.broker is None:
-                snapshot = poll_cluster(admin, partition.ts_ms, all_partitions=True, described=partition.described)
-            else:
-                snapshot = poll_log_dirs(admin, partition.broker, partition.ts_ms)
+            snapshot = poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on
-            _drop_admin(self.options)
-            snapshot = failed_part(partition.ts_ms, api, error, time.monotonic() - started)
-        rows = (cluster_part_rows if partition.broker is None else snapshot_rows)(partition.poll_id, snapshot, self.buckets)
-        return iter([pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA)])
+            drop_cached_admin(self.options)
+            snapshot = failed_poll(ts_ms, error, time.monotonic() - started)
+        return iter([to_batch(poll_rows(partition.poll_id, snapshot, self.buckets))])
 
     def commit(self, end):
         pass

@@ -46,8 +46,6 @@ def track_bucket(rows, memory, settings):
     ts_ms = int(rows["ts_ms"].max())
     poll_id = int(rows["poll_id"].max())
     tables = codec.decode_tables(rows["table"], rows["payload"])
-    if "brokers" not in tables:  # the cluster part of this poll failed (streaming.source): nothing is known
-        return memory, _replica_rows(pd.DataFrame(), poll_id, ts_ms)
     snapshot = Snapshot(ts_ms=ts_ms, cluster_id="", tables=tables)
     current = replica_progress(snapshot)
     finished = finished_replicas(memory, snapshot, current) if not memory.empty else None

@@ -2,6 +2,7 @@
 the shipped JSON Schema, Prometheus samples per detail level, durations."""
 
 import json
+from dataclasses import replace
 
 import jsonschema
 import pandas as pd
@@ -15,8 +16,8 @@ from streaming.durations import seconds
 from streaming.errors import BadInput
 from streaming.history import Settings, empty_memory
 from streaming.outputs import assemble, poll_facts
-from streaming.snapshot import PollError, Snapshot, from_rows
-from streaming.source import CLUSTER_BUCKET, POLL_TABLE, cluster_part_rows, snapshot_rows
+from streaming.snapshot import PollError, Snapshot, combine, from_rows
+from streaming.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
 from streaming.stateful import REPLICA_KIND, track_bucket
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -60,7 +61,7 @@ def test_bucket_slices_reassemble_the_snapshot():
 
 
 def split_into_parts(snapshot):
-    """The parts the source would make of this poll: the cluster part and one log-dirs part per broker."""
+    """The parts a poll is made of (streaming.poller): the cluster part and one log-dirs part per broker."""
     log_dirs = snapshot["log_dirs"]
     cluster = Snapshot(snapshot.ts_ms, snapshot.cluster_id,
                        {n: f for n, f in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},
@@ -68,14 +69,12 @@ def split_into_parts(snapshot):
     brokers = [Snapshot(snapshot.ts_ms, "", {"log_dirs": log_dirs.loc[log_dirs["broker"] == b].reset_index(drop=True),
                                              "log_dirs_answered": pd.DataFrame({"broker": pd.Series([b], dtype="int32")})},
                         requests=1, duration_s=0.1 * b)
-               for b in snapshot.answered_brokers()]
+               for b in sorted(snapshot.answered_brokers())]
     return cluster, brokers
 
 
-def parts_frame(poll_id, cluster, brokers):
-    rows = cluster_part_rows(poll_id, cluster, BUCKETS)
-    for part in brokers:
-        rows += snapshot_rows(poll_id, part, BUCKETS)
+def parts_frame(poll_id, parts):
+    rows = [row for part in parts for row in snapshot_rows(poll_id, part, BUCKETS)]
     return pd.DataFrame(rows, columns=["poll_id", "ts_ms", "bucket", "table", "payload"])
 
 
@@ -101,40 +100,36 @@ def test_tracker_reports_each_move_once_per_poll_and_completion_once():
     assert all(memory.empty for memory in memories.values())
 
 
-def test_a_poll_made_in_parts_tracks_exactly_like_the_whole_poll():
+def test_a_poll_combined_from_its_parts_tracks_exactly_like_one_made_whole():
     snapshots = [cluster_snapshot(0, 0), cluster_snapshot(10_000, 500), cluster_snapshot(20_000, 1000, moving=False)]
     _, whole = track_all([source_frame(i, s) for i, s in enumerate(snapshots)])
-    _, parted = track_all([parts_frame(i, *split_into_parts(s)) for i, s in enumerate(snapshots)])
+    combined = [combine([cluster, *brokers], s.ts_ms, 0.3) for s in snapshots for cluster, brokers in [split_into_parts(s)]]
+    _, from_parts = track_all([source_frame(i, s) for i, s in enumerate(combined)])
     key = ["poll_id", "topic", "partition", "broker"]
-    pd.testing.assert_frame_equal(parted.sort_values(key).reset_index(drop=True), whole.sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(from_parts.sort_values(key).reset_index(drop=True),
+                                  whole.sort_values(key).reset_index(drop=True))
 
 
-UNUSABLE_CLUSTER_PARTS = [
+UNUSABLE_POLLS = [
     ("cluster-undescribed", "", ()),
     ("reassignments-failed", "cluster-x", (PollError("ListPartitionReassignments", "boom"),)),
     ("metadata-failed", "cluster-x", (PollError("Metadata", "boom"),)),
 ]
 
 
-@pytest.mark.parametrize("cluster_id, errors", [pytest.param(c, e, id=i) for i, c, e in UNUSABLE_CLUSTER_PARTS])
-def test_an_unusable_cluster_part_leaves_progress_and_history_as_they_were(cluster_id, errors):
-    memories, _ = track_all([source_frame(1, cluster_snapshot(0, 0))])
-    cluster, brokers = split_into_parts(cluster_snapshot(10_000, 1000, moving=False))
-    cluster = Snapshot(cluster.ts_ms, cluster_id, cluster.tables, errors=errors)
-    frame = parts_frame(2, cluster, brokers)
-    assert set(frame.loc[frame["bucket"] == CLUSTER_BUCKET, "table"]) == {POLL_TABLE}
-    for bucket, rows in frame.loc[frame["bucket"] != CLUSTER_BUCKET].groupby("bucket"):
-        memory, out = track_bucket(rows, memories[bucket], Settings())
-        assert out.empty
-        pd.testing.assert_frame_equal(memory, memories[bucket])
-    facts = poll_facts(codec.decode_tables(frame["table"], frame["payload"])[POLL_TABLE])
-    assert not facts.ok
+@pytest.mark.parametrize("cluster_id, errors", [pytest.param(c, e, id=i) for i, c, e in UNUSABLE_POLLS])
+def test_an_unusable_poll_yields_only_its_facts_so_progress_and_history_stay_as_they_were(cluster_id, errors):
+    snapshot = replace(cluster_snapshot(10_000, 1000, moving=False), cluster_id=cluster_id, errors=errors)
+    rows = poll_rows(2, snapshot, BUCKETS)
+    assert [(bucket, table) for _, _, bucket, table, _ in rows] == [(CLUSTER_BUCKET, POLL_TABLE)]
+    facts = poll_facts(codec.decode(rows[0][4]))
+    assert not facts.ok and facts.errors == errors
 
 
 def test_poll_facts_of_parts_add_requests_and_errors_and_take_the_slowest_part():
     cluster, brokers = split_into_parts(cluster_snapshot(0, 0))
     brokers[1] = Snapshot(0, "", {}, requests=1, errors=(PollError("DescribeLogDirs", "timeout"),), duration_s=0.9)
-    frame = parts_frame(1, cluster, brokers)
+    frame = parts_frame(1, [cluster, *brokers])
     cluster_rows = frame.loc[frame["bucket"] == CLUSTER_BUCKET]
     facts = poll_facts(codec.decode_tables(cluster_rows["table"], cluster_rows["payload"])[POLL_TABLE])
     assert (facts.cluster_id, facts.requests, facts.duration_s, facts.ok) == ("cluster-x", 8, 0.9, True)
