@@ -128,8 +128,8 @@ def start_parts_query(spark, config, handler):
 
 ARMS = {"one partition (the job)": start_query, "parts": start_parts_query}
 # Whichever arm runs first on fresh moves is slower (the brokers are still settling after creating the
-# topics and the reassignments): first-run measurements had each arm 0.2-0.25 s slower at 100 and 1,000
-# replicas when it went first. Running the arms A B B A and pooling cancels that order effect.
+# topics and the reassignments): with one run per arm, the arm that went first was up to 0.27 s slower
+# at 100 and 1,000 replicas, whichever it was. Running the arms A B B A and pooling cancels that.
 ARM_ORDER = ["one partition (the job)", "parts", "parts", "one partition (the job)"]
 
 
