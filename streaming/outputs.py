@@ -12,7 +12,7 @@ import pandas as pd
 
 from sinks import records
 from sinks.prometheus import Picture
-from streaming.poller import REQUIRED_APIS
+from streaming.poller import usable
 from streaming.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
 from streaming.snapshot import PollError, Snapshot
 from streaming.states import FINISHED_STATES, worst
@@ -30,8 +30,8 @@ class PollFacts:
 
     @property
     def ok(self):
-        """Whether the batch can update progress (streaming.poller.usable)."""
-        return bool(self.cluster_id) and not {e.api for e in self.errors} & set(REQUIRED_APIS)
+        """Whether the batch can update progress."""
+        return usable(self.cluster_id, self.errors)
 
 
 def poll_facts(frame):

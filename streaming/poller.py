@@ -1,7 +1,7 @@
 """One poll of the cluster: every fact the progress core needs, in O(brokers) admin requests.
 
-A poll has parts that need nothing from each other, so they can run in parallel (threads here, input
-partitions of the streaming source):
+A poll has parts that need nothing from each other, so they run concurrently (threads in `poll`;
+bench/stream.py also measured them as separate Spark input partitions):
 - the cluster part: DescribeCluster, ListPartitionReassignments, Metadata, then concurrently ListOffsets
   (earliest and latest, one request per leader each) and DescribeConfigs for throttles;
 - one log-dirs part per alive broker: DescribeLogDirs.
@@ -11,8 +11,8 @@ DescribeCluster failing fails the poll: without it nothing is known, not even wh
 """
 
 import time
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 
 from streaming.errors import from_kafka_error
@@ -35,9 +35,9 @@ def alive_brokers(brokers):
     return sorted(b["broker"] for b in brokers if b["alive"])
 
 
-def usable(snapshot):
-    """Whether the snapshot can update progress: the cluster was described and no required API failed."""
-    return bool(snapshot.cluster_id) and not {e.api for e in snapshot.errors} & set(REQUIRED_APIS)
+def usable(cluster_id, errors):
+    """Whether a poll can update progress: the cluster was described and no required API failed."""
+    return bool(cluster_id) and not {e.api for e in errors} & set(REQUIRED_APIS)
 
 
 class _Attempts:
@@ -55,8 +55,8 @@ class _Attempts:
 
 
 def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
-    """The cluster part. `described`: DescribeCluster's answer when the caller has it already (the
-    streaming source asks once to plan the parts). `all_partitions` adds metadata and throttle configs
+    """The cluster part. `described`: DescribeCluster's answer when the caller has it already (`poll`
+    asks first, to know whose log dirs to read). `all_partitions` adds metadata and throttle configs
     of every topic (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked
     throttles); `topics` adds the named topics (the CLI's --reassignment-json-file)."""
     started = time.monotonic()

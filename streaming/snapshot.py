@@ -4,7 +4,7 @@ Every table is a pandas DataFrame with the columns and dtypes declared here, so 
 runs on it vectorized, the Spark source ships it as Arrow IPC, and tests build it from lists of dicts.
 Every table except the broker-keyed ones is keyed by (topic, partition): the streaming job buckets rows
 by that key and hands each bucket its own slice plus the whole broker-keyed tables. Each table holds
-the answer of one admin API, so the parts of a poll made by different processes concatenate.
+the answer of one admin API, so the parts of a poll, made concurrently, concatenate (`combine`).
 """
 
 from dataclasses import dataclass, field

@@ -99,7 +99,9 @@ def snapshot_rows(poll_id, snapshot, buckets):
 
 def poll_rows(poll_id, snapshot, buckets):
     """A poll that cannot tell moving from finished moves yields only its poll facts."""
-    return snapshot_rows(poll_id, snapshot, buckets) if usable(snapshot) else [_facts_row(poll_id, snapshot)]
+    if usable(snapshot.cluster_id, snapshot.errors):
+        return snapshot_rows(poll_id, snapshot, buckets)
+    return [_facts_row(poll_id, snapshot)]
 
 
 def failed_poll(ts_ms, error, duration_s):
