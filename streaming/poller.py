@@ -50,7 +50,7 @@ class _Attempts:
         try:
             return call()
         except Exception as error:
-            self.errors.append(PollError(api, f"{type(error).__name__}: {error}"))
+            self.errors.append(PollError.of(api, error))
             return default
 
 

@@ -60,6 +60,10 @@ class PollError:
     api: str
     message: str
 
+    @classmethod
+    def of(cls, api, error):
+        return cls(api, f"{type(error).__name__}: {error}")
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -61,7 +61,7 @@ def cached_admin(options):
     return _admins[key]
 
 
-def drop_cached_admin(options):
+def _drop_admin(options):
     admin = _admins.pop(_admin_key(options), None)
     if admin is not None:
         try:
@@ -106,7 +106,7 @@ def poll_rows(poll_id, snapshot, buckets):
 
 def failed_poll(ts_ms, error, duration_s):
     return Snapshot(ts_ms=ts_ms, cluster_id="", duration_s=duration_s,
-                    errors=(PollError("DescribeCluster", f"{type(error).__name__}: {error}"),))
+                    errors=(PollError.of("DescribeCluster", error),))
 
 
 def to_batch(rows):
@@ -139,7 +139,7 @@ class PollStreamReader(DataSourceStreamReader):
         try:
             snapshot = poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on
-            drop_cached_admin(self.options)
+            _drop_admin(self.options)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)
         return iter([to_batch(poll_rows(partition.poll_id, snapshot, self.buckets))])
 
