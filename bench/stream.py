@@ -37,8 +37,8 @@ from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, st
                          stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
-from streaming.history import Settings  # noqa: E402
-from streaming.job import STATE_BUCKETS, BatchHandler, JobConfig, build_session, start_query, track  # noqa: E402
+from streaming.job import (STATE_BUCKETS, BatchHandler, JobConfig, build_session, poll_stream,  # noqa: E402
+                           start_query, start_tracking, stop_between_batches)
 from streaming.poller import alive_brokers, describe_cluster, poll_cluster, poll_log_dirs  # noqa: E402
 from streaming.snapshot import Snapshot, table  # noqa: E402
 from streaming.source import (SOURCE_SCHEMA, PollStreamReader, cached_admin, poll_rows, snapshot_rows,  # noqa: E402
@@ -117,13 +117,7 @@ class PartSource(DataSource):
 
 
 def start_parts_query(spark, config, handler):
-    spark.dataSource.register(PartSource)
-    stream = (spark.readStream.format(PartSource.name()).option("bootstrap", config.bootstrap)
-              .option("timeout", str(config.timeout_s)).option("buckets", str(STATE_BUCKETS)).load())
-    return (track(stream, Settings()).writeStream.foreachBatch(handler)
-            .option("checkpointLocation", config.checkpoint_location)
-            .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")
-            .outputMode("update").start())
+    return start_tracking(poll_stream(spark, config, PartSource), config, handler)
 
 
 ARMS = {"one partition (the job)": start_query, "parts": start_parts_query}
@@ -200,15 +194,14 @@ def row(label, result):
 
 def run_synthetic(spark, replicas, batches, checkpoint):
     spark.dataSource.register(SyntheticSource)
-    stream = spark.readStream.format("bench_synthetic").option("replicas", str(replicas)).load()
+    stream = spark.readStream.format(SyntheticSource.name()).option("replicas", str(replicas)).load()
     handler = MeasuringHandler(NullWriter(), MonitorMetrics(), out=None)
-    query = (track(stream, Settings()).writeStream.foreachBatch(handler)
-             .option("checkpointLocation", checkpoint).trigger(processingTime="1 second")
-             .outputMode("update").start())
+    config = JobConfig(bootstrap="", checkpoint_location=checkpoint, trigger_interval_s=1.0)
+    query = start_tracking(stream, config, handler)
     try:
         return measure(query, handler, batches)
     finally:
-        query.stop()
+        stop_between_batches(query)
 
 
 MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 partitions ("excessively large batch")
@@ -235,7 +228,7 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
                 result = measure(query, handler, batches)
                 results[arm] = {k: results.get(arm, {}).get(k, []) + v for k, v in result.items()}
             finally:
-                query.stop()
+                stop_between_batches(query)
                 writer.close()
     finally:
         for topic, n in topics.items():

@@ -18,7 +18,7 @@ from sinks.ownership import EXECUTE
 from streaming import codec
 from streaming.history import Settings
 from streaming.outputs import assemble, describe, poll_facts
-from streaming.source import POLL_TABLE, SOURCE_NAME, PollDataSource
+from streaming.source import POLL_TABLE, PollDataSource
 from streaming.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
 
 # Both are fixed for the life of a checkpoint (buckets key the state; shuffle partitions are the state
@@ -147,14 +147,19 @@ def track(stream, settings):
         make_tracker(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
 
 
-def start_query(spark, config, handler):
-    spark.dataSource.register(PollDataSource)
-    stream = (spark.readStream.format(SOURCE_NAME)
-              .option("bootstrap", config.bootstrap)
-              .option("command_config", config.command_config or "")
-              .option("timeout", str(config.timeout_s))
-              .option("buckets", str(STATE_BUCKETS))
-              .load())
+def poll_stream(spark, config, source=PollDataSource):
+    """The stream of source rows: one poll per trigger. bench/stream.py passes its alternative sources."""
+    spark.dataSource.register(source)
+    return (spark.readStream.format(source.name())
+            .option("bootstrap", config.bootstrap)
+            .option("command_config", config.command_config or "")
+            .option("timeout", str(config.timeout_s))
+            .option("buckets", str(STATE_BUCKETS))
+            .load())
+
+
+def start_tracking(stream, config, handler):
+    """The stateful query over `stream`, its batches handed to `handler`, checkpointed."""
     tracked = track(stream, Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s))
     return (tracked.writeStream.foreachBatch(handler)
             .option("checkpointLocation", config.checkpoint_location)
@@ -164,7 +169,11 @@ def start_query(spark, config, handler):
             .start())
 
 
-def _stop_between_batches(query, bound_s=30.0):
+def start_query(spark, config, handler):
+    return start_tracking(poll_stream(spark, config), config, handler)
+
+
+def stop_between_batches(query, bound_s=30.0):
     """Stop after the running batch finished: interrupting foreachBatch mid-write only wastes it."""
     deadline = time.monotonic() + bound_s
     while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
@@ -195,7 +204,7 @@ def run(config, janitor_factory=None):
               f"progress topic {config.progress_topic}", flush=True)
         while query.isActive and not stop.is_set():
             query.awaitTermination(0.5)
-        _stop_between_batches(query)
+        stop_between_batches(query)
         error = query.exception()
         if error is not None:
             raise RuntimeError(f"streaming query failed: {error.desc if hasattr(error, 'desc') else error}")

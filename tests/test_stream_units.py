@@ -16,7 +16,7 @@ from streaming.durations import seconds
 from streaming.errors import BadInput
 from streaming.history import Settings, empty_memory
 from streaming.outputs import assemble, poll_facts
-from streaming.snapshot import PollError, Snapshot, combine, from_rows
+from streaming.snapshot import PollError, Snapshot, combine, from_rows, table
 from streaming.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
 from streaming.stateful import REPLICA_KIND, track_bucket
 
@@ -67,7 +67,7 @@ def split_into_parts(snapshot):
                        {n: f for n, f in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},
                        requests=5, duration_s=0.3)
     brokers = [Snapshot(snapshot.ts_ms, "", {"log_dirs": log_dirs.loc[log_dirs["broker"] == b].reset_index(drop=True),
-                                             "log_dirs_answered": pd.DataFrame({"broker": pd.Series([b], dtype="int32")})},
+                                             "log_dirs_answered": table("log_dirs_answered", [{"broker": b}])},
                         requests=1, duration_s=0.1 * b)
                for b in sorted(snapshot.answered_brokers())]
     return cluster, brokers
