@@ -8,6 +8,13 @@
 # Environment: CLUSTER_DIR (default .local-cluster/ at the repository root) holds data, logs and pids;
 # KAFKA_BASE_PORT (default 39090) puts node N's broker on BASE+N and its controller on BASE+100+N;
 # KAFKA_HEAP (default 320m); PYTHON (default the repository's .venv) runs the readiness check.
+#
+# SECURITY=sasl_ssl (default plaintext) secures the cluster: clients and brokers speak SASL_SSL with
+# SCRAM-SHA-512, the controllers SASL_PLAINTEXT with PLAIN (KRaft controllers cannot use SCRAM);
+# StandardAuthorizer, no ACLs (everything denied), super user `admin`. A CA and the brokers' certificate
+# (SAN 127.0.0.1) are made on the spot in CLUSTER_DIR/tls. SCRAM users are created when the nodes are
+# formatted: `admin` and SCRAM_USERS (default "reassign-monitor reassign-operator"), each with a random
+# password that is written only to its client config CLUSTER_DIR/secrets/USER.properties (mode 600).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +22,10 @@ cluster_dir=${CLUSTER_DIR:-$root/.local-cluster}
 base_port=${KAFKA_BASE_PORT:-39090}
 heap=${KAFKA_HEAP:-320m}
 python=${PYTHON:-$root/.venv/bin/python}
+security=${SECURITY:-plaintext}
+scram_users=${SCRAM_USERS:-reassign-monitor reassign-operator}
+tls_dir=$cluster_dir/tls
+secrets_dir=$cluster_dir/secrets
 lib=$root/deploy/kafka/lib
 nodes=(1 2 3)
 
@@ -24,6 +35,7 @@ bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(br
 pid_of() { cat "$cluster_dir/node$1/pid" 2>/dev/null || true; }
 alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
+secured() { [ "$security" = sasl_ssl ]; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
@@ -37,15 +49,11 @@ write_config() {
   local n=$1 dir=$cluster_dir/node$1 voters="" m
   for m in "${nodes[@]}"; do voters+="${voters:+,}$m@127.0.0.1:$(controller_port "$m")"; done
   mkdir -p "$dir/data"
-  cat > "$dir/node.properties" <<EOF
+  { if secured; then secured_listeners "$n"; else plaintext_listeners "$n"; fi
+    cat <<EOF
 process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(broker_port "$n"),CONTROLLER://127.0.0.1:$(controller_port "$n")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$n")
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=1
@@ -69,14 +77,96 @@ background.threads=4
 log.segment.delete.delay.ms=1000
 file.delete.delay.ms=1000
 EOF
+  } > "$dir/node.properties"
+  if secured; then chmod 600 "$dir/node.properties"; fi  # it holds the admin password
+}
+
+plaintext_listeners() {
+  cat <<EOF
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1")
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+EOF
+}
+
+secured_listeners() {
+  local admin_password
+  admin_password=$(password_of admin)
+  cat <<EOF
+listeners=SASL_SSL://127.0.0.1:$(broker_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
+advertised.listeners=SASL_SSL://127.0.0.1:$(broker_port "$1")
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=SASL_SSL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_password";
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="$admin_password" user_admin="$admin_password";
+ssl.keystore.type=PEM
+ssl.keystore.location=$tls_dir/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$tls_dir/ca.pem
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin
+allow.everyone.if.no.acl.found=false
+EOF
+}
+
+# -- secured mode: certificates and credentials, made once per CLUSTER_DIR --
+
+make_tls() {
+  [ -f "$tls_dir/broker.pem" ] && return
+  mkdir -p "$tls_dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=local-cluster CA" \
+    -keyout "$tls_dir/ca.key" -out "$tls_dir/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$tls_dir/broker.key" -out "$tls_dir/broker.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$tls_dir/san.ext"
+  openssl x509 -req -in "$tls_dir/broker.csr" -CA "$tls_dir/ca.pem" -CAkey "$tls_dir/ca.key" -CAcreateserial \
+    -days 30 -extfile "$tls_dir/san.ext" -out "$tls_dir/broker.crt" 2>/dev/null
+  # Kafka's PEM keystore: the unencrypted PKCS#8 key followed by the certificate.
+  cat "$tls_dir/broker.key" "$tls_dir/broker.crt" > "$tls_dir/broker.pem"
+  chmod 600 "$tls_dir/ca.key" "$tls_dir/broker.key" "$tls_dir/broker.pem"
+}
+
+password_of() { sed -n 's/^sasl.password=//p' "$secrets_dir/$1.properties"; }
+
+make_credentials() {
+  local user
+  mkdir -p "$secrets_dir"
+  chmod 700 "$secrets_dir"
+  for user in admin $scram_users; do
+    [ -f "$secrets_dir/$user.properties" ] && continue
+    (umask 077; cat > "$secrets_dir/$user.properties" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.username=$user
+sasl.password=$(openssl rand -hex 16)
+ssl.ca.location=$tls_dir/ca.pem
+EOF
+    )
+  done
+}
+
+# StorageTool arguments creating every SCRAM user at format time (one argument per line).
+scram_arguments() {
+  local user
+  for user in admin $scram_users; do
+    printf -- '--add-scram\nSCRAM-SHA-512=[name=%s,password=%s]\n' "$user" "$(password_of "$user")"
+  done
 }
 
 start_node() {
-  local n=$1 dir=$cluster_dir/node$1
+  local n=$1 dir=$cluster_dir/node$1 scram=()
   if [ ! -f "$dir/data/meta.properties" ]; then
+    if secured; then mapfile -t scram < <(scram_arguments); fi
     java -cp "$lib/*" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
       kafka.tools.StorageTool format -c "$dir/node.properties" --cluster-id="$(cat "$cluster_dir/cluster.id")" \
-      >"$dir/format.log" 2>&1 || die "formatting node $n failed: see $dir/format.log"
+      "${scram[@]}" >"$dir/format.log" 2>&1 || die "formatting node $n failed: see $dir/format.log"
   fi
   nohup java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" \
@@ -92,14 +182,20 @@ up() {
   [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
     'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' \
     > "$cluster_dir/cluster.id"
-  local n
+  local n ready_config=()
+  case "$security" in
+    plaintext) ;;
+    sasl_ssl) make_tls; make_credentials; ready_config=("$secrets_dir/admin.properties") ;;
+    *) die "SECURITY=$security: expected plaintext or sasl_ssl" ;;
+  esac
   for n in "${nodes[@]}"; do
     if alive "$n"; then continue; fi
     write_config "$n"
     start_node "$n"
   done
-  "$python" "$root/deploy/kafka/wait_ready.py" "$(bootstrap)" "${#nodes[@]}" 120 \
+  "$python" "$root/deploy/kafka/wait_ready.py" "$(bootstrap)" "${#nodes[@]}" 120 ${ready_config[@]+"${ready_config[@]}"} \
     || die "cluster did not become ready: see $cluster_dir/node*/server.log"
+  if secured; then echo "admin client config: $secrets_dir/admin.properties" >&2; fi
   bootstrap
 }
 

@@ -1,12 +1,17 @@
 """Wait until a cluster's metadata lists the expected number of brokers, each accepting connections:
-wait_ready.py BOOTSTRAP N SECONDS. (After a restart the metadata can still list a broker's previous
-incarnation as alive while its new JVM is not listening yet.)"""
+wait_ready.py BOOTSTRAP N SECONDS [COMMAND_CONFIG]. (After a restart the metadata can still list a
+broker's previous incarnation as alive while its new JVM is not listening yet.) COMMAND_CONFIG: client
+properties for a secured cluster, read as the tool reads --command-config."""
 
 import socket
 import sys
 import time
+from pathlib import Path
 
 from kafka import KafkaAdminClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from streaming.client_config import kafka_python_settings  # noqa: E402  (after the path to the repository)
 
 
 def _listening(host, port):
@@ -17,11 +22,13 @@ def _listening(host, port):
         return False
 
 
-def main(bootstrap, expected, seconds):
+def main(bootstrap, expected, seconds, command_config=None):
+    settings = kafka_python_settings(command_config)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, bootstrap_timeout_ms=3000, request_timeout_ms=3000)
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, bootstrap_timeout_ms=3000, request_timeout_ms=3000,
+                                     **settings)
             try:
                 brokers = admin.describe_cluster()["brokers"]
             finally:
@@ -35,4 +42,4 @@ def main(bootstrap, expected, seconds):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), *sys.argv[4:5]))

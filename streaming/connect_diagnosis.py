@@ -1,0 +1,141 @@
+"""Why a connection to the cluster failed, said in one line.
+
+kafka-python reports a wrong password, a wrong CA, a wrong SASL mechanism and plaintext spoken to a TLS
+listener all alike: a bootstrap KafkaTimeoutError once the whole timeout has passed (MEASURED.md). This
+module asks the questions one at a time, each bounded by what is left of `timeout_s`:
+
+1. TCP: does any bootstrap address accept a connection?            no  -> Unreachable
+2. TLS: with security.protocol SSL/SASL_SSL, does the handshake     no  -> TlsFailed (names the CA file)
+   succeed against ssl.ca.location? Without TLS configured, does
+   the port expect TLS (a handshake succeeds)?                      yes -> TlsFailed
+3. SASL: does the broker accept the credentials? Asked through      no  -> AuthenticationFailed (names
+   librdkafka, which reports the broker's authentication error             the principal and mechanism)
+   at once instead of timing out.
+Nothing found: Unreachable, saying every step succeeded.
+
+Only the user name, mechanism, protocol and file paths of the command config are ever named; the
+password is never put in a message.
+"""
+
+import socket
+import ssl
+import time
+
+from streaming import client_config
+from streaming.errors import AUTHENTICATION, TLS, AuthenticationFailed, TlsFailed, Unreachable, brief, kind_of
+
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def diagnose(bootstrap, command_config, timeout_s):
+    """The ClusterError (Unreachable, TlsFailed or AuthenticationFailed) that says why connecting to
+    `bootstrap` ("host:port,...") with the `--command-config` file `command_config` (None: plaintext)
+    fails. Returns within `timeout_s` (plus one socket timeout at most); never raises for a cluster problem."""
+    deadline = time.monotonic() + timeout_s
+    properties = client_config.read_properties(command_config) if command_config else {}
+    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    addresses = [_address(a) for a in bootstrap.split(",") if a.strip()]
+
+    reachable, refusals = None, []
+    for address in addresses:
+        try:
+            socket.create_connection(address, timeout=_left(deadline)).close()
+            reachable = address
+            break
+        except OSError as error:
+            refusals.append(f"{_text(address)}: {error.strerror or error}")
+    if reachable is None:
+        return Unreachable(f"connecting to {bootstrap}: no broker accepted a connection ({'; '.join(refusals)})")
+
+    problem = _tls_problem(reachable, properties, protocol, deadline)
+    if problem is None and protocol in SASL_PROTOCOLS:
+        problem = _sasl_problem(bootstrap, command_config, properties, deadline)
+    return problem or Unreachable(
+        f"connecting to {bootstrap}: no usable answer within the timeout, although TCP"
+        f"{', TLS' if protocol in TLS_PROTOCOLS else ''}{' and authentication' if protocol in SASL_PROTOCOLS else ''}"
+        f" succeeded on a second attempt (the cluster may be overloaded)")
+
+
+def _address(text):
+    host, _, port = text.strip().rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _text(address):
+    return f"{address[0]}:{address[1]}"
+
+
+def _left(deadline):
+    return max(0.2, deadline - time.monotonic())
+
+
+def _handshake(address, context, server_hostname, deadline):
+    with socket.create_connection(address, timeout=_left(deadline)) as raw:
+        with context.wrap_socket(raw, server_hostname=server_hostname):
+            pass
+
+
+def _tls_problem(address, properties, protocol, deadline):
+    if protocol not in TLS_PROTOCOLS:
+        probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
+        try:
+            _handshake(address, probe, None, deadline)
+        except (OSError, ssl.SSLError):
+            return None  # the port does not speak TLS, as configured
+        return TlsFailed(f"{_text(address)} expects TLS but security.protocol is {protocol} "
+                         f"(use SSL or SASL_SSL with ssl.ca.location)")
+    ca_file = properties.get("ssl.ca.location")
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+        if properties.get("ssl.certificate.location"):
+            context.load_cert_chain(properties["ssl.certificate.location"], properties.get("ssl.key.location"),
+                                    properties.get("ssl.key.password"))
+    except (OSError, ssl.SSLError) as error:
+        return TlsFailed(f"TLS settings unusable: {getattr(error, 'strerror', None) or error} "
+                         f"(ssl.ca.location {ca_file or 'not set'})")
+    if properties.get("ssl.endpoint.identification.algorithm") == "":
+        context.check_hostname = False
+    trusted = f"the CA file {ca_file}" if ca_file else "the system's CA certificates (ssl.ca.location not set)"
+    try:
+        _handshake(address, context, address[0], deadline)
+    except ssl.SSLCertVerificationError as error:
+        return TlsFailed(f"TLS handshake with {_text(address)} failed: its certificate is not trusted by {trusted} "
+                         f"({error.verify_message})")
+    except ssl.SSLError as error:
+        return TlsFailed(f"TLS handshake with {_text(address)} failed: {error.reason or error} "
+                         f"(does this port speak TLS? trusting {trusted})")
+    except OSError as error:
+        return TlsFailed(f"TLS handshake with {_text(address)} failed: the broker closed the connection "
+                         f"({error.strerror or type(error).__name__}; does this port speak TLS?)")
+    return None
+
+
+def _sasl_problem(bootstrap, command_config, properties, deadline):
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    principal = f"user {properties.get('sasl.username', '(no sasl.username)')} with {properties.get('sasl.mechanism', 'GSSAPI')}"
+    reported = []
+    settings = {**client_config.confluent_settings(command_config, bootstrap), "log_level": 0,
+                "error_cb": reported.append}
+    try:
+        client = AdminClient(settings)
+    except (ValueError, KafkaException) as error:  # librdkafka refuses the configuration, e.g. an unknown mechanism
+        return AuthenticationFailed(f"authentication as {principal} impossible: {error}")
+    # error_cb runs only inside poll(): ask in short rounds and serve callbacks between them.
+    while time.monotonic() < deadline:
+        try:
+            client.list_topics(timeout=min(0.5, _left(deadline)))
+            return None  # Metadata answered: authenticated
+        except KafkaException:
+            pass
+        client.poll(0)
+        for error in reported:
+            kind = kind_of(error)
+            if kind == AUTHENTICATION:
+                return AuthenticationFailed(f"authentication as {principal} refused by {bootstrap}: {brief(error, 400)}")
+            if kind == TLS:
+                return TlsFailed(f"TLS handshake with {bootstrap} failed: {brief(error, 400)}")
+    return None
