@@ -24,12 +24,14 @@ store); the random suffix keeps two concurrent `execute` runs apart.
 
 import json
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
 from sinks.throttle_entries import entry, parse_entry
+from streaming.errors import ClusterError
 
 SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
 DEFAULT_TOPIC = "reassignment-monitor-throttles"
@@ -170,82 +172,108 @@ class MemoryStore:
 
 
 class KafkaOwnershipStore:
-    """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all."""
+    """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
+
+    The reader is a kafka-python consumer without a group (group_id=None): it assigns the one partition
+    and seeks, never sends FindCoordinator or commits, so it needs Read and Describe on this topic and no
+    ACL on any consumer group (confluent-kafka's Consumer cannot be created without a group.id, and
+    with one it asks for the group's coordinator even when it only assigns)."""
 
     PARTITION = 0
 
     def __init__(self, bootstrap, command_config=None, topic=DEFAULT_TOPIC, timeout_s=10.0, create=False):
-        from confluent_kafka import Consumer, Producer, TopicPartition
+        from confluent_kafka import Producer
+        from kafka import KafkaConsumer, TopicPartition
 
         from streaming import client_config
-        from streaming.errors import ClusterError
+        from streaming.acls import principal_of
 
         self.topic, self.timeout_s = topic, timeout_s
+        self._principal = principal_of(command_config)
         # log_level 3: librdkafka's transient warnings (e.g. "coordinator load in progress: retrying" on a
         # freshly created topic) are not the operator's business; failures surface as exceptions here.
         settings = {**client_config.confluent_settings(command_config, bootstrap), "log_level": 3}
         if create:
-            ensure_topic(settings, topic, timeout_s)
+            ensure_topic(settings, topic, timeout_s, self._principal)
         self._latest = {}
         self._producer = Producer({**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
-        self._consumer = Consumer({**settings, "group.id": "reassign-monitor-ownership-reader",
-                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                   "fetch.wait.max.ms": 20})
+        timeout_ms = int(timeout_s * 1000)
+        try:
+            # fetch_max_wait_ms short: a catch-up poll should not wait for records that will not come.
+            self._consumer = KafkaConsumer(
+                bootstrap_servers=bootstrap, client_id="reassign-monitor-ownership", group_id=None,
+                enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
+                fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
+                **client_config.kafka_python_settings(command_config))
+        except Exception as error:  # kafka-python raises several types on bootstrap; mapped once below
+            raise self._failure(error, "reading", "Describe") from error
         self._tp = TopicPartition(topic, self.PARTITION)
         self._next = 0
-        self._error = ClusterError
         self.refresh()
 
-    def refresh(self):
-        from confluent_kafka import KafkaException, TopicPartition
+    def _failure(self, error, doing, operation):
+        from streaming.acls import refusal
 
+        return refusal(error, f"{doing} ownership topic {self.topic}", operation, f"Topic {self.topic}", self._principal)
+
+    def refresh(self):
         try:
-            low, high = self._consumer.get_watermark_offsets(self._tp, timeout=self.timeout_s)
-        except KafkaException as error:
-            if error.args[0].code() == -190:  # _UNKNOWN_PARTITION: the topic does not exist yet, so no records
-                return
-            raise self._error(f"reading ownership topic {self.topic}: {error}") from error
+            if self.PARTITION not in self._consumer.partitions_for_topic(self.topic):
+                return  # the topic does not exist yet, so no records
+            timeout_ms = int(self.timeout_s * 1000)
+            low = self._consumer.beginning_offsets([self._tp], timeout_ms)[self._tp]
+            high = self._consumer.end_offsets([self._tp], timeout_ms)[self._tp]
+        except Exception as error:
+            raise self._failure(error, "reading", "Describe") from error
         start = max(self._next, low)
         if start >= high:
             return
-        # Assigned only while catching up: an idle assignment keeps a long-poll Fetch on the broker
-        # connection that delays the next watermark query by fetch.wait.max.ms (kept short for the catch-up).
-        self._consumer.assign([TopicPartition(self.topic, self.PARTITION, start)])
+        # Assigned only while catching up: nothing is fetched in between.
+        self._consumer.assign([self._tp])
+        self._consumer.seek(self._tp, start)
         try:
             self._catch_up(high)
+        except ClusterError:
+            raise
+        except Exception as error:
+            raise self._failure(error, "reading", "Read") from error
         finally:
-            self._consumer.unassign()
+            self._consumer.unsubscribe()
 
     def _catch_up(self, high):
         deadline = time.monotonic() + self.timeout_s
         while self._next < high:
             if time.monotonic() > deadline:
-                raise self._error(f"reading ownership topic {self.topic}: timed out at offset {self._next} of {high}")
-            message = self._consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                raise self._error(f"reading ownership topic {self.topic}: {message.error()}")
-            key = message.key().decode("utf-8")
-            if message.value() is None:
-                self._latest.pop(key, None)  # tombstone
-            else:
-                try:
-                    self._latest[key] = decode(message.value())
-                except (ValueError, KeyError) as error:  # a record we cannot read claims nothing we may touch
-                    print(f"ownership topic {self.topic}: skipping unreadable record {key}: {error}")
-            self._next = message.offset() + 1
+                raise ClusterError(f"reading ownership topic {self.topic}: timed out at offset {self._next} of {high}")
+            for message in self._consumer.poll(timeout_ms=500).get(self._tp, ()):
+                self._apply(message.key.decode("utf-8"), message.value)
+                self._next = message.offset + 1
+
+    def _apply(self, key, value):
+        if value is None:
+            self._latest.pop(key, None)  # tombstone
+            return
+        try:
+            self._latest[key] = decode(value)
+        except (ValueError, KeyError) as error:  # a record we cannot read claims nothing we may touch
+            print(f"ownership topic {self.topic}: skipping unreadable record {key}: {error}", file=sys.stderr)
 
     def records(self):
         return sorted(self._latest.values(), key=lambda r: r.request_id)
 
     def put(self, record):
+        from confluent_kafka import KafkaException
+
         failures = []
-        self._producer.produce(self.topic, key=record.request_id.encode("utf-8"), value=encode(record),
-                               on_delivery=lambda error, _m: failures.append(error) if error else None)
-        if self._producer.flush(self.timeout_s) != 0 or failures:
-            raise self._error(f"writing ownership record {record.request_id} to {self.topic}: "
-                              f"{failures[0] if failures else 'not acknowledged in time'}")
+        try:
+            self._producer.produce(self.topic, key=record.request_id.encode("utf-8"), value=encode(record),
+                                   on_delivery=lambda error, _m: failures.append(error) if error else None)
+        except KafkaException as error:
+            failures.append(error)
+        if self._producer.flush(self.timeout_s) != 0 and not failures:
+            raise ClusterError(f"writing ownership record {record.request_id} to {self.topic}: not acknowledged in time")
+        if failures:
+            raise self._failure(failures[0], f"writing record {record.request_id} to", "Write") from None
         self._latest[record.request_id] = record
 
     def close(self):
@@ -253,12 +281,12 @@ class KafkaOwnershipStore:
         self._producer.flush(self.timeout_s)
 
 
-def ensure_topic(settings, topic, timeout_s):
+def ensure_topic(settings, topic, timeout_s, principal=None):
     """Create the ownership topic (compacted, one partition, RF min(3, brokers)) unless it exists."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from streaming.errors import ClusterError
+    from streaming.acls import refusal
 
     admin = AdminClient(settings)
     metadata = admin.list_topics(timeout=timeout_s)
@@ -271,5 +299,5 @@ def ensure_topic(settings, topic, timeout_s):
         admin.create_topics([new], request_timeout=timeout_s)[topic].result(timeout_s)
     except KafkaException as error:
         if error.args[0].name() != "TOPIC_ALREADY_EXISTS":
-            raise ClusterError(f"creating ownership topic {topic}: {error}") from error
+            raise refusal(error, f"creating ownership topic {topic}", "Create", f"Topic {topic}", principal) from error
     return True

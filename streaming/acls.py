@@ -1,0 +1,184 @@
+"""The Kafka ACLs each command needs under an authorizer, as data: the README's least-privilege tables
+and its kafka-acls.sh example are generated from here (`python -m streaming.acls --markdown`; a test
+checks the README's text equals it), and the secured-cluster tests grant exactly these, then prove every
+grant needed by dropping it.
+
+A `Grant` is one operation on one resource, so "drop one" is well defined. Topics named here are the
+defaults (`--progress-topic`, `--ownership-topic`); `grants(command, progress_topic=..., ...)` renames
+them. Describe on the progress and ownership topics is covered by Describe on Topic `*`, which every
+command needs anyway (Metadata hides the topics a principal may not describe).
+No consumer group appears: the ownership topic is read by assignment without a group (sinks.ownership).
+
+`principal_of` and `refusal` word an authorization refusal so that it names who was refused what on
+which resource (Kafka's answer names only the error).
+"""
+
+import sys
+from dataclasses import dataclass, field
+
+from sinks.ownership import DEFAULT_TOPIC as OWNERSHIP_TOPIC
+from streaming.errors import NotAuthorized, brief, from_kafka_error
+
+# `run --progress-topic` and `verify|cancel --progress-topic` default (a test checks the CLI agrees).
+PROGRESS_TOPIC = "reassignment-progress"
+CLUSTER, TOPIC = "Cluster", "Topic"
+ANY_TOPIC = "*"
+JOB_PRINCIPAL, OPERATOR_PRINCIPAL = "User:reassign-monitor", "User:reassign-operator"
+
+
+@dataclass(frozen=True)
+class Grant:
+    resource: str  # CLUSTER | TOPIC
+    name: str  # "kafka-cluster" for the cluster; a topic name or "*" (literal pattern)
+    operation: str  # as kafka-acls.sh spells it: Describe, DescribeConfigs, Alter, AlterConfigs, Create, Read, Write
+    why: str = field(compare=False)  # the same grant needed by two commands is one grant
+
+    @property
+    def shown(self):
+        return "Cluster" if self.resource == CLUSTER else f"Topic `{self.name}`"
+
+
+def _cluster(operation, why):
+    return Grant(CLUSTER, "kafka-cluster", operation, why)
+
+
+def _topic(name, operation, why):
+    return Grant(TOPIC, name, operation, why)
+
+
+def _poll(progress_topic, ownership_topic):
+    return (
+        _cluster("Describe", "ListPartitionReassignments and DescribeLogDirs (both authorize Describe on the Cluster)"),
+        _cluster("DescribeConfigs", "broker throttle rates (DescribeConfigs of broker resources authorizes on the Cluster)"),
+        _topic(ANY_TOPIC, "Describe", "Metadata and ListOffsets of every topic (a topic the principal may not "
+                                      "describe is invisible: reported as unknown)"),
+        _topic(ANY_TOPIC, "DescribeConfigs", "the topics' leader/follower throttled-replicas configs"),
+    )
+
+
+def _janitor(progress_topic, ownership_topic):
+    return (
+        _topic(ANY_TOPIC, "AlterConfigs", "subtracting `partition:broker` entries from the topics' throttled-replicas lists"),
+        _cluster("AlterConfigs", "removing or restoring broker throttle rates (broker configs authorize on the Cluster)"),
+        _topic(ownership_topic, "Write", "marking ownership records `done` once their throttles are gone"),
+    )
+
+
+def _monitor(progress_topic, ownership_topic):
+    return _poll(progress_topic, ownership_topic) + (
+        _topic(progress_topic, "Create", "creating the progress topic if absent"),
+        _topic(progress_topic, "Write", "progress records (idempotent producer: Write on a topic suffices since Kafka 3.0)"),
+        _topic(ownership_topic, "Create", "creating the ownership topic if absent"),
+        _topic(ownership_topic, "Read", "ownership records: per-request progress, and what the janitor may remove "
+                                        "(read by assignment: no consumer group)"),
+    )
+
+
+def _execute(progress_topic, ownership_topic):
+    return _poll(progress_topic, ownership_topic) + (
+        _cluster("Alter", "AlterPartitionReassignments and AlterReplicaLogDirs"),
+        _cluster("AlterConfigs", "setting broker throttle rates (and restoring them if a later step is refused)"),
+        _topic(ANY_TOPIC, "AlterConfigs", "appending `partition:broker` entries to the moved topics' throttled-replicas "
+                                          "lists (and removing them if a later step is refused)"),
+        _topic(ownership_topic, "Create", "creating the ownership topic if absent"),
+        _topic(ownership_topic, "Read", "ownership records of earlier requests (prior rates, request ids)"),
+        _topic(ownership_topic, "Write", "the ownership record, written before any config is altered"),
+    )
+
+
+def _verify(progress_topic, ownership_topic):
+    return _poll(progress_topic, ownership_topic) + _janitor(progress_topic, ownership_topic)[:2] + (
+        _topic(ownership_topic, "Read", "which throttles this tool owns"),
+        _topic(ownership_topic, "Write", "marking ownership records `done` once their throttles are gone"),
+        _topic(progress_topic, "Write", "`throttle` records of the actions taken, when the progress topic exists "
+                                        "(without it the command says so in a Note and still succeeds)"),
+    )
+
+
+def _cancel(progress_topic, ownership_topic):
+    return _verify(progress_topic, ownership_topic) + (
+        _cluster("Alter", "AlterPartitionReassignments (a cancel is one with no target)"),
+    )
+
+
+# command -> (what it is, its grants as a function of the topic names)
+COMMANDS = {
+    "run --throttle-cleanup off": ("the streaming job, monitoring only", _monitor),
+    "run": ("the streaming job with the throttle janitor (`--throttle-cleanup owned`, the default, or `all`)",
+            lambda p, o: _monitor(p, o) + _janitor(p, o)),
+    "progress": ("one-shot or live progress report", _poll),
+    "execute": ("start a throttled reassignment", _execute),
+    "verify": ("completion check and throttle removal", _verify),
+    "cancel": ("cancel reassignments and remove their throttles", _cancel),
+}
+JOB_COMMANDS = ("run --throttle-cleanup off", "run")
+OPERATOR_COMMANDS = ("progress", "execute", "verify", "cancel")
+
+
+def grants(command, progress_topic=PROGRESS_TOPIC, ownership_topic=OWNERSHIP_TOPIC):
+    """The grants `command` (a key of COMMANDS) needs, each once, in definition order."""
+    return tuple(dict.fromkeys(COMMANDS[command][1](progress_topic, ownership_topic)))
+
+
+def union(commands, **topics):
+    return tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
+
+
+def principal_of(command_config):
+    """`User:NAME` of the command config's SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
+    from streaming.client_config import read_properties
+
+    name = read_properties(command_config).get("sasl.username") if command_config else None
+    return f"User:{name}" if name else None
+
+
+def refusal(error, doing, operation, resource, principal):
+    """Our exception for a library error raised while `doing` something that needs `operation` on
+    `resource`; an authorization refusal names the principal, the operation and the resource."""
+    failure = from_kafka_error(error, doing)
+    if isinstance(failure, NotAuthorized):
+        who = principal or "this client's principal"
+        return NotAuthorized(f"{doing}: not authorized: {who} lacks {operation} on {resource} ({brief(error)})")
+    return failure
+
+
+# -- the README text --
+
+MARKDOWN_BEGIN = "<!-- acls:begin (generated by `python -m streaming.acls --markdown`; do not edit) -->"
+MARKDOWN_END = "<!-- acls:end -->"
+
+
+def _table(rows):
+    lines = ["| resource | operation | for |", "|---|---|---|"]
+    lines += [f"| {g.shown} | {g.operation} | {g.why} |" for g in rows]
+    return lines
+
+
+def _kafka_acls(principal_var, rows):
+    by_resource = {}
+    for g in rows:
+        by_resource.setdefault((g.resource, g.name), []).append(g.operation)
+    lines = []
+    for (resource, name), operations in by_resource.items():
+        target = "--cluster" if resource == CLUSTER else f"--topic '{name}'"
+        ops = " ".join(f"--operation {op}" for op in operations)
+        lines.append(f"kafka-acls.sh --bootstrap-server B --command-config admin.properties --add "
+                     f"--allow-principal ${principal_var} {ops} {target}")
+    return lines
+
+
+def markdown():
+    """The README's ACL part, between MARKDOWN_BEGIN and MARKDOWN_END."""
+    out = [MARKDOWN_BEGIN, ""]
+    for command, (what, _) in COMMANDS.items():
+        out += [f"`{command}`: {what}.", ""] + _table(grants(command)) + [""]
+    out += ["The job's principal holds the grants of `run`, the operators' those of `progress`, `execute`,",
+            "`verify` and `cancel`:", "", "```", f"J={JOB_PRINCIPAL}", f"O={OPERATOR_PRINCIPAL}"]
+    out += _kafka_acls("J", union(JOB_COMMANDS)) + _kafka_acls("O", union(OPERATOR_COMMANDS)) + ["```", "", MARKDOWN_END]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--markdown"]:
+        sys.exit("usage: python -m streaming.acls --markdown")
+    print(markdown())
