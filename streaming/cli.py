@@ -3,7 +3,11 @@
 so `progress` starts without importing Spark.
 
 Exit codes (DESIGN.md): 0 success/complete, 1 still in progress (verify), 2 bad input or usage,
-3 cluster unreachable or request refused. Errors are one line on stderr; --debug shows the traceback.
+3 cluster unreachable or request refused, 4 a bug (one line ending "run with --debug").
+Every error is exactly one line on stderr, control characters escaped (streaming.echo), so echoed input
+cannot forge a second line; --debug adds the traceback. Flags every command shares are checked while
+parsing (streaming.flags) and the --command-config file is read before the command runs: bad input
+never reaches the cluster.
 """
 
 import argparse
@@ -11,7 +15,9 @@ import importlib
 import sys
 import traceback
 
-from streaming.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, MonitorError
+from streaming import client_config, flags
+from streaming.echo import one_line
+from streaming.errors import EXIT_BAD_INPUT, EXIT_BUG, BadInput, MonitorError
 
 COMMANDS = {
     "progress": "One-shot progress report of ongoing reassignments (live with --watch).",
@@ -22,6 +28,10 @@ COMMANDS = {
     "dashboards": "Write the Grafana dashboard JSON.",
 }
 NO_CLUSTER = {"dashboards"}
+# Flags naming a topic that some commands add (reassign_common, run): checked against Kafka's rules here,
+# once, whichever command added them.
+TOPIC_FLAGS = ("progress_topic", "ownership_topic")
+BUG_DETAIL_LIMIT = 300
 
 
 def _module(name):
@@ -30,7 +40,7 @@ def _module(name):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own usage errors: one line, exit 2
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"{one_line(f'{self.prog}: error: {message}')}\n")
 
 
 def build_parser(load=_module):
@@ -39,34 +49,56 @@ def build_parser(load=_module):
     for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name not in NO_CLUSTER:
-            sub.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+            sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]")
             sub.add_argument("--command-config", metavar="FILE",
                              help="client properties: security.protocol, sasl.*, ssl.* locations")
-            sub.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                             help="bound on reaching the cluster (default 10)")
+            sub.add_argument("--timeout", type=flags.timeout, default=10.0, metavar="SECONDS",
+                             help="bound on reaching the cluster (default 10; 500ms, 30s, 2m also work)")
         sub.add_argument("--output", choices=("table", "json"), default="table")
         sub.add_argument("--debug", action="store_true", help="show tracebacks")
         load(name).add_arguments(sub)
     return parser
 
 
+def check_shared(args):
+    """What the parser cannot check alone: the --command-config file and topic-naming flags."""
+    if getattr(args, "command_config", None) is not None:
+        client_config.read_properties(args.command_config)
+    for dest in TOPIC_FLAGS:
+        value = getattr(args, dest, None)
+        if value is not None:
+            try:
+                flags.topic_name(value)
+            except argparse.ArgumentTypeError as error:
+                raise BadInput(f"--{dest.replace('_', '-')}: {error}") from None
+
+
+def _bug_line(error):
+    """An unexpected exception in one line: its type and the first line of its text, bounded (a Java
+    exception's text carries the whole stack)."""
+    text = str(error).strip().splitlines()
+    detail = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    if len(detail) > BUG_DETAIL_LIMIT:
+        detail = detail[:BUG_DETAIL_LIMIT] + "..."
+    return f"internal error ({detail}); run with --debug"
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
+        check_shared(args)
         return _module(args.command).run(args)
-    except MonitorError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"reassign-monitor {args.command}: error: {error}", file=sys.stderr)
-        return error.exit_code
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # the promise is one line, never a traceback, whatever broke
+    except Exception as error:  # MonitorErrors are ours; anything else is a bug, still reported in one line
         if args.debug:
-            traceback.print_exc()
-        print(f"reassign-monitor {args.command}: error: {type(error).__name__}: {error}", file=sys.stderr)
-        return EXIT_CLUSTER
-
+            traceback.print_exception(error)
+        if isinstance(error, MonitorError):
+            message, code = str(error), error.exit_code
+        else:
+            message, code = _bug_line(error), EXIT_BUG
+    print(one_line(f"reassign-monitor {args.command}: error: {message}"), file=sys.stderr)
+    return code
 
 if __name__ == "__main__":
     sys.exit(main())

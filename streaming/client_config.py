@@ -2,6 +2,10 @@
 into the settings of each client library we use. Only the keys below are understood; any other key
 is bad input, so a typo cannot silently drop security settings."""
 
+import os
+import stat
+
+from streaming.echo import shown
 from streaming.errors import BadInput
 
 # Java/librdkafka property -> kafka-python keyword.
@@ -18,26 +22,68 @@ KAFKA_PYTHON_KEYS = {
 }
 
 
-def read_properties(path):
-    """key=value lines; '#' and '!' start comments. Missing or unreadable file: BadInput."""
+# Values that are names, not secrets: checked here so a typo is bad input, not a refused connection.
+ALLOWED_VALUES = {
+    "security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+}
+FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+# A client config is a handful of lines; a cap keeps a wrong path (a log, /dev/zero) out of memory.
+MAX_FILE_BYTES = 1024 * 1024
+
+
+def _text(path):
+    with open(path, "rb") as handle:
+        if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+            raise IsADirectoryError(21, "Is a directory")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(f"larger than {MAX_FILE_BYTES} bytes")
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except OSError as error:
-        raise BadInput(f"--command-config {path}: {error.strerror}") from error
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:  # never quote the bytes: they may be part of a password
+        raise BadInput(f"not UTF-8 text (byte {error.start})") from error
+
+
+def _parse(lines):
+    """key=value lines; '#' and '!' start comments. Messages name keys and line numbers, never values:
+    a value may be a password."""
     properties = {}
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
         if not stripped or stripped[0] in "#!":
             continue
         key, sep, value = stripped.partition("=")
-        if not sep:
-            raise BadInput(f"--command-config {path}:{number}: expected key=value")
-        properties[key.strip()] = value.strip()
-    unknown = sorted(set(properties) - set(KAFKA_PYTHON_KEYS))
-    if unknown:
-        raise BadInput(f"--command-config {path}: unsupported keys {', '.join(unknown)}")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise BadInput(f"line {number}: expected key=value")
+        if key not in KAFKA_PYTHON_KEYS:
+            raise BadInput(f"line {number}: unsupported key {shown(key)!r} (supported: {', '.join(KAFKA_PYTHON_KEYS)})")
+        if key in properties:
+            raise BadInput(f"line {number}: {key} is set twice")
+        if key in ALLOWED_VALUES and value not in ALLOWED_VALUES[key]:
+            raise BadInput(f"line {number}: {key} must be one of {', '.join(ALLOWED_VALUES[key])}")
+        if key in FILE_KEYS and not os.path.isfile(value):
+            raise BadInput(f"line {number}: {key} does not name a readable file")
+        properties[key] = value
+    if properties.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in properties:
+        raise BadInput("security.protocol SASL_* needs sasl.mechanism")
+    if "sasl.mechanism" in properties and not {"sasl.username", "sasl.password"} <= set(properties):
+        raise BadInput("sasl.mechanism needs sasl.username and sasl.password")
     return properties
+
+
+def read_properties(path):
+    """The properties of `path`. Anything wrong with the file or a line: BadInput."""
+    flag = f"--command-config {shown(path, 200)}"
+    try:
+        return _parse(_text(path).splitlines())
+    except OSError as error:
+        raise BadInput(f"{flag}: {error.strerror or error}") from error
+    except ValueError as error:  # a path with a NUL byte
+        raise BadInput(f"{flag}: not a usable path ({error})") from error
+    except BadInput as error:
+        raise BadInput(f"{flag}: {error}") from error
 
 
 def kafka_python_settings(path):

@@ -69,7 +69,7 @@ BAD_ARGUMENTS = [
     ("watch-negative", ["--bootstrap-server", SOMEWHERE, "--watch", "-2"], "must be positive"),
     ("watch-text", ["--bootstrap-server", SOMEWHERE, "--watch", "soon"], "not a number of seconds"),
     ("output-xml", ["--bootstrap-server", SOMEWHERE, "--output", "xml"], "invalid choice"),
-    ("timeout-text", ["--bootstrap-server", SOMEWHERE, "--timeout", "x"], "invalid float value"),
+    ("timeout-text", ["--bootstrap-server", SOMEWHERE, "--timeout", "x"], "not a number of seconds"),
     ("unknown-flag", ["--bootstrap-server", SOMEWHERE, "--verify"], "unrecognized arguments"),
 ]
 

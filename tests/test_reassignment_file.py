@@ -47,6 +47,7 @@ MALFORMED = [
     ("log-dirs-too-short", doc(entry(log_dirs=["any"])), "'log_dirs' must list one directory"),
     ("log-dirs-empty-string", doc(entry(log_dirs=["any", ""])), "'log_dirs' must list one directory"),
     ("log-dirs-not-list", doc(entry(log_dirs="any")), "'log_dirs' must list one directory"),
+    ("no-partitions", doc(), "'partitions' lists no partition"),
     ("duplicate-partition", doc(entry(), entry(replicas=[3])), "t-0 appears more than once"),
     ("second-entry-bad", doc(entry(), entry(partition=1, replicas=[-1])), "t-1: 'replicas'"),
 ]
@@ -66,13 +67,16 @@ VALID = [
     # id, text, require_replicas, moves
     ("one", doc(entry()), True, (PartitionMove("t", 0, (1, 2)),)),
     ("log-dirs", doc(entry(log_dirs=["any", "/d"])), True, (PartitionMove("t", 0, (1, 2), ("any", "/d")),)),
-    ("no-partitions", doc(), True, ()),
     ("extra-keys-ignored", json.dumps({"version": 1, "partitions": [entry(x=1)], "comment": "x"}), True,
      (PartitionMove("t", 0, (1, 2)),)),
     ("same-partition-two-topics", doc(entry(), entry(topic="u")), True,
      (PartitionMove("t", 0, (1, 2)), PartitionMove("u", 0, (1, 2)))),
     ("cancel-needs-no-replicas", doc({"topic": "t", "partition": 3}), False, (PartitionMove("t", 3, ()),)),
 ]
+
+
+def test_an_empty_list_where_the_caller_allows_it():  # progress: a file listing nothing reports nothing
+    assert parse(doc(), allow_empty=True) == ()
 
 
 @pytest.mark.parametrize("text, require_replicas, moves", [pytest.param(t, r, m, id=i) for i, t, r, m in VALID])

@@ -7,36 +7,27 @@ Exit codes: 0 when nothing reported is still moving, 1 while something is (like 
 input, 3 cluster unreachable or a request refused. A file that lists no partition reports nothing: 0.
 """
 
-import argparse
 import time
 from contextlib import nullcontext
 
-from streaming import history, reassignment_file
+from streaming import durations, history, reassignment_file
 from streaming.admin import KafkaClusterAdmin
 from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
 from streaming.kip179 import listed_replicas, ongoing_replicas
 from streaming.poller import REQUIRED_APIS, poll
 from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, to_text, with_history
 
+# A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
+WATCH_BOUNDS_S = (0.1, durations.DAY_S)
 # Lines of the live view that are not replica rows: title, table rules and header, summary, warnings.
 LIVE_CHROME_LINES = 9
-
-
-def _positive_seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
 
 
 def add_arguments(parser):
     parser.add_argument("--reassignment-json-file", metavar="FILE",
                         help="report every replica this file lists, with KIP-179 statuses "
                              "(default: every ongoing reassignment)")
-    parser.add_argument("--watch", type=_positive_seconds, metavar="SECONDS",
+    parser.add_argument("--watch", type=durations.flag(*WATCH_BOUNDS_S), metavar="SECONDS",
                         help="redraw every SECONDS until nothing moves (with --output json: one document per line)")
 
 
@@ -90,7 +81,7 @@ def _watch(admin, moves, source, output, interval_s):
 def run(args):
     moves = None
     if args.reassignment_json_file:
-        moves = reassignment_file.load(args.reassignment_json_file)
+        moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
     source = ONGOING if moves is None else FROM_FILE
     admin = KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
     try:

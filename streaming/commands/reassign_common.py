@@ -6,7 +6,9 @@ Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark
 import json
 import sys
 
+from streaming.echo import shown
 from streaming.errors import BadInput, ClusterError
+from streaming.kafka_limits import LONG_MAX
 
 DECISION_APIS = ("ListPartitionReassignments", "Metadata", "DescribeConfigs")
 
@@ -122,6 +124,8 @@ def publish_actions(args, outputs):
 
 
 def positive_rate(name, value):
-    if value is not None and value <= 0:
-        raise BadInput(f"{name} must be a positive number of bytes per second, not {value}")
+    """A throttle rate in bytes/s: positive, and a Java long, which is what the broker stores it as (a
+    larger one would be refused only after the topic throttles were appended)."""
+    if value is not None and not 0 < value <= LONG_MAX:
+        raise BadInput(f"{name} must be a number of bytes per second from 1 to {LONG_MAX}, not {shown(value, 30)}")
     return value

@@ -1,7 +1,36 @@
-"""`reassign-monitor run`: the streaming job (see streaming.job). Spark is imported only here."""
+"""`reassign-monitor run`: the streaming job (see streaming.job). Spark is imported only here.
 
-from streaming.durations import seconds
+Everything the operator gave is checked before Spark starts or any topic is created (`preflight`): the
+flags, that the metrics port can be bound, that a local checkpoint location is (or can become) a
+writable directory, and that the cluster answers. A failure is one line and exit 2 (or 3 for the
+cluster), not a Java stack trace after a minute of Spark start-up.
+"""
+
+import os
+import re
+import socket
+import tempfile
+
+from streaming import durations
+from streaming.echo import shown
 from streaming.errors import BadInput
+from streaming.kafka_limits import PORT_MAX
+
+# Spark master URLs this job can run on ('' under spark-submit, which sets the master itself).
+MASTER_PATTERN = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)(,[1-9][0-9]{0,3})?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
+                            r"|yarn|(spark|k8s)://\S+")
+# A Hadoop-style URI (hdfs://, s3a://, abfss://, ...): Spark reaches it, we cannot check it from here.
+REMOTE_LOCATION = re.compile(r"(?!file:)[A-Za-z][A-Za-z0-9+.-]*://.+")
+TRIGGER_BOUNDS_S = (0.1, durations.DAY_S)
+STALL_AFTER_BOUNDS_S = (1.0, 7 * durations.DAY_S)
+RATE_WINDOW_BOUNDS_S = (1.0, durations.DAY_S)
+
+
+def master(text):
+    if text and not MASTER_PATTERN.fullmatch(text):
+        raise BadInput(f"--master {shown(text)!r}: not a Spark master (local[*], local[N], spark://HOST:PORT, "
+                       "k8s://URL, yarn)")
+    return text
 
 
 def add_arguments(parser):
@@ -14,9 +43,12 @@ def add_arguments(parser):
     parser.add_argument("--metrics-address", default="0.0.0.0", help="address /metrics listens on")
     parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default="replica",
                         help="label detail of the per-replica metrics (bounds cardinality)")
-    parser.add_argument("--trigger-interval", default="10s", help="poll interval (default 10s)")
-    parser.add_argument("--stall-after", default="10m", help="no growth for this long is STALLED (default 10m)")
-    parser.add_argument("--rate-window", default="60s", help="smoothing window of rates (default 60s)")
+    parser.add_argument("--trigger-interval", type=durations.flag(*TRIGGER_BOUNDS_S), default="10s",
+                        help="poll interval (default 10s)")
+    parser.add_argument("--stall-after", type=durations.flag(*STALL_AFTER_BOUNDS_S), default="10m",
+                        help="no growth for this long is STALLED (default 10m)")
+    parser.add_argument("--rate-window", type=durations.flag(*RATE_WINDOW_BOUNDS_S), default="60s",
+                        help="smoothing window of rates (default 60s)")
     parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default="owned")
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines on stdout")
@@ -25,19 +57,99 @@ def add_arguments(parser):
 def config_from(args):
     from streaming.job import JobConfig
 
-    if not 0 < args.metrics_port < 65536:
-        raise BadInput(f"--metrics-port {args.metrics_port}: not a port")
+    if not 0 < args.metrics_port <= PORT_MAX:
+        raise BadInput(f"--metrics-port {shown(args.metrics_port, 20)}: not a port (1-{PORT_MAX})")
     return JobConfig(
         bootstrap=args.bootstrap_server, command_config=args.command_config, timeout_s=args.timeout,
-        master=args.master or None, checkpoint_location=args.checkpoint_location,
+        master=master(args.master) or None, checkpoint_location=args.checkpoint_location,
         progress_topic=args.progress_topic, metrics_port=args.metrics_port, metrics_address=args.metrics_address,
-        metrics_detail=args.metrics_detail, trigger_interval_s=seconds(args.trigger_interval),
-        stall_after_s=seconds(args.stall_after), rate_window_s=seconds(args.rate_window),
+        metrics_detail=args.metrics_detail, trigger_interval_s=args.trigger_interval,
+        stall_after_s=args.stall_after, rate_window_s=args.rate_window,
         throttle_cleanup=args.throttle_cleanup, dry_run=args.dry_run, quiet=args.quiet)
+
+
+def check_metrics_port(address, port):
+    """Bind (and release) what the metrics server will bind, as it binds it (SO_REUSEADDR, like
+    prometheus_client's server): a port in use is reported before anything starts."""
+    where = f"--metrics-address {shown(address)} --metrics-port {port}"
+    try:
+        family, kind, _, _, sockaddr = socket.getaddrinfo(address or None, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError, ValueError) as error:
+        raise BadInput(f"{where}: not an address of this machine ({error})") from error
+    with socket.socket(family, kind) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(sockaddr)
+        except OSError as error:
+            raise BadInput(f"{where}: cannot listen there ({error.strerror or error})") from error
+
+
+def _probe_writable(directory, flag):
+    """Create and remove a directory inside `directory`: the only check that holds for root, read-only
+    mounts and full disks alike."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".reassign-monitor-probe-", dir=directory))
+    except OSError as error:
+        raise BadInput(f"{flag}: cannot write in {shown(directory, 200)} ({error.strerror or error})") from error
+
+
+def check_checkpoint(location):
+    """A local checkpoint location must be a writable directory or creatable as one; a remote one
+    (hdfs://, s3a://, ...) is Spark's to reach."""
+    flag = f"--checkpoint-location {shown(location, 200)}"
+    if REMOTE_LOCATION.fullmatch(location):
+        return
+    path = re.sub(r"^file:(//)?", "", location)
+    if not path:
+        raise BadInput(f"{flag}: empty path")
+    try:
+        path = os.path.abspath(path)
+        existing = path
+        while not _exists(existing, flag):  # the nearest ancestor that exists is where it will be created
+            existing = os.path.dirname(existing)
+    except ValueError as error:  # a NUL byte
+        raise BadInput(f"{flag}: not a usable path ({error})") from error
+    if not os.path.isdir(existing):
+        what = "it exists and" if existing == path else shown(existing, 200)
+        raise BadInput(f"{flag}: {what} is not a directory")
+    _probe_writable(existing, flag)
+
+
+def _exists(path, flag):
+    try:
+        os.lstat(path)  # a dangling link exists (and is no directory): Spark could not create it
+    except FileNotFoundError:
+        return False
+    except OSError as error:  # a name too long, a loop of links, a file used as a directory
+        raise BadInput(f"{flag}: {error.strerror or error}") from error
+    return True
+
+
+def check_cluster(config):
+    """One DescribeCluster: an unreachable or refusing cluster is one line (exit 3) before Spark starts."""
+    from streaming.admin import KafkaClusterAdmin
+    from streaming.errors import from_kafka_error
+
+    admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+    try:
+        admin.describe_cluster()
+    except Exception as error:
+        raise from_kafka_error(error, f"describing cluster {config.bootstrap}") from error
+    finally:
+        admin.close()
+
+
+def preflight(config):
+    check_checkpoint(config.checkpoint_location)
+    check_metrics_port(config.metrics_address, config.metrics_port)
+    check_cluster(config)
 
 
 def run(args):
     from sinks.janitor import janitor_factory
     from streaming.job import run as run_job
 
-    return run_job(config_from(args), janitor_factory)
+    config = config_from(args)
+    preflight(config)
+    return run_job(config, janitor_factory)

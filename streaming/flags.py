@@ -1,0 +1,41 @@
+"""argparse types of the flags several commands share: a bad value is a one-line usage error (exit 2)
+raised while parsing, before any command code runs."""
+
+import argparse
+import re
+
+from streaming import durations
+from streaming.echo import shown
+from streaming.kafka_limits import PORT_MAX, topic_name_problem
+
+# HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. Both client libraries
+# default a missing port to 9092, so a bare host is accepted too.
+_SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
+MAX_HOST_LENGTH = 253  # a DNS name's limit
+MAX_BOOTSTRAP_SERVERS = 100
+TIMEOUT_BOUNDS_S = (0.01, 3600.0)  # below 10 ms no request completes; above an hour is a typo
+
+timeout = durations.flag(*TIMEOUT_BOUNDS_S)
+
+
+def bootstrap_servers(text):
+    """HOST:PORT[,HOST:PORT...], each port 1-65535."""
+    servers = text.split(",")
+    if len(servers) > MAX_BOOTSTRAP_SERVERS:
+        raise argparse.ArgumentTypeError(f"more than {MAX_BOOTSTRAP_SERVERS} servers")
+    for server in servers:
+        match = _SERVER.fullmatch(server)
+        if not match:
+            raise argparse.ArgumentTypeError(f"{shown(server)!r} is not HOST:PORT")
+        if len(match.group(1)) > MAX_HOST_LENGTH:
+            raise argparse.ArgumentTypeError(f"host {shown(match.group(1))!r} is longer than {MAX_HOST_LENGTH} characters")
+        if match.group(2) is not None and not 1 <= int(match.group(2)) <= PORT_MAX:
+            raise argparse.ArgumentTypeError(f"port {match.group(2)} in {shown(server)!r} is not 1-{PORT_MAX}")
+    return text
+
+
+def topic_name(text):
+    problem = topic_name_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"topic name {shown(text)!r} {problem}")
+    return text

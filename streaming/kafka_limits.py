@@ -1,0 +1,30 @@
+"""Kafka's own limits on what an operator may name or ask for, as the brokers enforce them.
+
+Checked locally (streaming.reassignment_file, streaming.cli, the commands) so that a value Kafka would
+refuse - or one our client would fail to encode - is bad input (exit 2) before any request is sent.
+"""
+
+import re
+
+INT32_MAX = 2**31 - 1  # partition ids and broker ids are int32 on the wire
+LONG_MAX = 2**63 - 1  # throttle rates are Java longs (ConfigDef.Type.LONG)
+PORT_MAX = 65535
+
+# org.apache.kafka.common.internals.Topic: legal characters, at most 249 of them, not "." or "..".
+TOPIC_NAME_MAX_LENGTH = 249
+TOPIC_NAME_PATTERN = re.compile(r"[a-zA-Z0-9._-]+")
+TOPIC_NAME_RESERVED = frozenset({".", ".."})
+
+
+def topic_name_problem(name):
+    """Why `name` is not a legal Kafka topic name, or None when it is."""
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if len(name) > TOPIC_NAME_MAX_LENGTH:
+        return f"is {len(name)} characters long (Kafka allows at most {TOPIC_NAME_MAX_LENGTH})"
+    if name in TOPIC_NAME_RESERVED:
+        return "cannot be '.' or '..'"
+    if not TOPIC_NAME_PATTERN.fullmatch(name):
+        return "may contain only ASCII letters, digits, '.', '_' and '-'"
+    return None
+
