@@ -3,7 +3,7 @@
 For the streaming job (driver side, inside foreachBatch; nothing here is pickled to executors):
 
     janitor = janitor_factory(config)          # config: JobConfig (bootstrap, command_config, timeout_s,
-                                               #   throttle_cleanup, dry_run; optional ownership_topic)
+                                               #   throttle_cleanup, dry_run, ownership_topic)
     for action, key, value in janitor.on_batch(snapshot, batch_id):
         keyed_records.append((key, value))     # a `throttle` record for the progress topic
         throttle_actions.labels(scope=action.scope, action=action.action).inc()
@@ -12,7 +12,8 @@ For the streaming job (driver side, inside foreachBatch; nothing here is pickled
 (action: ThrottleAction, key: str, value: dict) with the key and value made by `throttle_record`. It
 never raises for a cluster problem (the query must keep running): a failed read is logged and retried
 next batch, a failed write is returned as a `failed` action. `snapshot` needs the tables brokers,
-reassignments, topic_throttles and broker_throttles (log_dirs optional) and `errors`.
+reassignments, topic_throttles and broker_throttles, and for claimed alter-log-dirs rates the poll's future
+logs (log_dirs) and log_dirs_answered; and `errors`.
 
 What one batch does:
 1. Refresh the ownership records from Kafka (they were read fully at construction, so a job restarted
@@ -40,14 +41,13 @@ cluster-default broker resource "", so a cluster-wide default rate is never set,
 import sys
 import time
 from collections import deque
-from dataclasses import replace
 from typing import NamedTuple
 
 from sinks import throttle_plan as tp
-from sinks.ownership import DEFAULT_TOPIC, DONE, new_request_id
+from sinks.ownership import DONE, new_request_id
 from sinks.throttle_observe import observe
 from sinks.records import THROTTLE_KIND, record, throttle_key
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.config_keys import throttle_config_key
 from streaming.snapshot import Snapshot, table
 
 
@@ -57,13 +57,9 @@ class JanitorOutput(NamedTuple):
     value: dict
 
 
-def config_key(scope, kind):
-    return (TOPIC_THROTTLE_KEYS if scope == tp.TOPIC else BROKER_THROTTLE_KEYS)[kind]
-
-
 def describe(action):
     """One line saying what the action did (or would do, or failed to do)."""
-    key = config_key(action.scope, action.kind)
+    key = throttle_config_key(action.scope, action.kind)
     where = f"topic {action.name}" if action.scope == tp.TOPIC else f"broker {action.name}"
     what = {tp.SUBTRACT: f"removed {','.join(action.entries)} from {key}",
             tp.DELETE: f"deleted {key}={action.value}",
@@ -85,31 +81,6 @@ def throttle_record(action, ts_ms, batch_id, cluster_id):
                   "entries": list(action.entries) or None, "value": action.value,
                   "restored_value": action.restored_value, "reason": action.reason})
     return throttle_key(action.scope, action.name), value
-
-
-# ---- the cluster edge ----
-
-def alter_throttles(raw_admin, changes):
-    """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python sends
-    one request per broker for broker resources, one for topics). Returns, per change, None or Kafka's
-    refusal. `op`: subtract | append | delete | set. raise_on_unknown=False: kafka-python otherwise rejects
-    throttle keys. Changes of one resource travel together, so a refusal applies to all of them."""
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
-
-    ops = {tp.SUBTRACT: AlterConfigOp.SUBTRACT, "append": AlterConfigOp.APPEND, tp.DELETE: AlterConfigOp.DELETE,
-           tp.SET: AlterConfigOp.SET}
-    resources = {}
-    for scope, name, kind, op, value in changes:
-        configs = resources.setdefault((scope, str(name)), {})
-        configs[config_key(scope, kind)] = (ops[op], None if op == tp.DELETE else str(value))
-    if not resources:
-        return []
-    outcome = raw_admin.alter_configs(
-        [ConfigResource(ConfigResourceType.TOPIC if scope == tp.TOPIC else ConfigResourceType.BROKER, name, configs=configs)
-         for (scope, name), configs in resources.items()], raise_on_unknown=False)
-    answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
-    return [None if answers[(scope, str(name))] == "OK" else str(answers[(scope, str(name))])
-            for scope, name, _, _, _ in changes]
 
 
 def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
@@ -139,12 +110,11 @@ def _failed(action, why):
 
 
 class Janitor:
-    """See the module docstring. `admin`: streaming.admin.ClusterAdmin whose `.raw` is a kafka-python admin
-    (or pass `alter`, a function like `alter_throttles` without its first argument); `store`: OwnershipStore."""
+    """See the module docstring. `admin`: streaming.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
+    through `alter_throttles`); `store`: OwnershipStore."""
 
-    def __init__(self, admin, store, policy=tp.Policy(), alter=None, readback_timeout_s=15.0, log=None):
+    def __init__(self, admin, store, policy=tp.Policy(), readback_timeout_s=15.0, log=None):
         self.admin, self.store, self.policy = admin, store, policy
-        self.alter = alter or (lambda changes: alter_throttles(admin.raw, changes))
         self.readback_timeout_s = readback_timeout_s
         self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
         self._reported = set()  # dry-run actions already reported while they stay due
@@ -158,7 +128,7 @@ class Janitor:
             self.store.refresh()
             self._observe(snapshot, self.store.records())
             records = self.store.records() + self._observed
-            due = tp.plan(self._with_log_dirs(snapshot), records, self.policy)
+            due = tp.plan(snapshot, records, self.policy)
             if not self.policy.acts:
                 self._observed = [r for r in self._observed if not tp.settled(snapshot, r, records, self.policy)]
                 return self._outputs(self._new_reports(due), snapshot, batch_id)
@@ -177,6 +147,13 @@ class Janitor:
             fresh = self._read(records, hint=None)
             return self._outputs(tp.plan(fresh, records, self.policy), fresh, batch_id)
         return self._act(records, None, batch_id, hint=None)
+
+    def close(self):
+        for closable in (self.store, self.admin):
+            try:
+                closable.close()
+            except Exception as error:  # closing must not hide why the job stops
+                self.log(f"closing: {type(error).__name__}: {error}")
 
     # -- steps --
 
@@ -208,20 +185,6 @@ class Janitor:
         self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
 
-    def _with_log_dirs(self, snapshot):
-        """The alter-log-dirs rate rule needs future logs; the job's cluster tables do not carry them."""
-        view = tp.view_of(snapshot)
-        wanted = {b for (b, kind) in view.broker_rates if kind == tp.ALTER_LOG_DIRS} - view.log_dirs_known
-        if not wanted or not view.complete:
-            return snapshot
-        rows, answered = [], set()
-        for broker in sorted(wanted & view.alive):
-            rows += [r for r in self.admin.describe_log_dirs(broker) if r["is_future"]]
-            answered.add(broker)
-        answered = [{"broker": b} for b in sorted(answered | view.log_dirs_known)]
-        return replace(snapshot, tables={**snapshot.tables, "log_dirs_answered": table("log_dirs_answered", answered),
-                                         "log_dirs": table("log_dirs", rows)})
-
     def _read(self, records, hint):
         topics = {c.topic for r in records if r.state != DONE for c in r.entries}
         if self.policy.cleanup == tp.ALL:
@@ -244,7 +207,7 @@ class Janitor:
         changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == tp.SUBTRACT else a.restored_value)
                    for a in actions]
         try:
-            refusals = self.alter(changes)
+            refusals = self.admin.alter_throttles(changes)
         except Exception as error:
             refusals = [f"{type(error).__name__}: {error}"] * len(actions)
         for action, refusal in zip(actions, refusals):
@@ -297,6 +260,6 @@ def janitor_factory(config):
     from streaming.admin import KafkaClusterAdmin
 
     admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
-    store = KafkaOwnershipStore(config.bootstrap, config.command_config,
-                                getattr(config, "ownership_topic", None) or DEFAULT_TOPIC, config.timeout_s, create=True)
+    store = KafkaOwnershipStore(config.bootstrap, config.command_config, config.ownership_topic, config.timeout_s,
+                                create=True)
     return Janitor(admin, store, tp.Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

@@ -5,31 +5,20 @@ flushed before foreachBatch returns, so Spark commits a batch only after its rec
 replayed batch rewrites its records with the same batch id (the later ones supersede).
 """
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
 from streaming import client_config
-from streaming.errors import ClusterError
+from streaming.errors import from_kafka_error
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 PARTITIONS = 3
+CONFIG = {"cleanup.policy": "compact,delete", "retention.ms": str(RETENTION_MS)}
 
 
-def ensure_topic(bootstrap, command_config, name, timeout_s=10.0):
-    """Create the progress topic (compacted plus time retention, RF min(3, brokers)) unless it exists."""
-    admin = AdminClient(client_config.confluent_settings(command_config, bootstrap))
-    metadata = admin.list_topics(timeout=timeout_s)
-    if name in metadata.topics:
-        return False
-    replication = min(3, len(metadata.brokers))
-    topic = NewTopic(name, num_partitions=PARTITIONS, replication_factor=replication,
-                     config={"cleanup.policy": "compact,delete", "retention.ms": str(RETENTION_MS)})
-    try:
-        admin.create_topics([topic], request_timeout=timeout_s)[name].result(timeout_s)
-    except KafkaException as error:
-        if error.args[0].name() != "TOPIC_ALREADY_EXISTS":  # another job instance won the race
-            raise ClusterError(f"creating progress topic {name}: {error}") from error
-    return True
+def ensure_progress_topic(admin, name):
+    """Create the progress topic (compacted plus time retention, RF min(3, brokers)) unless it exists,
+    through the admin door (streaming.admin), which retries and waits for its leaders."""
+    return admin.ensure_topic(name, PARTITIONS, CONFIG)
 
 
 class ProgressTopicWriter:
@@ -55,8 +44,10 @@ class ProgressTopicWriter:
                 except BufferError:  # local queue full: let deliveries drain, then retry this record
                     self._producer.poll(0.1)
             self._producer.poll(0)
-        if self._producer.flush(timeout_s) != 0 or failures:
-            raise ClusterError(f"writing to {self.topic}: {failures[0] if failures else 'flush timed out'}")
+        if self._producer.flush(timeout_s) != 0:
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {self.topic}")
+        if failures:
+            raise from_kafka_error(failures[0], f"writing to {self.topic}")
 
     def close(self):
         self._producer.flush(10)

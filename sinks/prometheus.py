@@ -117,9 +117,10 @@ class SnapshotCollector:
 
 
 class MonitorMetrics:
-    """The registry the job serves: the snapshot gauges plus counters and histograms."""
+    """The registry the job serves: the snapshot gauges plus counters and histograms. `apis`: the calls a
+    poll makes, whose error counters start at 0 (increase() then sees the first error)."""
 
-    def __init__(self, detail="replica"):
+    def __init__(self, detail="replica", apis=()):
         self.registry = CollectorRegistry()
         self.snapshot = SnapshotCollector(detail)
         self.registry.register(self.snapshot)
@@ -136,6 +137,8 @@ class MonitorMetrics:
             for action in m.THROTTLE_ACTION_NAMES:
                 self.throttle_actions.labels(scope=scope, action=action)
         self.poll_errors = counter(m.POLL_ERRORS)
+        for api in apis:
+            self.poll_errors.labels(api=api)
         self.poll_duration = histogram(m.POLL_DURATION)
         self.batch_duration = histogram(m.BATCH_DURATION)
         self._server = None

@@ -30,12 +30,10 @@ from dataclasses import dataclass, field, replace
 from sinks import throttle_entries as te
 from sinks.metric_names import THROTTLE_ACTION_NAMES
 from sinks.ownership import ABORTED, DONE, PENDING
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELETE, SET, SUBTRACT, TOPIC, TOPIC_THROTTLE_KEYS
 
 REMOVED, RESTORED, DRY_RUN, FAILED = THROTTLE_ACTION_NAMES
 OWNED, ALL, OFF = POLICIES = ("owned", "all", "off")
-SUBTRACT, DELETE, SET = "subtract", "delete", "set"  # how `apply` carries an action out
-TOPIC, BROKER = "topic", "broker"
 ALTER_LOG_DIRS = "alter_log_dirs"
 
 # A poll missing any of these cannot tell what still moves or what is set: decide nothing on it.

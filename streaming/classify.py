@@ -22,17 +22,24 @@ def _flag(rows, name, default):
 
 
 def is_completed(rows):
-    """The partition stopped reassigning and the broker is in its replica set."""
-    return _flag(rows, "finished", False) & _flag(rows, "in_replica_set", False)
+    """The move left the reassignment with the broker kept as a full replica: the reassignment ended with
+    the broker in the replica set (Kafka ends it only once every adding replica joined the ISR), or the
+    target changed in flight and kept the broker, which had joined the ISR (now, or IN_SYNC before)."""
+    kept = _flag(rows, "finished", False) & _flag(rows, "in_replica_set", False)
+    joined = _flag(rows, "in_isr", False) | _flag(rows, "was_in_sync", False)
+    still = _flag(rows, "still_reassigning", False)
+    return kept & (~still | (joined & ~_flag(rows, "being_removed", False)))
 
 
 def is_cancelled(rows):
-    """The partition stopped reassigning and the broker is not in its replica set."""
-    return _flag(rows, "finished", False) & ~_flag(rows, "in_replica_set", False)
+    """The move left the reassignment any other way: cancelled, its target changed to drop the broker
+    (being removed), the topic deleted, or made a plain replica before it caught up. Never a success."""
+    return _flag(rows, "finished", False) & ~is_completed(rows)
 
 
 def is_broker_offline(rows):
-    """The destination or the leader broker is not alive: nothing can be copied."""
+    """The destination or the leader broker is not alive, or did not answer this poll (killed and not yet
+    fenced): nothing can be copied."""
     return ~_flag(rows, "destination_alive", True) | ~_flag(rows, "leader_alive", True)
 
 
@@ -56,8 +63,8 @@ def is_falling_behind(rows, rate_window_s):
 
 
 def is_pending(rows):
-    """No bytes on the destination yet."""
-    return _column(rows, "numerator", 0).fillna(0) <= 0
+    """No bytes on the destination yet (known to be none: an unknown count is not zero)."""
+    return (_column(rows, "numerator", 0).astype("float64") <= 0).fillna(False).astype(bool)
 
 
 def classify(rows, stall_after_s=600.0, rate_window_s=60.0):

@@ -19,3 +19,12 @@ BROKER_THROTTLE_KEYS = {
 }
 
 ALL_REPLICAS = "*"  # a throttled-replicas value that throttles every replica of the topic
+
+# Where a throttle config lives, and how IncrementalAlterConfigs changes it.
+TOPIC, BROKER = THROTTLE_SCOPES = ("topic", "broker")
+SUBTRACT, APPEND, DELETE, SET = OPS = ("subtract", "append", "delete", "set")
+
+
+def throttle_config_key(scope, kind):
+    """The config key of a throttle kind (`leader`, `follower`, `alter_log_dirs`) at a scope."""
+    return (TOPIC_THROTTLE_KEYS if scope == TOPIC else BROKER_THROTTLE_KEYS)[kind]

@@ -1,18 +1,38 @@
-"""The errors the tool reports, each with the exit code the CLI turns it into.
+"""The errors the tool reports, each with its exit code, and the one table that maps both client
+libraries' errors onto them.
 
     MonitorError
-    +-- BadInput            exit 2: the operator's input is wrong (file, flags, unknown ids)
-    +-- ClusterError        exit 3: the cluster is unreachable or refused the request
-        +-- Unreachable
-        +-- Refused         (authorization, policy, or a Kafka error code on the request)
+    +-- BadInput                 exit 2: the operator's input is wrong (file, flags, unknown ids)
+    +-- ClusterError             exit 3: the cluster is unreachable or refused the request
+        +-- Unreachable          no broker answered in time (after retries inside the deadline)
+        +-- AuthenticationFailed SASL credentials or mechanism refused
+        +-- TlsFailed            the TLS handshake failed (CA, certificate, plaintext against TLS)
+        +-- NotAuthorized        an ACL refused an operation
+        +-- Refused              any other Kafka error on the request (policy, bad request, unknown resource)
+    anything else is a bug       exit 4: one line ending "run with --debug"
 
-Library exceptions are mapped to these once, in `from_kafka_error`, keeping the cause.
+`kind_of(error)` sorts a kafka-python or confluent-kafka error into one of the KINDS below, by Kafka's
+protocol error code where the error carries one (both libraries use the same codes) and by the
+library's own class or local code otherwise. `from_kafka_error` turns it into our exception, keeping
+the cause. Retrying is streaming.retry's job; it asks `kind_of` which errors deserve another try.
 """
 
 EXIT_OK = 0
 EXIT_IN_PROGRESS = 1
 EXIT_BAD_INPUT = 2
 EXIT_CLUSTER = 3
+EXIT_BUG = 4
+
+# What an error means for the caller.
+RETRY = "retry"  # transient on the broker's side: try again after a pause
+REFRESH = "refresh"  # the client's view of the cluster is stale: rebuild it, then try again
+UNREACHABLE = "unreachable"
+AUTHENTICATION = "authentication"
+TLS = "tls"
+AUTHORIZATION = "authorization"
+REFUSED = "refused"
+KINDS = (RETRY, REFRESH, UNREACHABLE, AUTHENTICATION, TLS, AUTHORIZATION, REFUSED)
+RETRIABLE_KINDS = frozenset({RETRY, REFRESH})
 
 
 class MonitorError(Exception):
@@ -31,20 +51,142 @@ class Unreachable(ClusterError):
     pass
 
 
+class AuthenticationFailed(ClusterError):
+    pass
+
+
+class TlsFailed(ClusterError):
+    pass
+
+
+class NotAuthorized(ClusterError):
+    pass
+
+
 class Refused(ClusterError):
     pass
 
 
-def from_kafka_error(error, doing):
-    """Our exception for a kafka-python or confluent-kafka error raised while `doing` something."""
-    import kafka.errors as kerrors
+# Kafka protocol error codes (org.apache.kafka.common.protocol.Errors) whose meaning is not "refused".
+PROTOCOL_CODES = {
+    3: REFRESH,  # UNKNOWN_TOPIC_OR_PARTITION: also a topic created a moment ago, not yet on every broker
+    5: REFRESH,  # LEADER_NOT_AVAILABLE
+    6: REFRESH,  # NOT_LEADER_OR_FOLLOWER
+    7: RETRY,  # REQUEST_TIMED_OUT
+    8: REFRESH,  # BROKER_NOT_AVAILABLE
+    9: REFRESH,  # REPLICA_NOT_AVAILABLE
+    13: REFRESH,  # NETWORK_EXCEPTION
+    14: RETRY,  # COORDINATOR_LOAD_IN_PROGRESS
+    15: RETRY,  # COORDINATOR_NOT_AVAILABLE
+    16: REFRESH,  # NOT_COORDINATOR
+    19: RETRY,  # NOT_ENOUGH_REPLICAS
+    20: RETRY,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    29: AUTHORIZATION,  # TOPIC_AUTHORIZATION_FAILED
+    30: AUTHORIZATION,  # GROUP_AUTHORIZATION_FAILED
+    31: AUTHORIZATION,  # CLUSTER_AUTHORIZATION_FAILED
+    33: AUTHENTICATION,  # UNSUPPORTED_SASL_MECHANISM
+    34: AUTHENTICATION,  # ILLEGAL_SASL_STATE
+    41: REFRESH,  # NOT_CONTROLLER
+    53: AUTHORIZATION,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    56: REFRESH,  # KAFKA_STORAGE_ERROR
+    58: AUTHENTICATION,  # SASL_AUTHENTICATION_FAILED
+    72: REFRESH,  # LISTENER_NOT_FOUND
+    74: REFRESH,  # FENCED_LEADER_EPOCH
+    75: REFRESH,  # UNKNOWN_LEADER_EPOCH
+    89: RETRY,  # THROTTLING_QUOTA_EXCEEDED
+    100: REFRESH,  # UNKNOWN_TOPIC_ID
+    102: REFRESH,  # BROKER_ID_NOT_REGISTERED
+}
 
-    name = type(error).__name__
-    text = str(error) or name
-    if isinstance(error, (kerrors.KafkaConnectionError, kerrors.KafkaTimeoutError)):
-        return Unreachable(f"{doing}: cluster unreachable ({name})")
-    if "Authorization" in name or "AUTHORIZATION" in text or "Authentication" in name:
-        return Refused(f"{doing}: not authorized ({text})")
-    if isinstance(error, kerrors.KafkaError):
-        return Refused(f"{doing}: {text}")
-    return ClusterError(f"{doing}: {text}")
+# kafka-python's own errors (no protocol code): by class name.
+KAFKA_PYTHON_LOCAL = {
+    "KafkaConnectionError": REFRESH,
+    "NodeNotReadyError": REFRESH,
+    "StaleMetadata": REFRESH,
+    "UnknownBrokerIdError": REFRESH,  # its metadata has not yet seen a broker that came back
+    "MetadataEmptyBrokerList": REFRESH,
+    "TooManyInFlightRequests": RETRY,
+    "KafkaTimeoutError": UNREACHABLE,
+    "NoBrokersAvailable": UNREACHABLE,
+}
+
+# librdkafka's local error codes (negative), by name.
+CONFLUENT_LOCAL = {
+    "_TRANSPORT": REFRESH,
+    "_TIMED_OUT": RETRY,
+    "_MSG_TIMED_OUT": RETRY,
+    "_UNKNOWN_PARTITION": REFRESH,
+    "_UNKNOWN_TOPIC": REFRESH,
+    "_NOT_IMPLEMENTED": REFUSED,
+    "_ALL_BROKERS_DOWN": UNREACHABLE,
+    "_RESOLVE": UNREACHABLE,
+    "_AUTHENTICATION": AUTHENTICATION,
+    "_SSL": TLS,
+}
+
+EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, UNREACHABLE: Unreachable,
+                     AUTHENTICATION: AuthenticationFailed, TLS: TlsFailed, AUTHORIZATION: NotAuthorized,
+                     REFUSED: Refused}
+WHAT_KIND_MEANS = {RETRY: "the cluster kept answering with a transient error",
+                   REFRESH: "the cluster kept answering with a transient error",
+                   UNREACHABLE: "cluster unreachable", AUTHENTICATION: "authentication failed",
+                   TLS: "TLS handshake failed", AUTHORIZATION: "not authorized", REFUSED: "refused"}
+
+
+def _confluent_error(error):
+    """The confluent_kafka.KafkaError inside `error`, if it is one or carries one."""
+    candidates = [error] + list(getattr(error, "args", ()))[:1]
+    for candidate in candidates:
+        if hasattr(candidate, "code") and hasattr(candidate, "name") and callable(candidate.code):
+            return candidate
+    return None
+
+
+def kind_of(error):
+    """One of KINDS for any exception raised by kafka-python or confluent-kafka (REFUSED when unknown)."""
+    if isinstance(error, MonitorError):
+        return {Unreachable: UNREACHABLE, AuthenticationFailed: AUTHENTICATION, TlsFailed: TLS,
+                NotAuthorized: AUTHORIZATION}.get(type(error), REFUSED)
+    confluent = _confluent_error(error)
+    if confluent is not None:
+        code = confluent.code()
+        if code >= 0:
+            return PROTOCOL_CODES.get(code, REFUSED)
+        return CONFLUENT_LOCAL.get(confluent.name(), RETRY if confluent.retriable() else REFUSED)
+    for cls in type(error).__mro__:
+        if cls.__name__ in KAFKA_PYTHON_LOCAL:
+            return KAFKA_PYTHON_LOCAL[cls.__name__]
+    errno = getattr(error, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return PROTOCOL_CODES.get(errno, REFUSED)
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return UNREACHABLE
+    return REFUSED
+
+
+def error_name(error):
+    confluent = _confluent_error(error)
+    if confluent is not None:
+        return confluent.name()
+    return type(error).__name__
+
+
+def brief(error, limit=200):
+    """What a library error says, in one short line: its name, and its text when that is not a request dump."""
+    name = error_name(error)
+    confluent = _confluent_error(error)
+    text = confluent.str() if confluent is not None and hasattr(confluent, "str") else str(error)
+    text = " ".join(text.split())
+    if text.startswith("[Error ") and f"{name}: " in text:  # kafka-python: "[Error 31] Name: detail"
+        text = text.split(f"{name}: ", 1)[1]
+    if not text or text == name or "Request '" in text or len(text) > limit:
+        return name  # kafka-python's detail of a refused request is a dump of the whole request
+    return f"{name}: {text}" if name not in text else text
+
+
+def from_kafka_error(error, doing):
+    """Our exception for a library error raised while `doing` something (its kind decides the class)."""
+    if isinstance(error, MonitorError):
+        return error
+    kind = kind_of(error)
+    return EXCEPTION_OF_KIND[kind](f"{doing}: {WHAT_KIND_MEANS[kind]} ({brief(error)})")

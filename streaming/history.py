@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from streaming.progress import KEY, with_states
+from streaming.states import ReplicaState
 
 MEMORY_COLUMNS = KEY + ["first_seen_ms", "last_ts_ms", "last_numerator", "last_denominator", "copy_rate",
                         "leader_rate", "last_growth_ms", "state", "state_since_ms"]
@@ -67,7 +68,6 @@ def step(previous, current, now_ms, settings=Settings()):
     report.loc[finished, "numerator"] = pd.array(np.where(np.isnan(last_numerator), np.nan, last_numerator),
                                                  dtype="Int64")[finished]
     report.loc[finished, "denominator"] = pd.array(last_denominator, dtype="Int64")[finished]
-    report.loc[finished, "progress"] = np.where(report["in_replica_set"], 1.0, np.nan)[finished]
     report["copy_rate"] = copy_rate
     report["leader_rate"] = leader_rate
     moving = ~(report["in_isr"].to_numpy() | report["finished"].to_numpy())
@@ -77,7 +77,12 @@ def step(previous, current, now_ms, settings=Settings()):
     remaining = np.maximum(denominator - numerator, 0.0)
     eta = np.where(net_rate > 0, remaining / np.where(net_rate > 0, net_rate, 1.0), np.nan)
     report["eta_seconds"] = np.where(moving, eta, 0.0)
+    report["was_in_sync"] = (rows["previous_state"] == ReplicaState.IN_SYNC.name).to_numpy()
     report = with_states(report, settings.stall_after_s, settings.rate_window_s)
+    # A finished move is whole only when it completed; otherwise it reports how far it got.
+    last_progress = np.minimum(last_numerator / np.maximum(last_denominator, 1.0), 1.0)
+    completed = (report["state"] == ReplicaState.COMPLETED.name).to_numpy()
+    report.loc[finished, "progress"] = np.where(completed, 1.0, last_progress)[finished]
     report["previous_state"] = rows["previous_state"].to_numpy()
     report["transition"] = (report["previous_state"] != report["state"]).to_numpy()
     report["state_since_ms"] = np.where(report["transition"], now_ms,

@@ -26,6 +26,9 @@ from streaming.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_
 # batch, and within a bucket the work is vectorized, so more buckets than partitions only add overhead.
 STATE_BUCKETS = 4
 SHUFFLE_PARTITIONS = 4
+PRODUCE = "Produce"  # the poll-error label of a batch whose progress records could not be written
+QUERY_RESTART_FIRST_PAUSE_S = 1.0
+QUERY_RESTART_MAX_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class JobConfig:
     master: str | None = "local[*]"
     checkpoint_location: str = "reassign-monitor-checkpoint"
     progress_topic: str = "reassignment-progress"
+    ownership_topic: str = "reassignment-monitor-throttles"
     metrics_port: int = 9469
     metrics_address: str = "0.0.0.0"
     metrics_detail: str = "replica"
@@ -96,6 +100,8 @@ class BatchHandler:
         self.metrics.poll_duration.observe(facts.duration_s)
         for error in facts.errors:
             self.metrics.poll_errors.labels(api=error.api).inc()
+        for api, count in facts.retries.items():
+            self.metrics.poll_errors.labels(api=api).inc(count)
         if not facts.ok:
             reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
@@ -110,7 +116,11 @@ class BatchHandler:
             for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
                 keyed.append((key, records.encode(value)))
                 self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
-        self.writer.write(keyed)
+        try:
+            self.writer.write(keyed)
+        except Exception:  # the query stops and run() restarts it: the batch is replayed from the checkpoint
+            self.metrics.poll_errors.labels(api=PRODUCE).inc()
+            raise
         self.metrics.snapshot.update(output.picture)
         self.last_output = output
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
@@ -182,35 +192,60 @@ def stop_between_batches(query, bound_s=30.0):
         query.stop()
 
 
-def run(config, janitor_factory=None):
-    """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume)."""
-    from sinks.progress_topic import ProgressTopicWriter, ensure_topic
-    from sinks.prometheus import MonitorMetrics
+def run(config, janitor_factory=None, out=sys.stderr):
+    """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
 
-    ensure_topic(config.bootstrap, config.command_config, config.progress_topic, config.timeout_s)
-    metrics = MonitorMetrics(config.metrics_detail)
+    Start-up order: /metrics first (a taken port fails before anything is created), then the topics
+    (created through the admin door, which waits until they have leaders), then the janitor, then Spark.
+    A query that fails mid-run (a batch's records could not be written in time) is restarted from the
+    checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
+    from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
+    from sinks.prometheus import MonitorMetrics
+    from streaming.admin import POLL_APIS, KafkaClusterAdmin
+
+    metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
-    writer = ProgressTopicWriter(config.bootstrap, config.command_config, config.progress_topic)
-    janitor = janitor_factory(config) if janitor_factory else None
-    spark = build_session(config)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    writer = janitor = spark = None
     try:
+        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+        try:
+            ensure_progress_topic(admin, config.progress_topic)
+        finally:
+            admin.close()
+        writer = ProgressTopicWriter(config.bootstrap, config.command_config, config.progress_topic)
+        janitor = janitor_factory(config) if janitor_factory else None
+        spark = build_session(config)
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(_batch_duration_listener(metrics))
-        query = start_query(spark, config, BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout))
+        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(0.5)
-        stop_between_batches(query)
-        error = query.exception()
-        if error is not None:
-            raise RuntimeError(f"streaming query failed: {error.desc if hasattr(error, 'desc') else error}")
+        pause_s = QUERY_RESTART_FIRST_PAUSE_S
+        while not stop.is_set():
+            query = start_query(spark, config, handler)
+            while query.isActive and not stop.is_set():
+                query.awaitTermination(0.5)
+            stop_between_batches(query)
+            error = query.exception()
+            if error is None or stop.is_set():
+                break
+            print(f"reassign-monitor: streaming query failed ({_one_line(error)}); restarting from the checkpoint "
+                  f"in {pause_s:g}s", file=out, flush=True)
+            stop.wait(pause_s)
+            pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
     finally:
-        writer.close()
-        metrics.close()
-        spark.stop()
+        for closable in (writer, janitor, metrics):
+            if closable is not None:
+                closable.close()
+        if spark is not None:
+            spark.stop()
     return 0
 
+
+def _one_line(error):
+    """The first line of a StreamingQueryException's description (its cause), without the Java stack."""
+    text = getattr(error, "desc", None) or str(error)
+    return " ".join(text.strip().splitlines()[0].split())[:300] if text.strip() else type(error).__name__

@@ -179,7 +179,8 @@ def listed_replicas(moves, snapshot):
     reassigning = _partition_keys(snapshot["reassignments"])
     progress["moving"] = _triples_in(progress, adding) | progress["intra_broker"].to_numpy()
     # A replica that is not moving, of a partition no longer reassigning, is a finished move: COMPLETED.
-    progress["finished"] = ~_pairs_in(progress, reassigning) & ~progress["moving"].to_numpy()
+    progress["still_reassigning"] = _pairs_in(progress, reassigning)
+    progress["finished"] = ~progress["still_reassigning"].to_numpy() & ~progress["moving"].to_numpy()
     progress["in_replica_set"] = True
     progress = with_states(progress)
     rows = facts.merge(progress, on=["topic", "partition", "broker"], how="left")

@@ -27,6 +27,7 @@ class PollFacts:
     requests: int
     duration_s: float
     errors: tuple
+    retries: dict  # api -> transient errors the poll retried past (they count as poll errors too)
 
     @property
     def ok(self):
@@ -39,9 +40,13 @@ def poll_facts(frame):
     part of the poll. Parts run in parallel, so the poll took as long as the slowest; requests add up;
     errors in order; the cluster id from the part that described the cluster."""
     errors = tuple(PollError(e["api"], e["message"]) for text in frame["errors"] for e in json.loads(text))
+    retries = {}
+    for text in frame["retries"] if "retries" in frame else ():
+        for api, count in json.loads(text).items():
+            retries[api] = retries.get(api, 0) + int(count)
     cluster_ids = [c for c in frame["cluster_id"] if c]
     return PollFacts(cluster_ids[0] if cluster_ids else "", int(frame["ts_ms"].min()), int(frame["requests"].sum()),
-                     float(frame["duration_s"].max()), errors)
+                     float(frame["duration_s"].max()), errors, retries)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 
+from collections import Counter
+
+from streaming.admin import DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA
 from streaming.errors import from_kafka_error
 from streaming.snapshot import PollError, Snapshot, combine, table
 
 # Without these two answers a move cannot be told from a finished or cancelled one: a poll missing
 # either must not update progress or history.
-REQUIRED_APIS = ("ListPartitionReassignments", "Metadata")
+REQUIRED_APIS = (LIST_REASSIGNMENTS, METADATA)
 
 
 def describe_cluster(admin):
@@ -63,12 +66,12 @@ def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
     requests_before = admin.requests
     attempt = _Attempts()
     cluster_id, brokers = described or describe_cluster(admin)
-    reassignments = attempt("ListPartitionReassignments", admin.list_reassignments, [])
+    reassignments = attempt(LIST_REASSIGNMENTS, admin.list_reassignments, [])
     moving = {(r["topic"], r["partition"]) for r in reassignments}
     wanted_topics = sorted({t for t, _ in moving} | set(topics))
     partitions = []
     if all_partitions or wanted_topics:
-        partitions = attempt("Metadata", lambda: admin.describe_partitions(None if all_partitions else wanted_topics), [])
+        partitions = attempt(METADATA, lambda: admin.describe_partitions(None if all_partitions else wanted_topics), [])
 
     alive = alive_brokers(brokers)
     leaders = {(p["topic"], p["partition"]): p["leader"] for p in partitions
@@ -76,9 +79,9 @@ def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
     throttle_topics = sorted({p["topic"] for p in partitions}) if all_partitions else wanted_topics
     # Both wait mostly on brokers; kafka-python's admin client serves calls from several threads.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        offsets_call = pool.submit(attempt, "ListOffsets", partial(admin.list_offsets, leaders), [])
+        offsets_call = pool.submit(attempt, LIST_OFFSETS, partial(admin.list_offsets, leaders), [])
         # Only alive brokers: a fenced broker fails the whole DescribeConfigs (UnknownBrokerIdError), topics too.
-        throttles_call = pool.submit(attempt, "DescribeConfigs",
+        throttles_call = pool.submit(attempt, DESCRIBE_CONFIGS,
                                      partial(admin.describe_throttles, throttle_topics, alive), ([], []))
     topic_throttles, broker_throttles = throttles_call.result()
     return Snapshot(
@@ -100,7 +103,7 @@ def poll_log_dirs(admin, broker, ts_ms):
     started = time.monotonic()
     requests_before = admin.requests
     attempt = _Attempts()
-    rows = attempt("DescribeLogDirs", partial(admin.describe_log_dirs, broker), None)
+    rows = attempt(DESCRIBE_LOG_DIRS, partial(admin.describe_log_dirs, broker), None)
     return Snapshot(
         ts_ms=ts_ms, cluster_id="",
         tables={"log_dirs": table("log_dirs", rows or []),
@@ -124,6 +127,7 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
     started = time.monotonic()
     ts_ms = int(time.time() * 1000) if now_ms is None else now_ms
     requests_before = admin.requests
+    retried_before = Counter(getattr(admin, "retried", {}))
     described = describe_cluster(admin)
     alive = alive_brokers(described[1])
     with ThreadPoolExecutor(max_workers=len(alive) + 1) as pool:
@@ -131,5 +135,8 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
         cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described)
         parts = [cluster] + [part.result() for part in log_dir_parts]
     # The parts share one admin here, so each part's request count overlaps the others': count them once.
-    whole = replace(combine(parts, ts_ms, time.monotonic() - started), requests=admin.requests - requests_before)
+    retries = Counter(getattr(admin, "retried", {}))
+    retries.subtract(retried_before)
+    whole = replace(combine(parts, ts_ms, time.monotonic() - started), requests=admin.requests - requests_before,
+                    retries={api: n for api, n in retries.items() if n > 0})
     return relevant_log_dirs(whole, topics)

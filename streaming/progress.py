@@ -17,7 +17,8 @@ KEY = ["topic", "partition", "broker", "intra_broker"]
 PARTITION_KEY = ["topic", "partition"]
 
 REPLICA_COLUMNS = KEY + ["numerator", "denominator", "progress", "in_isr", "leader", "destination_alive",
-                         "leader_alive", "offset_lag", "messages_behind_estimate", "finished", "in_replica_set"]
+                         "leader_alive", "offset_lag", "messages_behind_estimate", "finished", "in_replica_set",
+                         "still_reassigning", "being_removed"]
 
 
 def _pairs(frame, list_column, as_name):
@@ -82,10 +83,14 @@ def _with_progress(moves, snapshot):
     ratio = np.where(numerator >= leader_size, 1.0, numerator / np.maximum(leader_size, 1.0))
     ratio = np.where(leader_size.isna() | numerator.isna(), np.nan, ratio)
     moves["progress"] = np.where(moves["in_isr"], 1.0, np.minimum(ratio, 1.0))
-    moves["destination_alive"] = moves["broker"].isin(alive)
-    moves["leader_alive"] = moves["leader"].isin(alive)
+    # A broker killed a moment ago stays registered and unfenced until its session times out (9 s by
+    # default) but answers nothing: it is offline for this poll, not "no bytes yet".
+    moves["destination_alive"] = moves["broker"].isin(alive) & destination_answered
+    moves["leader_alive"] = moves["leader"].isin(alive) & moves["leader"].isin(answered)
     moves["finished"] = False
     moves["in_replica_set"] = True
+    moves["still_reassigning"] = True
+    moves["being_removed"] = False
     offsets = snapshot["offsets"]
     moves = moves.merge(offsets, on=PARTITION_KEY, how="left")
     span = (moves["log_end"] - moves["log_start"]).astype("float64")
@@ -106,21 +111,29 @@ def replica_progress(snapshot):
 _DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_broker": "bool",
            "numerator": "Int64", "denominator": "Int64", "progress": "float64", "in_isr": "bool",
            "leader": "int32", "destination_alive": "bool", "leader_alive": "bool", "offset_lag": "Int64",
-           "messages_behind_estimate": "float64", "finished": "bool", "in_replica_set": "bool"}
+           "messages_behind_estimate": "float64", "finished": "bool", "in_replica_set": "bool",
+           "still_reassigning": "bool", "being_removed": "bool"}
 
 
 def finished_replicas(tracked, snapshot, current=None):
-    """Rows for tracked replica moves (KEY columns) that no longer move in this snapshot, marked
-    `finished` with `in_replica_set` from the partition's current replicas. A partition missing from
-    the metadata (topic deleted) counts as not holding the broker: CANCELLED. `current`, this
-    snapshot's replica_progress when the caller has it already, saves computing it twice."""
+    """Rows for tracked replica moves (KEY columns) that no longer move in this snapshot: marked
+    `finished`, with what the cluster says now - `in_replica_set` (the partition's current replicas; a
+    partition missing from the metadata, its topic deleted, holds no broker), `in_isr` (its ISR),
+    `still_reassigning` (the partition still reassigns: the target changed in flight) and `being_removed`
+    (the broker is in that reassignment's removing list). classify decides COMPLETED or CANCELLED from
+    them. `current`, this snapshot's replica_progress when the caller has it already, saves computing it twice."""
     moving = (replica_progress(snapshot) if current is None else current)[KEY]
     gone = tracked[KEY].merge(moving.assign(_moving=True), on=KEY, how="left")
     gone = gone.loc[gone["_moving"].isna(), KEY].reset_index(drop=True)
-    replica_pairs = _pairs(snapshot["partitions"], "replicas", "broker")
-    gone["in_replica_set"] = _member(replica_pairs, gone, "broker")
+    partitions = snapshot["partitions"]
+    reassignments = snapshot["reassignments"]
+    gone["in_replica_set"] = _member(_pairs(partitions, "replicas", "broker"), gone, "broker")
+    gone["in_isr"] = _member(_pairs(partitions, "isr", "broker"), gone, "broker")
+    gone["being_removed"] = _member(_pairs(reassignments, "removing", "broker"), gone, "broker")
+    reassigning = reassignments[PARTITION_KEY].drop_duplicates().assign(_reassigning=True)
+    gone["still_reassigning"] = gone[PARTITION_KEY].merge(reassigning, on=PARTITION_KEY, how="left")["_reassigning"] \
+        .notna().to_numpy()
     gone["finished"] = True
-    gone["in_isr"] = gone["in_replica_set"]
     # The brokers' liveness no longer matters for a finished move; the numbers come from history.
     defaults = {"numerator": pd.NA, "denominator": pd.NA, "progress": np.nan, "leader": -1,
                 "destination_alive": True, "leader_alive": True, "offset_lag": pd.NA,

@@ -73,6 +73,7 @@ class Snapshot:
     requests: int = 0  # admin requests this poll issued
     errors: tuple = ()  # PollError per failed request; the affected rows are missing, not wrong
     duration_s: float = 0.0
+    retries: dict = field(default_factory=dict)  # api -> errors retried successfully within the poll
 
     def __getitem__(self, name):
         return self.tables.get(name) if name in self.tables else empty(name)
@@ -91,9 +92,13 @@ def combine(parts, ts_ms, duration_s):
     names = {name for part in parts for name in part.tables}
     tables = {name: pd.concat([p.tables[name] for p in parts if name in p.tables], ignore_index=True)
               for name in names}
+    retries = {}
+    for part in parts:
+        for api, count in part.retries.items():
+            retries[api] = retries.get(api, 0) + count
     return Snapshot(ts_ms=ts_ms, cluster_id=next((p.cluster_id for p in parts if p.cluster_id), ""), tables=tables,
                     requests=sum(p.requests for p in parts), errors=tuple(e for p in parts for e in p.errors),
-                    duration_s=duration_s)
+                    duration_s=duration_s, retries=retries)
 
 
 def from_rows(ts_ms, cluster_id, **rows):

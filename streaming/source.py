@@ -41,7 +41,7 @@ SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
 POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, errors
-CLUSTER_TABLES = ("brokers", "reassignments", "topic_throttles", "broker_throttles")
+CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -70,15 +70,27 @@ def _drop_admin(options):
             pass
 
 
-def poll_facts(cluster_id, ts_ms, requests, duration_s, errors):
+def poll_facts(cluster_id, ts_ms, requests, duration_s, errors, retries=None):
     facts = {"cluster_id": cluster_id, "ts_ms": ts_ms, "requests": requests, "duration_s": duration_s,
-             "errors": json.dumps([{"api": e.api, "message": e.message} for e in errors])}
+             "errors": json.dumps([{"api": e.api, "message": e.message} for e in errors]),
+             "retries": json.dumps(retries or {})}
     return codec.encode(pd.DataFrame([facts]))
 
 
 def _facts_row(poll_id, snapshot):
     return (poll_id, snapshot.ts_ms, CLUSTER_BUCKET, POLL_TABLE,
-            poll_facts(snapshot.cluster_id, snapshot.ts_ms, snapshot.requests, snapshot.duration_s, snapshot.errors))
+            poll_facts(snapshot.cluster_id, snapshot.ts_ms, snapshot.requests, snapshot.duration_s, snapshot.errors,
+                       snapshot.retries))
+
+
+def cluster_tables(snapshot):
+    """The tables the driver's sinks need whole: throttles, all reassignments, and for the janitor's
+    alter-log-dirs rule the future logs and who answered DescribeLogDirs (so it need not ask again)."""
+    tables = {name: snapshot.tables[name] for name in CLUSTER_TABLES if name in snapshot.tables}
+    if "log_dirs" in snapshot.tables:
+        logs = snapshot.tables["log_dirs"]
+        tables["log_dirs"] = logs.loc[logs["is_future"]].reset_index(drop=True)
+    return tables
 
 
 def snapshot_rows(poll_id, snapshot, buckets):
@@ -91,8 +103,8 @@ def snapshot_rows(poll_id, snapshot, buckets):
         rows += [(poll_id, snapshot.ts_ms, bucket, name, payload) for name, payload in shared]
         rows += [(poll_id, snapshot.ts_ms, bucket, name, codec.encode_table(name, frame))
                  for name, frame in tables.items()]
-    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, snapshot.tables[name]))
-             for name in CLUSTER_TABLES if name in snapshot.tables]
+    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, frame))
+             for name, frame in cluster_tables(snapshot).items()]
     rows.append(_facts_row(poll_id, snapshot))
     return rows
 

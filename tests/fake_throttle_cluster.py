@@ -53,8 +53,8 @@ class FakeThrottleCluster:
     def close(self):
         pass
 
-    # the write side (sinks.janitor.alter_throttles without the admin)
-    def alter(self, changes):
+    # the write side
+    def alter_throttles(self, changes):
         return [self._alter(*change) for change in changes]
 
     def _alter(self, scope, name, kind, op, value):
@@ -79,5 +79,5 @@ class FakeThrottleCluster:
         return None
 
     def snapshot(self, now_ms=None):
-        """What a poll of every topic would show now (the streaming job's view)."""
-        return read_cluster(self, {t for t, _ in self.topics}, now_ms=now_ms)
+        """What a poll of every topic would show now (the streaming job's view: its future logs too)."""
+        return read_cluster(self, {t for t, _ in self.topics}, log_dir_brokers=set(self.brokers), now_ms=now_ms)

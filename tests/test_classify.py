@@ -12,16 +12,29 @@ RATE_WINDOW_S = 60.0
 # A replica copying normally: every rule false. Cases override some facts.
 BASE = {"numerator": 500, "denominator": 1000, "in_isr": False, "finished": False, "in_replica_set": True,
         "destination_alive": True, "leader_alive": True, "stalled_seconds": 0.0, "copy_rate": 100.0,
-        "leader_rate": 10.0, "observed_seconds": 120.0}
+        "leader_rate": 10.0, "observed_seconds": 120.0, "still_reassigning": False, "being_removed": False,
+        "was_in_sync": False}
 
 CASES = [
     # id, facts that differ from BASE, expected state
     ("copying", {}, "COPYING"),
     ("pending-zero-bytes", {"numerator": 0}, "PENDING"),
-    ("pending-unknown-bytes", {"numerator": None}, "PENDING"),
+    ("unknown-bytes-are-not-pending", {"numerator": None}, "COPYING"),
     ("in-sync", {"in_isr": True}, "IN_SYNC"),
     ("completed", {"finished": True, "in_replica_set": True}, "COMPLETED"),
     ("cancelled", {"finished": True, "in_replica_set": False}, "CANCELLED"),
+    ("target-changed-broker-being-removed", {"finished": True, "in_replica_set": True, "still_reassigning": True,
+                                             "being_removed": True, "in_isr": False}, "CANCELLED"),
+    ("target-changed-removed-after-joining", {"finished": True, "in_replica_set": True, "still_reassigning": True,
+                                              "being_removed": True, "in_isr": True}, "CANCELLED"),
+    ("made-plain-replica-before-catching-up", {"finished": True, "in_replica_set": True, "still_reassigning": True,
+                                               "in_isr": False}, "CANCELLED"),
+    ("made-plain-replica-in-isr", {"finished": True, "in_replica_set": True, "still_reassigning": True,
+                                   "in_isr": True}, "COMPLETED"),
+    ("made-plain-replica-was-in-sync", {"finished": True, "in_replica_set": True, "still_reassigning": True,
+                                        "was_in_sync": True}, "COMPLETED"),
+    ("finished-out-of-isr-after-completing", {"finished": True, "in_replica_set": True, "in_isr": False},
+     "COMPLETED"),
     ("destination-offline", {"destination_alive": False}, "BROKER_OFFLINE"),
     ("leader-offline", {"leader_alive": False}, "BROKER_OFFLINE"),
     ("stalled-at-threshold", {"stalled_seconds": STALL_AFTER_S}, "STALLED"),

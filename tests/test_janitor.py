@@ -41,7 +41,7 @@ def throttled(moving=False):
 
 def janitor(cluster, store, **policy):
     logged = []
-    return Janitor(cluster, store, tp.Policy(**policy), alter=cluster.alter, readback_timeout_s=0.5, log=logged.append), logged
+    return Janitor(cluster, store, tp.Policy(**policy), readback_timeout_s=0.5, log=logged.append), logged
 
 
 def test_steady_state_costs_no_admin_request():

@@ -56,11 +56,12 @@ CASES = [
     pytest.param(move(copied=400, alive=(2, 3)), (400, NULL, NULL, False, "BROKER_OFFLINE"), id="leader-offline"),
     pytest.param(move(copied=400, alive=(1, 3)), (NULL, 1000, NULL, False, "BROKER_OFFLINE"),
                  id="destination-offline"),
-    # Alive but its DescribeLogDirs failed: unknown, not zero. The core has no "unknown" state: no bytes
-    # are known to have arrived, so it reads PENDING until a poll answers.
-    pytest.param(move(copied=400, answered=(1, 3)), (NULL, 1000, NULL, False, "PENDING"),
+    # Registered and unfenced but its DescribeLogDirs failed: a broker killed a moment ago, before the
+    # controller fenced it. Its bytes are unknown, not zero, and it is offline for this poll, never PENDING.
+    pytest.param(move(copied=400, answered=(1, 3)), (NULL, 1000, NULL, False, "BROKER_OFFLINE"),
                  id="destination-did-not-answer"),
-    pytest.param(move(copied=400, answered=(2, 3)), (400, NULL, NULL, False, "COPYING"), id="leader-did-not-answer"),
+    pytest.param(move(copied=400, answered=(2, 3)), (400, NULL, NULL, False, "BROKER_OFFLINE"),
+                 id="leader-did-not-answer"),
     pytest.param(move(leader_bytes=0, copied=0), (0, 1, 1.0, False, "PENDING"), id="empty-leader-log"),
     pytest.param(move(leader_bytes=0, copied=0, isr=(1, 2)), (0, 1, 1.0, True, "IN_SYNC"),
                  id="empty-leader-log-in-isr"),

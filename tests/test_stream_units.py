@@ -47,7 +47,11 @@ def test_every_bucket_gets_the_brokers_and_the_cluster_bucket_gets_the_cluster_t
     frame = source_frame(1, cluster_snapshot(1000, 10))
     assert set(frame.loc[frame["table"] == "brokers", "bucket"]) == set(range(BUCKETS)) | {CLUSTER_BUCKET}
     cluster = frame.loc[frame["bucket"] == CLUSTER_BUCKET, "table"]
-    assert set(cluster) == {"brokers", "reassignments", "topic_throttles", "broker_throttles", POLL_TABLE}
+    # log_dirs here holds only future logs, with who answered: the janitor's alter-log-dirs rule needs them
+    assert set(cluster) == {"brokers", "log_dirs_answered", "log_dirs", "reassignments", "topic_throttles",
+                            "broker_throttles", POLL_TABLE}
+    shipped = frame.loc[(frame["bucket"] == CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
+    assert codec.decode_tables(shipped["table"], shipped["payload"])["log_dirs"].empty  # no future log in this poll
 
 
 def test_bucket_slices_reassemble_the_snapshot():

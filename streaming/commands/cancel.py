@@ -9,9 +9,10 @@ Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 """
 
 from streaming.commands import reassign_common as common
-from streaming.errors import EXIT_CLUSTER, EXIT_OK, BadInput, ClusterError
+from streaming.errors import EXIT_CLUSTER, EXIT_OK, BadInput
 
 CANCELLED, NOT_REASSIGNING = "cancelled", "not reassigning"
+NO_REASSIGNMENT_IN_PROGRESS = "NoReassignmentInProgressError"
 
 
 def add_arguments(parser):
@@ -38,8 +39,6 @@ def offline_originals(ongoing, alive, partitions):
 
 
 def run(args):
-    from kafka import TopicPartition
-
     from sinks.janitor import Janitor
     from sinks.throttle_plan import Policy
     from streaming.reassignment_file import load
@@ -59,13 +58,7 @@ def run(args):
                 f"{', '.join(map(str, down))} offline" + (f" (and {len(offline) - 1} more partitions)" if len(offline) > 1 else "")
                 + "; cancelling would leave the partition on brokers that cannot serve it (KAFKA-14424). "
                 "Bring the brokers back or use --force; nothing was changed")
-        results = {}
-        if to_cancel:
-            try:
-                answer = admin.raw.alter_partition_reassignments({TopicPartition(t, p): None for t, p in to_cancel})
-            except Exception as error:
-                raise ClusterError(f"AlterPartitionReassignments (cancel): {error}") from error
-            results = {(tp.topic, tp.partition): error for tp, error in answer.items()}
+        results = admin.cancel_reassignments(to_cancel) if to_cancel else {}
         rows = []
         for key in requested:
             if key not in ongoing:
@@ -75,10 +68,10 @@ def run(args):
             original = [b for b in ongoing[key]["replicas"] if b not in set(ongoing[key]["adding"])]
             if error is None:
                 rows.append((key, CANCELLED, original))
-            elif getattr(error, "__name__", "") == "NoReassignmentInProgressError":
+            elif error == NO_REASSIGNMENT_IN_PROGRESS:
                 rows.append((key, NOT_REASSIGNING, None))  # it finished between the poll and the cancel
             else:
-                rows.append((key, f"failed: {getattr(error, '__name__', error)}", original))
+                rows.append((key, f"failed: {error}", original))
         outputs, note = [], None
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
         if cancelled and not args.preserve_throttles:

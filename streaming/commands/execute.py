@@ -23,7 +23,10 @@ import sys
 import time
 
 from streaming.commands import reassign_common as common
+from streaming.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
 from streaming.errors import EXIT_OK, BadInput, ClusterError
+
+REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
 
 
 def add_arguments(parser):
@@ -73,11 +76,7 @@ def _log_dirs_reader(admin):
 
     def log_dirs_of(broker):
         if broker not in cache:
-            try:
-                responses = admin.raw.describe_log_dirs(brokers=[broker])
-            except Exception as error:
-                raise ClusterError(f"describing log dirs of broker {broker}: {error}") from error
-            cache[broker] = {d["log_dir"] for r in responses for d in r["log_dirs"] if d["error_code"] == 0}
+            cache[broker] = admin.log_dir_paths(broker)
         return cache[broker]
 
     return log_dirs_of
@@ -96,11 +95,11 @@ def _confirmed_set(setting, snapshot):
 
 def _set_throttles(admin, setting, timeout_s):
     from sinks import throttle_entries as te
-    from sinks.janitor import alter_throttles, read_cluster
+    from sinks.janitor import read_cluster
 
-    changes = [("topic", topic, kind, "append", te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
-    changes += [("broker", broker, kind, "set", rate) for (broker, kind), rate in sorted(setting.rates.items())]
-    refused = [f"{scope} {name} {kind}: {error}" for (scope, name, kind, _, _), error in zip(changes, alter_throttles(admin.raw, changes))
+    changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
+    changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
+    refused = [f"{scope} {name} {kind}: {error}" for (scope, name, kind, _, _), error in zip(changes, admin.alter_throttles(changes))
                if error is not None]
     if refused:
         raise ClusterError(f"setting throttles refused: {'; '.join(refused)}")
@@ -115,42 +114,31 @@ def _set_throttles(admin, setting, timeout_s):
 
 
 def _start(admin, moves):
-    from kafka import TopicPartition
-
-    try:
-        results = admin.raw.alter_partition_reassignments(
-            {TopicPartition(m.topic, m.partition): list(m.target) for m in moves})
-    except Exception as error:
-        raise ClusterError(f"AlterPartitionReassignments: {error}") from error
-    started, failed = [], []
-    for m in moves:
-        error = results.get(TopicPartition(m.topic, m.partition), "no answer")
-        (started if error is None else failed).append((m, error))
-    return [m for m, _ in started], [(m, getattr(error, "__name__", str(error))) for m, error in failed]
+    results = admin.start_reassignments({(m.topic, m.partition): list(m.target) for m in moves})
+    started = [m for m in moves if results[(m.topic, m.partition)] is None]
+    failed = [(m, results[(m.topic, m.partition)]) for m in moves if results[(m.topic, m.partition)] is not None]
+    return started, failed
 
 
 def _move_log_dirs(admin, log_dirs, timeout_s):
     """AlterReplicaLogDirs, retried while new replicas do not exist yet. Returns unfinished (replica, error)."""
-    import kafka.errors as kerrors
-    from kafka import TopicPartitionReplica
-
-    wanted = {TopicPartitionReplica(t, p, b): d for (t, p, b), d in log_dirs.items()}
+    wanted = dict(log_dirs)
     deadline = time.monotonic() + timeout_s
+    results = {}
     while wanted:
-        results = admin.raw.alter_replica_log_dirs(wanted)
-        wanted = {r: d for r, d in wanted.items() if results.get(r) is not kerrors.NoError}
-        retry = all(results.get(r) is kerrors.ReplicaNotAvailableError for r in wanted)
+        results = admin.alter_replica_log_dirs(wanted)
+        wanted = {r: d for r, d in wanted.items() if results.get(r) is not None}
+        retry = all(results.get(r) == REPLICA_NOT_AVAILABLE for r in wanted)
         if not wanted or not retry or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    return [(f"{r.topic}-{r.partition} on broker {r.broker_id}", getattr(results.get(r), "__name__", "no answer"))
-            for r in wanted]
+    return [(f"{t}-{p} on broker {b}", results.get((t, p, b)) or "no answer") for (t, p, b) in wanted]
 
 
 def _throttle_lines(setting):
     from sinks import throttle_entries as te
-    from sinks.janitor import config_key
 
+    config_key = throttle_config_key
     lines = [f"topic {t}: {config_key('topic', k)} += {te.format_entries(p)}" for (t, k), p in sorted(setting.appends.items())]
     lines += [f"topic {t}: {config_key('topic', k)} already lists {te.format_entries(p)} (not ours: left alone)"
               for (t, k), p in sorted(setting.foreign.items())]

@@ -1,0 +1,114 @@
+"""The one error table (streaming.errors) and the retry rule built on it (streaming.retry), on plain errors
+of both client libraries: no cluster, no waiting (the clock and the sleep are arguments)."""
+
+import kafka.errors as kerrors
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streaming import errors
+from streaming.retry import retrying
+
+KIND_CASES = [
+    # id, error, kind
+    ("kp-not-leader", kerrors.NotLeaderForPartitionError(), errors.REFRESH),
+    ("kp-unknown-broker-id", kerrors.UnknownBrokerIdError(3), errors.REFRESH),
+    ("kp-not-controller", kerrors.NotControllerError(), errors.REFRESH),
+    ("kp-connection-lost", kerrors.KafkaConnectionError(), errors.REFRESH),
+    ("kp-node-not-ready", kerrors.NodeNotReadyError(), errors.REFRESH),
+    ("kp-coordinator-loading", kerrors.CoordinatorLoadInProgressError(), errors.RETRY),
+    ("kp-request-timed-out", kerrors.RequestTimedOutError(), errors.RETRY),
+    ("kp-bootstrap-timeout", kerrors.KafkaTimeoutError(), errors.UNREACHABLE),
+    ("kp-cluster-authorization", kerrors.ClusterAuthorizationFailedError(), errors.AUTHORIZATION),
+    ("kp-topic-authorization", kerrors.TopicAuthorizationFailedError(), errors.AUTHORIZATION),
+    ("kp-sasl-failed", kerrors.SaslAuthenticationFailedError(), errors.AUTHENTICATION),
+    ("kp-policy", kerrors.PolicyViolationError(), errors.REFUSED),
+    ("kp-invalid-request", kerrors.InvalidRequestError(), errors.REFUSED),
+    ("kp-unknown-topic", kerrors.UnknownTopicOrPartitionError(), errors.REFRESH),
+    ("ck-not-leader", KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), errors.REFRESH),
+    ("ck-unknown-partition", KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), errors.REFRESH),
+    ("ck-transport", KafkaException(KafkaError(KafkaError._TRANSPORT)), errors.REFRESH),
+    ("ck-timed-out", KafkaException(KafkaError(KafkaError._TIMED_OUT)), errors.RETRY),
+    ("ck-all-brokers-down", KafkaException(KafkaError(KafkaError._ALL_BROKERS_DOWN)), errors.UNREACHABLE),
+    ("ck-authentication", KafkaException(KafkaError(KafkaError._AUTHENTICATION)), errors.AUTHENTICATION),
+    ("ck-ssl", KafkaException(KafkaError(KafkaError._SSL)), errors.TLS),
+    ("ck-topic-authorization", KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), errors.AUTHORIZATION),
+    ("ck-delivery-error-object", KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), errors.RETRY),
+    ("ck-policy", KafkaException(KafkaError(KafkaError.POLICY_VIOLATION)), errors.REFUSED),
+    ("builtin-timeout", TimeoutError("flush"), errors.UNREACHABLE),
+    ("a-bug", KeyError("x"), errors.REFUSED),
+]
+
+
+@pytest.mark.parametrize("error, kind", [pytest.param(e, k, id=i) for i, e, k in KIND_CASES])
+def test_kind_of(error, kind):
+    assert errors.kind_of(error) == kind
+
+
+@pytest.mark.parametrize("kind, exception", [
+    (errors.AUTHORIZATION, errors.NotAuthorized), (errors.AUTHENTICATION, errors.AuthenticationFailed),
+    (errors.TLS, errors.TlsFailed), (errors.UNREACHABLE, errors.Unreachable), (errors.REFUSED, errors.Refused)])
+def test_every_kind_maps_to_an_exit_3_exception(kind, exception):
+    error = next(e for _, e, k in KIND_CASES if k == kind)
+    mapped = errors.from_kafka_error(error, "doing it")
+    assert type(mapped) is exception and mapped.exit_code == errors.EXIT_CLUSTER
+    assert str(mapped).startswith("doing it: ")
+
+
+def test_a_request_dump_is_not_repeated():
+    dump = kerrors.ClusterAuthorizationFailedError("Request 'AlterConfigsRequest(...)' failed with response '...'")
+    assert str(errors.from_kafka_error(dump, "altering configs")) == \
+        "altering configs: not authorized (ClusterAuthorizationFailedError)"
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def failing(*outcomes):
+    """A call that raises each error of `outcomes` in turn, then returns the last non-error."""
+    calls = []
+
+    def call():
+        outcome = outcomes[len(calls)]
+        calls.append(outcome)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+    return call, calls
+
+
+RETRY_CASES = [
+    # id, outcomes, timeout, expected result or exception type, calls made, refreshes
+    ("first-try", ["ok"], 10, "ok", 1, 0),
+    ("transient-then-ok", [kerrors.CoordinatorLoadInProgressError(), "ok"], 10, "ok", 2, 0),
+    ("stale-refreshes-then-ok", [kerrors.UnknownBrokerIdError(3), kerrors.NotControllerError(), "ok"], 10, "ok", 3, 2),
+    ("authorization-at-once", [kerrors.ClusterAuthorizationFailedError(), "ok"], 10, errors.NotAuthorized, 1, 0),
+    ("refused-at-once", [kerrors.PolicyViolationError(), "ok"], 10, errors.Refused, 1, 0),
+    ("bug-at-once", [KeyError("x"), "ok"], 10, errors.Refused, 1, 0),
+    ("deadline-ends-retries", [kerrors.RequestTimedOutError()] * 20, 1.0, errors.Unreachable, 4, 0),  # 0.1+0.2+0.4 s
+]
+
+
+@pytest.mark.parametrize("outcomes, timeout_s, expected, calls_made, refreshes",
+                         [pytest.param(*case[1:], id=case[0]) for case in RETRY_CASES])
+def test_retrying(outcomes, timeout_s, expected, calls_made, refreshes):
+    clock, refreshed = Clock(), []
+    call, calls = failing(*outcomes)
+    run = lambda: retrying(call, "the call", timeout_s, refresh=lambda: refreshed.append(1),  # noqa: E731
+                           clock=clock, sleep=clock.sleep)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            run()
+    else:
+        assert run() == expected
+    assert len(calls) == calls_made and len(refreshed) == refreshes
+    assert clock.now <= timeout_s  # never sleeps past the deadline
