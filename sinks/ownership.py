@@ -23,6 +23,7 @@ store); the random suffix keeps two concurrent `execute` runs apart.
 """
 
 import json
+import logging
 import secrets
 import sys
 import time
@@ -171,6 +172,11 @@ class MemoryStore:
         self.writes.append(record)
 
 
+_SILENT = logging.getLogger("reassign-monitor.ownership.librdkafka")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
 class KafkaOwnershipStore:
     """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
 
@@ -190,9 +196,9 @@ class KafkaOwnershipStore:
 
         self.topic, self.timeout_s = topic, timeout_s
         self._principal = principal_of(command_config)
-        # log_level 3: librdkafka's transient warnings (e.g. "coordinator load in progress: retrying" on a
-        # freshly created topic) are not the operator's business; failures surface as exceptions here.
-        settings = {**client_config.confluent_settings(command_config, bootstrap), "log_level": 3}
+        # librdkafka's own log lines (transient warnings, and a FATAL line when the idempotent producer is
+        # refused its id) are not the operator's business: failures surface as exceptions here, one line.
+        settings = {**client_config.confluent_settings(command_config, bootstrap), "logger": _SILENT}
         if create:
             ensure_topic(settings, topic, timeout_s, self._principal)
         self._latest = {}
@@ -265,15 +271,24 @@ class KafkaOwnershipStore:
         from confluent_kafka import KafkaException
 
         failures = []
+
+        def delivered(error, _message):
+            if error is not None:
+                failures.append(error)
+
         try:
             self._producer.produce(self.topic, key=record.request_id.encode("utf-8"), value=encode(record),
-                                   on_delivery=lambda error, _m: failures.append(error) if error else None)
-        except KafkaException as error:
-            failures.append(error)
-        if self._producer.flush(self.timeout_s) != 0 and not failures:
-            raise ClusterError(f"writing ownership record {record.request_id} to {self.topic}: not acknowledged in time")
+                                   on_delivery=delivered)
+            unsent = self._producer.flush(self.timeout_s)
+        except (KafkaException, SystemError) as error:
+            # A fatal producer error (no idempotent producer id: Write on no topic) reaches us from inside the
+            # delivery callback, wrapped by confluent-kafka in a SystemError whose context is the KafkaException.
+            cause = error.__context__ if isinstance(error, SystemError) and error.__context__ else error
+            raise self._failure(cause, f"writing record {record.request_id} to", "Write") from error
         if failures:
-            raise self._failure(failures[0], f"writing record {record.request_id} to", "Write") from None
+            raise self._failure(failures[0], f"writing record {record.request_id} to", "Write")
+        if unsent:
+            raise ClusterError(f"writing ownership record {record.request_id} to {self.topic}: not acknowledged in time")
         self._latest[record.request_id] = record
 
     def close(self):

@@ -28,3 +28,65 @@ def clean(cluster):
     cancel_everything(cluster)
     clear_broker_throttles(cluster)
     cluster.delete_topics(created)
+
+
+@pytest.fixture(scope="session")
+def fault_cluster():
+    """A dedicated three-node cluster for the fault tests (broker kills, pauses): its own directory and
+    ports, so the shared `cluster` never sees a dead node. Always fresh (wiped, then started): the first
+    job run against it is a run against a cluster nobody touched. Stopped at the end."""
+    import shutil
+
+    from tests.kafka_fixtures import FaultCluster
+
+    cluster_dir = Path(os.environ.get("TEST_FAULT_CLUSTER_DIR", ROOT / ".local-cluster" / "faults"))
+    local = FaultCluster(cluster_dir, int(os.environ.get("TEST_FAULT_KAFKA_BASE_PORT", "29700")))
+    local._run("down")  # a cluster left by an interrupted session: stop it before wiping its data
+    shutil.rmtree(cluster_dir, ignore_errors=True)
+    local.up()
+    yield local
+    local.started_here = True
+    local.down()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster():
+    """One secured cluster (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer) for the session, on its own
+    directory and ports (TEST_SECURE_CLUSTER_DIR / TEST_SECURE_KAFKA_BASE_PORT); stopped at the end when
+    this session started it."""
+    from tests.secure_cluster import SecureCluster
+
+    cluster_dir = Path(os.environ.get("TEST_SECURE_CLUSTER_DIR", ROOT / ".local-cluster" / "test-secure"))
+    local = SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
+    yield local
+    local.down()
+
+
+@pytest.fixture(scope="session")
+def fault_job(fault_cluster, tmp_path_factory):
+    """The streaming job on the fault cluster, shared by every fault test (tests that kill it start it
+    again). Started first thing on the fresh cluster: `first_start` keeps how that first run went (no
+    ownership topic yet, created by this very start), for test_first_run_on_a_fresh_cluster_starts. When
+    that first start failed, it is started once more so the other fault tests still run."""
+    import time
+
+    from tests.fault_support import FIRST_POLL_S, JOB_FLAGS, LAST_POLL
+    from tests.job_process import JobProcess
+    from tests.kafka_fixtures import wait_for
+
+    directory = tmp_path_factory.mktemp("fault-job")
+    job = JobProcess(fault_cluster.bootstrap, directory / "checkpoint", directory / "job.log", *JOB_FLAGS)
+    started = time.monotonic()
+    job.start()
+    try:
+        outcome = wait_for(lambda: ("first poll" if job.metric(LAST_POLL) else None)
+                           or (f"exited {job.process.poll()}" if job.process.poll() is not None else None),
+                           FIRST_POLL_S, message="the first run's first poll or its exit")
+    except AssertionError as timeout:
+        outcome = str(timeout)
+    job.first_start = {"outcome": outcome, "seconds": time.monotonic() - started, "log": job.log()}
+    if job.process.poll() is not None:
+        job.start()
+    yield job
+    job.stop()
+    print(job.log()[-3000:])

@@ -1,0 +1,135 @@
+"""A secured local cluster for tests (deploy/local-cluster.sh with SECURITY=sasl_ssl): SASL_SSL with
+SCRAM-SHA-512, StandardAuthorizer, super user `admin`. Tests make principals holding exactly a list of
+streaming.acls grants; everything targets 127.0.0.1 only."""
+
+import secrets
+import shutil
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialUpsertion)
+from kafka import KafkaAdminClient
+
+from streaming import client_config
+from streaming.acls import CLUSTER
+from tests.kafka_fixtures import LocalCluster, wait_for
+
+OPERATIONS = {"Describe": AclOperation.DESCRIBE, "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
+              "Alter": AclOperation.ALTER, "AlterConfigs": AclOperation.ALTER_CONFIGS, "Create": AclOperation.CREATE,
+              "Read": AclOperation.READ, "Write": AclOperation.WRITE}
+
+
+class SecureCluster(LocalCluster):
+    """The cluster of deploy/local-cluster.sh in its secured mode. Every helper of LocalCluster acts as
+    the super user; `principal(name, grants)` makes a SCRAM user holding exactly `grants`."""
+
+    def __init__(self, cluster_dir, base_port):
+        super().__init__(cluster_dir, base_port)
+        self.env["SECURITY"] = "sasl_ssl"
+        self.dir = Path(cluster_dir)
+        self.admin_config = self.dir / "secrets" / "admin.properties"
+        self.passwords = []  # of every principal made here, for the tests that grep outputs for them
+
+    def up(self):
+        if "running" not in self._run("status").stdout:
+            shutil.rmtree(self.dir, ignore_errors=True)  # fresh certificates, users and ACLs
+        super().up()
+        self.passwords.append(self.password(self.admin_config))
+        return self
+
+    @staticmethod
+    def password(config_path):
+        return client_config.read_properties(config_path)["sasl.password"]
+
+    def settings(self):
+        return client_config.confluent_settings(str(self.admin_config), self.bootstrap)
+
+    def admin(self):
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000,
+                                **client_config.kafka_python_settings(str(self.admin_config)))
+
+    def confluent_admin(self):
+        return AdminClient({**self.settings(), "log_level": 0})
+
+    def produce(self, topic, partitions, megabytes, record_bytes=10_000):
+        import os
+
+        producer = Producer({**self.settings(), "linger.ms": 20, "acks": "all", "compression.type": "none"})
+        for partition in partitions:
+            for _ in range(int(megabytes * 1_000_000 / record_bytes)):
+                producer.produce(topic, os.urandom(record_bytes), partition=partition)
+                producer.poll(0)
+        if producer.flush(60) != 0:
+            raise RuntimeError("records left unsent")
+
+    def principal(self, name, grants, directory):
+        """A SCRAM user `name` holding exactly `grants` (streaming.acls.Grant), usable once authentication
+        and every ACL are in effect. Returns the path of its client config (in `directory`)."""
+        password = secrets.token_hex(16)
+        self.passwords.append(password)
+        admin = self.confluent_admin()
+        upsert = UserScramCredentialUpsertion(name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                              password.encode())
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(15)
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        if bindings:
+            for future in admin.create_acls(bindings).values():
+                future.result(15)
+        config = Path(directory) / f"{name}.properties"
+        config.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={name}\n"
+                          f"sasl.password={password}\nssl.ca.location={self.dir / 'tls' / 'ca.pem'}\n")
+        config.chmod(0o600)
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
+        return config
+
+    @staticmethod
+    def _acl_count(admin, name):
+        match = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{name}", None,
+                                 AclOperation.ANY, AclPermissionType.ANY)
+        return len(admin.describe_acls(match).result(15))
+
+    def _authenticates(self, config):
+        """Metadata answered by each broker in turn (SCRAM credentials reach each broker on its own)."""
+        for port in (self.base_port + n for n in (1, 2, 3)):
+            client = AdminClient({**client_config.confluent_settings(str(config), f"127.0.0.1:{port}"), "log_level": 0})
+            try:
+                client.list_topics(timeout=3)
+            except Exception:  # not yet known on that broker
+                return False
+        return True
+
+    def delete_topic_and_wait(self, name):
+        self.delete_topics([name])
+        admin = self.confluent_admin()
+        wait_for(lambda: name not in admin.list_topics(timeout=10).topics, 30, message=f"topic {name} deleted")
+
+
+def _binding(principal, grant):
+    resource = ResourceType.BROKER if grant.resource == CLUSTER else ResourceType.TOPIC
+    return AclBinding(resource, grant.name, ResourcePatternType.LITERAL, principal, "*",
+                      OPERATIONS[grant.operation], AclPermissionType.ALLOW)
+
+
+def topic_bytes(cluster, topic):
+    """Every key and value in `topic` (read as the super user), as one bytes blob for grepping."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=None, auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000, **client_config.kafka_python_settings(str(cluster.admin_config)))
+    try:
+        return b"\n".join((m.key or b"") + b"=" + (m.value or b"") for m in _all_of(consumer, topic))
+    finally:
+        consumer.close()
+
+
+def _all_of(consumer, topic):
+    from kafka import TopicPartition
+
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning()
+    return list(consumer)

@@ -1,0 +1,28 @@
+"""The README's ACL section is the text streaming.acls generates, and the definition names the CLI's topics."""
+
+import pytest
+
+from sinks.ownership import DEFAULT_TOPIC
+from streaming import acls
+from streaming.cli import build_parser
+from tests.kafka_fixtures import ROOT
+
+
+def test_readme_acl_section_is_generated():
+    readme = (ROOT / "README.md").read_text()
+    assert acls.markdown() in readme, "README is stale: paste the output of `python -m streaming.acls --markdown`"
+
+
+@pytest.mark.parametrize("command", ["run", "verify", "cancel"])
+def test_default_topic_names_are_the_cli_defaults(command):
+    args = build_parser().parse_args([command, "--bootstrap-server", "127.0.0.1:1"] +
+                                     (["--reassignment-json-file", "f"] if command == "verify" else
+                                      ["--all"] if command == "cancel" else []))
+    assert args.progress_topic == acls.PROGRESS_TOPIC
+    assert getattr(args, "ownership_topic", DEFAULT_TOPIC) == acls.OWNERSHIP_TOPIC
+
+
+@pytest.mark.parametrize("command", list(acls.COMMANDS))
+def test_each_grant_appears_once_per_command(command):
+    listed = [(g.resource, g.name, g.operation) for g in acls.COMMANDS[command][1](acls.PROGRESS_TOPIC, acls.OWNERSHIP_TOPIC)]
+    assert len(listed) == len(set(listed)), f"{command} lists a grant twice"

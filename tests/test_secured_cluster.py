@@ -1,0 +1,312 @@
+"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512,
+StandardAuthorizer), each run as a principal holding exactly the grants of streaming.acls (the README's
+tables), every grant proven needed by dropping it, connection failures named, and no password in any
+output channel."""
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sinks.ownership import DONE, KafkaOwnershipStore, Ownership
+from streaming import acls
+from streaming.connect_diagnosis import diagnose
+from streaming.errors import AuthenticationFailed, TlsFailed, Unreachable
+from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
+from tests.job_process import CLI, JobProcess, free_port
+from tests.kafka_fixtures import wait_for
+from tests.secure_cluster import topic_bytes
+
+FAST, SLOW = 50_000_000, 100_000  # B/s: a 2 MB move done in a moment, or lasting ~20 s
+
+
+def _name(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def run_cli(*argv):
+    """`reassign-monitor ARGV --debug` in this process: (exit code, stdout, stderr)."""
+    return cli(*argv, "--debug")
+
+
+def command_args(cluster, command, config, *rest):
+    return (command, "--bootstrap-server", cluster.bootstrap, "--command-config", config, *rest)
+
+
+def moving_topic(cluster, clean_topics, megabytes=2):
+    """A one-partition topic on broker 1 holding `megabytes`, deleted after the test."""
+    topic = cluster.unique_topic("sec")
+    clean_topics.append(topic)
+    return cluster.create_topic(topic, {0: [1]}, megabytes=megabytes)
+
+
+def assert_no_password(cluster, channels):
+    """`channels`: {name: text or bytes}. Every password made in this session, none in any channel."""
+    for name, content in channels.items():
+        data = content if isinstance(content, bytes) else content.encode()
+        leaked = [p for p in cluster.passwords if p.encode() in data]
+        assert not leaked, f"a password appears in {name}"
+
+
+def assert_one_error_line(err, *fragments):
+    lines = [line for line in err.splitlines() if line.startswith("reassign-monitor ")]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def topics(secure_cluster):
+    created = []
+    yield created
+    secure_cluster.delete_topics(created)
+
+
+# -- every command as a principal with exactly its grants --
+
+def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
+    cluster = secure_cluster
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path) for c in acls.OPERATOR_COMMANDS}
+    topic = moving_topic(cluster, topics)
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+    outputs = {}
+
+    def run(command, *rest):
+        code, out, err = run_cli(*command_args(cluster, command, config[command], *rest))
+        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
+        return code, out, err
+
+    code, out, err = run("progress")
+    assert code == 0, err
+    code, out, err = run("execute", "--reassignment-json-file", plan, "--throttle", SLOW)
+    assert code == 0, err
+    expect_throttles(cluster, [topic], {(topic, "leader"): frozenset({"0:1"}), (topic, "follower"): frozenset({"0:2"}),
+                                        (1, "leader"): SLOW, (1, "follower"): SLOW, (2, "leader"): SLOW, (2, "follower"): SLOW})
+    code, out, err = run("cancel", "--reassignment-json-file", plan)
+    assert code == 0, err
+    assert "cancelled" in out
+    expect_throttles(cluster, [topic], {})
+    assert replicas(cluster, topic, 0) == [1]
+
+    code, out, err = run("execute", "--reassignment-json-file", plan, "--throttle", FAST)
+    assert code == 0, err
+    wait_done(cluster, [(topic, 0)], 60)
+    code, out, err = run("verify", "--reassignment-json-file", plan)
+    assert code == 0, err
+    assert "complete" in out
+    expect_throttles(cluster, [topic], {})
+    assert replicas(cluster, topic, 0) == [2]
+    assert_no_password(cluster, outputs)
+
+
+# -- every grant needed: drop it and the matching command fails with a clear line --
+
+@dataclass(frozen=True)
+class Drop:
+    command: str  # the command run (a key of acls.COMMANDS)
+    resource: str
+    name: str
+    operation: str
+    exit_code: int
+    says: tuple  # fragments of the one error line (or, exit 0, of stdout)
+    setup: str = ""  # "no-progress-topic", "no-ownership-topic", "ownership-record", "completed-owned-move"
+
+    @property
+    def grant(self):
+        return acls.Grant(self.resource, self.name, self.operation, "")
+
+
+C, T, P, O = acls.CLUSTER, acls.TOPIC, acls.PROGRESS_TOPIC, acls.OWNERSHIP_TOPIC
+OWNERSHIP_REFUSED = "not authorized: User:drop-{case} lacks {operation} on Topic " + O
+DROPS = {
+    "cluster-describe": Drop("progress", C, "kafka-cluster", "Describe", 3, ("not authorized", "ListPartitionReassignments")),
+    # kafka-python's describe_configs drops a resource's error and answers {}: a refused DescribeConfigs looks
+    # like "no throttles" (streaming/admin.py must check each resource's error code).
+    "cluster-describeconfigs": Drop("verify", C, "kafka-cluster", "DescribeConfigs", 3, ("not authorized", "DescribeConfigs")),
+    "topic-describeconfigs": Drop("verify", T, "*", "DescribeConfigs", 3, ("not authorized", "DescribeConfigs")),
+    # Metadata hides a topic the principal may not describe: Kafka itself cannot say more than "unknown".
+    "topic-describe": Drop("verify", T, "*", "Describe", 2, ("{topic}", "unknown topic")),
+    "progress-create": Drop("run --throttle-cleanup off", T, P, "Create", 3, ("not authorized", P), "no-progress-topic"),
+    "progress-write": Drop("verify", T, P, "Write", 0, ("Note:", P, "not authorized"), "completed-owned-move"),
+    "ownership-create": Drop("execute", T, O, "Create", 3, (OWNERSHIP_REFUSED,), "no-ownership-topic"),
+    "ownership-read": Drop("verify", T, O, "Read", 3, (OWNERSHIP_REFUSED,), "ownership-record"),
+    "ownership-write": Drop("execute", T, O, "Write", 3, (OWNERSHIP_REFUSED,)),
+    "topic-alterconfigs": Drop("execute", T, "*", "AlterConfigs", 3, ("not authorized", "{topic}")),
+    "cluster-alterconfigs": Drop("execute", C, "kafka-cluster", "AlterConfigs", 3, ("not authorized", "broker 1")),
+    "cluster-alter": Drop("execute", C, "kafka-cluster", "Alter", 3, ("not authorized", "AlterPartitionReassignments")),
+}
+
+
+def test_every_grant_is_proven():
+    proven = {case.grant for case in DROPS.values()}
+    assert proven == set(acls.union(tuple(acls.COMMANDS))), "a grant of streaming.acls has no drop case"
+    assert all(case.grant in acls.grants(case.command) for case in DROPS.values())
+
+
+def _arrange(cluster, setup, topic, tmp_path, config_of):
+    if setup == "no-progress-topic":
+        cluster.delete_topic_and_wait(P)
+    elif setup == "no-ownership-topic":
+        cluster.delete_topic_and_wait(O)
+    elif setup == "ownership-record":
+        store = KafkaOwnershipStore(cluster.bootstrap, str(cluster.admin_config), O, create=True)
+        store.put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        store.close()
+    elif setup == "completed-owned-move":
+        from sinks.progress_topic import CONFIG, PARTITIONS
+
+        if P not in cluster.confluent_admin().list_topics(timeout=10).topics:
+            from kafka.admin import NewTopic
+            admin = cluster.admin()
+            try:
+                admin.create_topics([NewTopic(P, PARTITIONS, 3, topic_configs=CONFIG)])
+            finally:
+                admin.close()
+        plan = write_plan(tmp_path / "setup.json", [(topic, 0, [2])])
+        code, _, err = run_cli(*command_args(cluster, "execute", config_of("execute"), "--reassignment-json-file", plan,
+                                             "--throttle", FAST))
+        assert code == 0, err
+        wait_done(cluster, [(topic, 0)], 60)
+
+
+@pytest.mark.parametrize("case_id", list(DROPS))
+def test_each_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
+    cluster, case = secure_cluster, DROPS[case_id]
+    kept = [g for g in acls.grants(case.command) if g != case.grant]
+    config = cluster.principal(f"drop-{case_id}", kept, tmp_path)
+    topic = moving_topic(cluster, topics, megabytes=1)
+    _arrange(cluster, case.setup, topic, tmp_path,
+             lambda command: cluster.principal(f"setup-{case_id}", acls.grants(command), tmp_path))
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+    rest = {"progress": (), "verify": ("--reassignment-json-file", plan),
+            "execute": ("--reassignment-json-file", plan, "--throttle", SLOW)}
+    if case.command.startswith("run"):
+        code, out, err = _run_job_until_exit(cluster, config, tmp_path, case.command.split()[1:])
+    else:
+        code, out, err = run_cli(*command_args(cluster, case.command, config, *rest[case.command]))
+    assert code == case.exit_code, (out, err)
+    says = [f.format(case=case_id, operation=case.operation, topic=topic) for f in case.says]
+    if case.exit_code == 3:
+        line = assert_one_error_line(err, *says)
+        assert len(line) < 400, line
+    else:  # a report, not a failure: the table or the note says it
+        assert all(f in out + err for f in says), (out, err)
+    if case.command == "execute":  # a refused execute leaves nothing behind: no move, no throttle
+        assert (topic, 0) not in reassigning(cluster)
+        expect_throttles(cluster, [topic], {})
+    assert_no_password(cluster, {"stdout": out, "stderr": err})
+
+
+def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):
+    result = subprocess.run([CLI, "run", "--bootstrap-server", cluster.bootstrap, "--command-config", str(config),
+                             "--checkpoint-location", str(tmp_path / "checkpoint"), "--metrics-port", str(free_port()),
+                             "--metrics-address", "127.0.0.1", "--debug", *flags],
+                            capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    return result.returncode, result.stdout, result.stderr
+
+
+# -- the streaming job, janitor included, with exactly the grants of `run` --
+
+def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path):
+    cluster = secure_cluster
+    topic = moving_topic(cluster, topics)
+    execute = cluster.principal("job-operator", acls.grants("execute"), tmp_path)
+    job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
+                     "--debug")
+    job_config = cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic), tmp_path)
+    job.args += ["--command-config", str(job_config)]
+    topics.append(job.progress_topic)
+    job.start()
+    try:
+        wait_for(lambda: job.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 150,
+                 message="the job's first poll")
+        plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+        code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
+                                               "--throttle", 2 * MB))
+        assert code == 0, err
+        wait_done(cluster, [(topic, 0)], 60)
+        expect_throttles(cluster, [topic], {}, timeout_s=60)  # the job's janitor removed them
+        wait_for(lambda: job.metric("kafka_reassignment_throttle_actions_total", action="removed"), 30,
+                 message="removals counted")
+        metrics = _metrics_text(job)
+    finally:
+        job.stop()
+    log = job.log()
+    assert "not authorized" not in log.lower(), log[-3000:]
+    progress = topic_bytes(cluster, job.progress_topic)
+    assert b'"kind":"throttle"' in progress.replace(b" ", b"")
+    checkpoint = b"".join(p.read_bytes() for p in (tmp_path / "checkpoint").rglob("*") if p.is_file())
+    channels = {"execute stdout": out, "execute stderr": err, "job log (stdout and stderr, --debug)": log,
+                "progress topic": progress, "ownership topic": topic_bytes(cluster, acls.OWNERSHIP_TOPIC),
+                "/metrics": metrics, "checkpoint": checkpoint}
+    assert all(channels.values()), [k for k, v in channels.items() if not v]
+    assert_no_password(cluster, channels)
+
+
+def _metrics_text(job):
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{job.metrics_port}/metrics", timeout=5) as response:
+        return response.read().decode()
+
+
+# -- connection failures: each named, within the timeout --
+
+def _config_variant(cluster, tmp_path, name, change):
+    base = cluster.principal(f"conn-{name}", acls.grants("progress"), tmp_path)
+    lines = dict(line.split("=", 1) for line in base.read_text().splitlines())
+    lines.update(change(cluster, tmp_path))
+    path = tmp_path / f"{name}-variant.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items() if v is not None))
+    return path
+
+
+def _other_ca(_cluster, tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other",
+                    "-keyout", str(tmp_path / "other.key"), "-out", str(tmp_path / "other.pem")],
+                   check=True, capture_output=True)
+    return {"ssl.ca.location": str(tmp_path / "other.pem")}
+
+
+FAILURES = {  # id: (config change, bootstrap port offset, expected class, fragments of its message)
+    "wrong-password": (lambda c, t: {"sasl.password": "not-the-password"}, 1, AuthenticationFailed,
+                       ("conn-wrong-password", "SCRAM-SHA-512")),
+    "wrong-mechanism": (lambda c, t: {"sasl.mechanism": "SCRAM-SHA-256"}, 1, AuthenticationFailed,
+                        ("conn-wrong-mechanism", "SCRAM-SHA-256")),
+    "untrusted-ca": (_other_ca, 1, TlsFailed, ("other.pem",)),
+    "plaintext-against-tls": (lambda c, t: {"security.protocol": "SASL_PLAINTEXT", "ssl.ca.location": None}, 1,
+                              TlsFailed, ("expects TLS", "SASL_PLAINTEXT")),
+    "nothing-listening": (lambda c, t: {}, 99, Unreachable, ("no broker accepted a connection",)),
+}
+TIMEOUT_S = 4.0
+
+
+@pytest.mark.parametrize("case_id", list(FAILURES))
+def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
+    change, port_offset, expected, fragments = FAILURES[case_id]
+    config = _config_variant(secure_cluster, tmp_path, case_id, change)
+    bootstrap = f"127.0.0.1:{secure_cluster.base_port + port_offset}"
+    started = time.monotonic()
+    found = diagnose(bootstrap, str(config), TIMEOUT_S)
+    assert time.monotonic() - started < TIMEOUT_S + 1
+    assert type(found) is expected, found
+    assert all(f in str(found) for f in fragments), str(found)
+    assert_no_password(secure_cluster, {"diagnosis": str(found)})
+
+
+@pytest.mark.parametrize("case_id", list(FAILURES))
+def test_cli_names_connection_failure(secure_cluster, tmp_path, case_id):
+    """The CLI says the same as diagnose, in one line, exit 3, within the timeout (plus start-up)."""
+    change, port_offset, expected, fragments = FAILURES[case_id]
+    config = _config_variant(secure_cluster, tmp_path, case_id, change)
+    started = time.monotonic()
+    code, out, err = run_cli("progress", "--bootstrap-server", f"127.0.0.1:{secure_cluster.base_port + port_offset}",
+                             "--command-config", config, "--timeout", TIMEOUT_S)
+    assert time.monotonic() - started < 2 * TIMEOUT_S + 2
+    assert code == 3, err
+    assert_one_error_line(err, *fragments)
+    assert_no_password(secure_cluster, {"stdout": out, "stderr": err})
