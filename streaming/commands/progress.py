@@ -10,12 +10,12 @@ input, 3 cluster unreachable or a request refused. A file that lists no partitio
 import time
 from contextlib import nullcontext
 
-from streaming import durations, history, reassignment_file
+# The report's modules (pandas) are imported inside the functions that use them: every command's parser
+# is built on each invocation, and a usage error should not wait for pandas.
+
+from streaming import durations, reassignment_file
 from streaming.admin import KafkaClusterAdmin
 from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
-from streaming.kip179 import listed_replicas, ongoing_replicas
-from streaming.poller import REQUIRED_APIS, poll
-from streaming.report import FROM_FILE, ONGOING, build, to_json, to_table, to_text, with_history
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
 WATCH_BOUNDS_S = (0.1, durations.DAY_S)
@@ -33,6 +33,9 @@ def add_arguments(parser):
 
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
+    from streaming.kip179 import listed_replicas, ongoing_replicas
+    from streaming.poller import REQUIRED_APIS, poll
+
     snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else ())
     for error in snapshot.errors:
         if error.api in REQUIRED_APIS:  # the report would be wrong, not incomplete: a refused request, exit 3
@@ -46,6 +49,8 @@ def _exit_code(report):
 
 
 def _once(admin, moves, source, output):
+    from streaming.report import build, to_json, to_text
+
     snapshot, rows = _rows(admin, moves)
     report = build(snapshot, rows, source)
     print(to_json(report) if output == "json" else to_text(report), flush=True)
@@ -56,6 +61,9 @@ def _watch(admin, moves, source, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
     from rich.console import Console
     from rich.live import Live
+
+    from streaming import history
+    from streaming.report import build, to_json, to_table, with_history
 
     memory = history.empty_memory()
     live = Live(console=Console(), auto_refresh=False) if output == "table" else None
@@ -79,8 +87,10 @@ def _watch(admin, moves, source, output, interval_s):
 
 
 def run(args):
+    from streaming.report import FROM_FILE, ONGOING
+
     moves = None
-    if args.reassignment_json_file:
+    if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
     source = ONGOING if moves is None else FROM_FILE
     admin = KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
