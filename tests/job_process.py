@@ -115,3 +115,31 @@ def read_topic(bootstrap, topic, timeout_s=20):
         return out
     finally:
         consumer.close()
+
+
+# -- the job's own account of its batches, from its log (run without --quiet) --
+# Each batch prints one line: `batch N: ...` on success, `batch N: poll failed: ...` when the poll failed;
+# the throttle janitor prints `throttle janitor: batch N: skipped: ...` when it could not run.
+
+import re  # noqa: E402  (kept with the helpers that use it)
+
+BATCH_LINE = re.compile(r"^batch (\d+): (.*)$", re.M)
+JANITOR_SKIPPED = re.compile(r"^throttle janitor: batch (\d+): skipped: (.*)$", re.M)
+
+
+def batch_lines(log_text):
+    """[(batch id, ok, rest of the line)] in log order; a replayed batch appears again."""
+    return [(int(m.group(1)), not m.group(2).startswith("poll failed"), m.group(2))
+            for m in BATCH_LINE.finditer(log_text)]
+
+
+def failures_after(log_text, batch_id):
+    """Lines saying a poll or the janitor failed in a batch later than `batch_id`: [(batch id, line)]."""
+    failed = [(b, f"batch {b}: {rest}") for b, ok, rest in batch_lines(log_text) if not ok and b > batch_id]
+    failed += [(int(m.group(1)), m.group(0)) for m in JANITOR_SKIPPED.finditer(log_text) if int(m.group(1)) > batch_id]
+    return sorted(failed)
+
+
+def last_batch(log_text):
+    """The highest batch id the log shows, -1 before the first batch."""
+    return max((b for b, _, _ in batch_lines(log_text)), default=-1)

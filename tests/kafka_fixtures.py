@@ -109,3 +109,88 @@ def wait_for(condition, timeout_s, interval_s=0.5, message="condition"):
             return last
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {message} (last: {last!r})")
+
+
+
+class FaultCluster(LocalCluster):
+    """A LocalCluster that tests may break: SIGKILL or pause a node, restart it, find the active controller.
+    Its own directory and ports (conftest `fault_cluster`), so broker kills never disturb other tests."""
+
+    NODES = (1, 2, 3)
+
+    def alive(self, node):
+        try:
+            os.kill(self.pid(node), 0)
+            return True
+        except (OSError, ValueError):  # no pid file, or the process is gone
+            return False
+
+    def kill(self, node):
+        """SIGKILL one node's JVM: no controlled shutdown, the cluster learns of it only by timeouts."""
+        import signal
+
+        pid = self.pid(node)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not self.alive(node), 15, interval_s=0.1, message=f"node {node} (pid {pid}) to die")
+
+    def pause(self, node):
+        import signal
+
+        os.kill(self.pid(node), signal.SIGSTOP)
+
+    def resume(self, node):
+        import signal
+
+        os.kill(self.pid(node), signal.SIGCONT)
+
+    def restart(self):
+        """Start the nodes that are not running (`local-cluster.sh up` restarts only dead ones), wake paused
+        ones, and wait until every broker is registered and listening. Returns the seconds it took."""
+        for node in self.NODES:
+            if self.alive(node):
+                self.resume(node)  # harmless on a running node
+        started = time.monotonic()
+        result = self._run("up")
+        if result.returncode != 0:
+            raise RuntimeError(f"local cluster did not restart: {result.stderr.strip()}")
+        return time.monotonic() - started
+
+    def active_controller(self, timeout_s=30):
+        """The KRaft quorum leader (DescribeQuorum of __cluster_metadata), retried while an election runs."""
+        def leader():
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                         bootstrap_timeout_ms=5000)
+            except Exception:  # every broker tried is down right now: try again
+                return None
+            try:
+                partition = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+                return partition["leader_id"] if partition["leader_id"] >= 0 else None
+            except Exception:  # an election in progress, or the node asked just died
+                return None
+            finally:
+                admin.close()
+
+        return wait_for(leader, timeout_s, message="a KRaft quorum leader")
+
+    def under_replicated(self):
+        """[(topic, partition, replicas, isr)] of every partition whose ISR is not its whole replica set."""
+        admin = self.admin()
+        try:
+            described = admin.describe_topics()
+        finally:
+            admin.close()
+        return [(t["name"], p["partition_index"], sorted(p["replica_nodes"]), sorted(p["isr_nodes"]))
+                for t in described for p in t["partitions"] if sorted(p["isr_nodes"]) != sorted(p["replica_nodes"])]
+
+    def ensure_whole(self, timeout_s=90):
+        """All three nodes up and every partition's ISR full: what each fault test leaves, pass or fail."""
+        self.restart()
+
+        def whole():
+            try:
+                return not self.under_replicated()
+            except Exception:  # metadata briefly unavailable right after a restart
+                return False
+
+        wait_for(whole, timeout_s, interval_s=1, message="every partition's ISR to be full again")

@@ -1,0 +1,164 @@
+"""What the fault tests (tests/test_faults_*_cluster.py) share: the job's settings, a watch on its batches,
+throttle configs as sets of atoms, `execute` in this process, and the figures each test prints.
+
+The job under test is the session's `fault_job` (conftest) on the dedicated `fault_cluster`: one Spark
+start serves every fault test (a start costs 20-45 s on the 2-core machine)."""
+
+import json
+import threading
+import time
+
+from tests.cluster_cli import cli, reassigning, throttles
+from tests.job_process import batch_lines, read_topic
+from tests.kafka_fixtures import wait_for
+
+TRIGGER_S = 2.0
+ADMIN_TIMEOUT_S = 5.0
+# No --quiet: each batch's log line (with its id) is how the tests tell which batch did what.
+JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--timeout", f"{ADMIN_TIMEOUT_S:g}",
+             "--rate-window", "10s")
+RATE = 1_000_000  # bytes/s: MEASURED.md - tens of MB at ~1 MB/s keep a move in flight for seconds
+FOREIGN_RATE = 77_000_000  # a broker rate somebody else set: never ours to remove
+LAST_POLL = "kafka_reassignment_monitor_last_poll_timestamp_seconds"
+FIRST_POLL_S = 150  # a Spark start on the loaded 2-core machine took up to 45 s; bound it well above
+
+
+def figure(test, **values):
+    """Print the measured figures (pytest -s shows them) in one greppable line."""
+    shown = ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    print(f"\nFAULT FIGURES {test}: {shown}", flush=True)
+
+
+class BatchWatch(threading.Thread):
+    """Samples the job every 0.2 s from its own thread: when each batch's log line first appeared (so gaps
+    between batches are measured while the test waits on something else) and the last-poll gauge."""
+
+    def __init__(self, job):
+        super().__init__(daemon=True)
+        self.job = job
+        self.seen = {}  # batch id -> (monotonic time its line appeared, ok)
+        self.polls = []  # (monotonic time, last-poll gauge)
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            now = time.monotonic()
+            try:
+                text = self.job.log()
+            except OSError:
+                text = ""
+            for batch, ok, _ in batch_lines(text):
+                self.seen.setdefault(batch, (now, ok))
+            gauge = self.job.metric(LAST_POLL)
+            if gauge is not None:
+                self.polls.append((now, gauge))
+            self._halt.wait(0.2)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *_):
+        self._halt.set()
+        self.join(10)
+
+    def last(self):
+        return max(self.seen, default=-1)
+
+    def longest_gap(self, since):
+        """Longest time between consecutive batch lines after monotonic time `since` (and from `since`)."""
+        times = sorted([since] + [t for t, _ in self.seen.values() if t >= since])
+        return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+
+    def gauge_advanced(self, since, until):
+        """Did the last-poll gauge take a newer value between `since` and `until` (monotonic)?"""
+        before = [g for t, g in self.polls if t <= since]
+        during = [g for t, g in self.polls if since < t <= until]
+        return bool(before and during and max(during) > before[-1])
+
+
+def atoms(cluster, topics):
+    """The cluster's throttle configs as a set: (topic, kind, entry) per throttled-replicas entry,
+    (broker, kind, rate) per broker rate. Owned = what execute added; foreign = what was there before."""
+    out = set()
+    for (name, kind), value in throttles(cluster, topics).items():
+        if isinstance(value, int):
+            out.add((name, kind, value))
+        else:
+            out |= {(name, kind, e) for e in (value if value != "*" else {"*"})}
+    return out
+
+
+def execute(cluster, tmp_path, moves, throttle=RATE, *extra):
+    """`reassign-monitor execute` in this process; moves: [(topic, partition, replicas)] -> request id."""
+    plan = tmp_path / f"plan-{time.monotonic_ns()}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r)} for t, p, r in moves]}))
+    code, out, err = cli("execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan,
+                         "--throttle", throttle, "--output", "json", "--timeout", "15", *extra)
+    assert code == 0, f"execute exited {code}: {err.strip()}"
+    return json.loads(out)["request_id"]
+
+
+def moving(cluster, topic):
+    return any(t == topic for t, _ in reassigning(cluster))
+
+
+def records(job, prefix):
+    """[(key, value)] of the job's progress records whose key starts with `prefix`."""
+    return [(k, v) for k, v in read_topic(job.bootstrap, job.progress_topic) if k.startswith(prefix)]
+
+
+def removals(job, names, since_batch):
+    """{(scope, name, kind): sorted batch ids} of `removed`/`restored` throttle records for `names`
+    (topic names and broker ids) written after `since_batch`. A batch replayed after a crash rewrites its
+    records with the same id, so one removal is one batch id, however often it was written."""
+    out = {}
+    for key, value in records(job, "throttle:"):
+        throttle = value.get("throttle") or {}
+        if (value["batch_id"] > since_batch and str(throttle.get("name")) in {str(n) for n in names}
+                and throttle.get("action") in ("removed", "restored")):
+            out.setdefault((throttle["scope"], str(throttle["name"]), throttle["kind"]), set()).add(value["batch_id"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def wait_batches(job_watch, count, timeout_s=60):
+    """Wait until `count` more batches have run (by their log lines)."""
+    start = job_watch.last()
+    return wait_for(lambda: job_watch.last() >= start + count, timeout_s, interval_s=0.2,
+                    message=f"{count} more batches after batch {start}")
+
+
+def running(job):
+    """The shared job up and polling (a test before may have killed it): started again if it is not."""
+    if job.process is None or job.process.poll() is not None:
+        job.start()
+    wait_for(lambda: job.metric(LAST_POLL), FIRST_POLL_S, message="the job's first poll")
+    return job
+
+
+def replica_states(job, topic, partition, broker, after_batch=-1):
+    """[(batch id, state, value)] of one replica's records after `after_batch`, the last write of a batch
+    winning (a replayed batch is written again with the same id)."""
+    by_batch = {}
+    key = f"{topic}:{partition}:{broker}"
+    for k, value in records(job, key):
+        if k == key and value["batch_id"] > after_batch and value["kind"] == "replica":
+            by_batch[value["batch_id"]] = value
+    return [(b, v["state"], v) for b, v in sorted(by_batch.items())]
+
+
+def seconds_until(condition, timeout_s, interval_s=0.2):
+    """Seconds until `condition` held, or None when it did not within `timeout_s`: a figure to report,
+    asserted by the caller with a message that says what was measured."""
+    started = time.monotonic()
+    try:
+        wait_for(condition, timeout_s, interval_s=interval_s)
+    except AssertionError:
+        return None
+    return time.monotonic() - started
+
+
+def owned_configs(owned):
+    """(scope, name, kind) of each config an owned atom lives in: what one removal record names."""
+    return {("broker" if isinstance(name, int) else "topic", str(name), kind) for name, kind, _ in owned}

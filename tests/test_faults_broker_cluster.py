@@ -1,0 +1,167 @@
+"""Broker faults on the real cluster while the job runs and owns throttles (issue 9, section 2): the first
+run against a fresh cluster, a destination broker SIGKILLed mid-move, the active controller SIGKILLed
+mid-move. All on the dedicated `fault_cluster` with the shared `fault_job`; each test leaves the cluster
+whole (three nodes up, every ISR full) whether it passes or not."""
+
+import time
+
+import pytest
+
+from tests.cluster_cli import clear_broker_throttles
+from tests.fault_support import (
+    ADMIN_TIMEOUT_S, FOREIGN_RATE, TRIGGER_S, BatchWatch, atoms, execute, figure, moving, owned_configs,
+    removals, replica_states, running, seconds_until, wait_batches)
+from tests.job_process import failures_after
+from tests.kafka_fixtures import wait_for
+
+pytestmark = pytest.mark.cluster
+
+NODES = (1, 2, 3)
+STATE = "kafka_reassignment_replica_state"
+COPIED = "kafka_reassignment_replica_copied_bytes"
+GONE_BOUND_S = TRIGGER_S + 5.0  # the issue: owned throttles removed within trigger + 5 s of completion
+LONGEST_BATCH_S = TRIGGER_S + ADMIN_TIMEOUT_S + 5.0  # a batch gap: the wait for the trigger + one batch
+
+
+def test_first_run_on_a_fresh_cluster_starts(fault_job):
+    # The fixture started the job first thing on a just-formatted cluster: no ownership topic, so the
+    # job created it and read it before its partition had a leader (it used to exit 3 right there).
+    first = fault_job.first_start
+    figure("first_run_fresh_cluster", outcome=first["outcome"], seconds=first["seconds"])
+    assert first["outcome"] == "first poll", (
+        f"first run against a fresh cluster: {first['outcome']} after {first['seconds']:.0f}s instead of a first "
+        f"poll; log tail:\n{first['log'][-2500:]}")
+
+
+def prepare(cluster, source, bystander, megabytes):
+    """Partition 0 on `source` with data to move; partition 1 carries a foreign leader entry and the
+    bystander broker a foreign follower rate: somebody else's throttles the janitor must never touch."""
+    topic = cluster.unique_topic("fault")
+    cluster.create_topic(topic, {0: [source], 1: [source]})
+    cluster.produce(topic, [0], megabytes)
+    cluster.set_configs({topic: {"leader.replication.throttled.replicas": f"1:{source}"}},
+                        {bystander: {"follower.replication.throttled.rate": FOREIGN_RATE}})
+    return topic
+
+
+def cleanup(cluster, topics):
+    """Whatever happened: all nodes up, ISR full, no move of these topics running, no throttle left."""
+    from kafka import TopicPartition
+
+    cluster.ensure_whole()
+    admin = cluster.admin()
+    try:
+        ongoing = [tp for tp in admin.list_partition_reassignments() if tp.topic in topics]
+        if ongoing:
+            admin.alter_partition_reassignments({TopicPartition(tp.topic, tp.partition): None for tp in ongoing})
+    finally:
+        admin.close()
+    clear_broker_throttles(cluster)
+    cluster.delete_topics(topics)
+
+
+def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes):
+    """Start an owned, throttled move, SIGKILL the node `victim_of(source, destination, controller)` once
+    bytes are being copied, restart it, and measure what the job did. Returns the figures and evidence."""
+    controller = cluster.active_controller()
+    others = [n for n in NODES if n != controller]
+    source, destination = others
+    victim = victim_of(source, destination, controller)
+    topic = prepare(cluster, source, controller, megabytes)
+    created.append(topic)
+    labels = {"topic": topic, "partition": 0, "broker": destination}
+    found = {"topic": topic, "victim": victim, "source": source, "destination": destination, "controller": controller}
+    with BatchWatch(job) as watch:
+        before = atoms(cluster, [topic])
+        start_batch = watch.last()
+        execute(cluster, tmp_path, [(topic, 0, [source, destination])])
+        owned = atoms(cluster, [topic]) - before
+        assert owned, "execute set no throttle: nothing for the janitor to own"
+        wait_for(lambda: (job.metric(COPIED, **labels) or 0) > 1_000_000, 60, interval_s=0.2,
+                 message="over 1 MB copied to the destination before the kill")
+        kill_batch, killed = watch.last(), time.monotonic()
+        cluster.kill(victim)
+        found["to_offline_s"] = (seconds_until(lambda: job.metric(STATE, state="BROKER_OFFLINE", **labels) == 1,
+                                               3 * (TRIGGER_S + ADMIN_TIMEOUT_S) + 10)
+                                 if victim == destination else None)
+        wait_batches(watch, 2)  # polls go on while the node is down
+        down_until = time.monotonic()
+        found["gauge_advanced_while_down"] = watch.gauge_advanced(killed, down_until)
+        found["restart_s"] = cluster.restart()
+        back_batch = watch.last()
+        wait_for(lambda: not moving(cluster, topic), 120, interval_s=0.2, message="the move to complete")
+        found["to_gone_s"] = seconds_until(lambda: not (atoms(cluster, [topic]) & owned), GONE_BOUND_S + 30)
+        wait_batches(watch, 3)  # batches after the removal: none may remove anything again
+        log = job.log()
+        found["failures_after_back"] = failures_after(log, back_batch + 1)
+        found["failures_while_down"] = failures_after(log, kill_batch)
+        found["longest_batch_gap_s"] = watch.longest_gap(killed)
+        found["states"] = replica_states(job, topic, 0, destination, after_batch=kill_batch)
+        found["kill_batch"], found["back_batch"] = kill_batch, back_batch
+        now = atoms(cluster, [topic])
+        found["leaked"] = sorted(owned & now, key=str)
+        found["foreign_touched"] = sorted((before - now) | (now - before - owned), key=str)
+        found["removals"] = removals(job, [topic, source, destination, controller], start_batch)
+        found["owned_configs"] = owned_configs(owned)
+        found["job_alive"] = job.process.poll() is None
+    return found
+
+
+def check_recovery(found, test):
+    """What both bounces must show after the node is back: removal once and in time, no failing poll."""
+    failed_after = found["failures_after_back"]
+    once = {c: found["removals"].get(c, []) for c in found["owned_configs"]}
+    figure(test, completion_to_gone_s=found["to_gone_s"], polls_failed_after_back=len(failed_after),
+           throttles_leaked=len(found["leaked"]), foreign_touched=len(found["foreign_touched"]),
+           longest_batch_gap_s=found["longest_batch_gap_s"], restart_s=found["restart_s"])
+    assert found["job_alive"], f"{test}: the job exited"
+    assert not failed_after, (
+        f"{test}: {len(failed_after)} polls/janitor runs failed later than one batch after the node was back "
+        f"(back at batch {found['back_batch']}): {failed_after[:6]}")
+    assert found["to_gone_s"] is not None and found["to_gone_s"] <= GONE_BOUND_S, (
+        f"{test}: owned throttles gone {found['to_gone_s']} s after completion (bound {GONE_BOUND_S:g} s; None: "
+        f"not within {GONE_BOUND_S + 30:g} s); leaked: {found['leaked']}")
+    assert not found["leaked"], f"{test}: {len(found['leaked'])} owned throttles leaked: {found['leaked']}"
+    assert not found["foreign_touched"], (
+        f"{test}: {len(found['foreign_touched'])} foreign throttles touched: {found['foreign_touched']}")
+    assert all(len(batches) == 1 for batches in once.values()), (
+        f"{test}: removals per owned config (batch ids) should be exactly one each: {once}")
+    assert found["longest_batch_gap_s"] <= LONGEST_BATCH_S, (
+        f"{test}: {found['longest_batch_gap_s']:.1f} s between two batches after the kill "
+        f"(bound trigger + admin timeout + 5 = {LONGEST_BATCH_S:g} s)")
+
+
+def test_destination_broker_killed_mid_move(fault_cluster, fault_job, tmp_path):
+    created = []
+    try:
+        found = bounce_mid_move(fault_cluster, running(fault_job), tmp_path, created,
+                                lambda source, destination, controller: destination, megabytes=12)
+        states = found["states"]
+        offline = [b for b, s, _ in states if s == "BROKER_OFFLINE"]
+        batches_to_offline = offline[0] - found["kill_batch"] if offline else None
+        on_the_way = [s for b, s, _ in states if not offline or b < offline[0]]
+        figure("destination_broker_killed", to_broker_offline_s=found["to_offline_s"],
+               batches_to_broker_offline=batches_to_offline, states_on_the_way=on_the_way)
+        assert found["to_offline_s"] is not None and batches_to_offline is not None and batches_to_offline <= 3, (
+            f"BROKER_OFFLINE {found['to_offline_s']} s / {batches_to_offline} batches after the SIGKILL of the "
+            f"destination (bound 3 batches); replica states after the kill: {[(b, s) for b, s, _ in states][:12]}")
+        assert "PENDING" not in on_the_way, f"PENDING shown on the way to BROKER_OFFLINE: {on_the_way}"
+        assert found["gauge_advanced_while_down"], "the last-poll time did not advance while the destination was down"
+        check_recovery(found, "destination_broker_killed")
+    finally:
+        cleanup(fault_cluster, created)
+
+
+def test_active_controller_killed_mid_move(fault_cluster, fault_job, tmp_path):
+    created = []
+    try:
+        # The move runs between the two other nodes, so it goes on while a new controller is elected.
+        found = bounce_mid_move(fault_cluster, running(fault_job), tmp_path, created,
+                                lambda source, destination, controller: controller, megabytes=15)
+        figure("active_controller_killed", controller=found["controller"],
+               gauge_advanced_while_down=found["gauge_advanced_while_down"],
+               failures_while_down=len(found["failures_while_down"]))
+        check_recovery(found, "active_controller_killed")
+    finally:
+        cleanup(fault_cluster, created)
+
