@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.ownership import EXECUTE
 from streaming import codec
+from streaming.checkpoint import local_path
 from streaming.history import Settings
 from streaming.outputs import assemble, describe, poll_facts
 from streaming.source import POLL_TABLE, PollDataSource
@@ -51,6 +52,23 @@ class JobConfig:
     quiet: bool = False
 
 
+SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")
+SPARK_LOG_NAME = "spark-driver.log"
+
+
+def _driver_log_options(checkpoint_location):
+    """JVM options sending the driver's log (WARN and above) to SPARK_LOG_NAME in a local checkpoint
+    location (in the working directory when the checkpoint is remote) instead of the terminal. They take
+    effect where this process starts the JVM (local[*], or a cluster master in client mode); under
+    spark-submit the JVM already runs with the platform's logging."""
+    log_file = os.path.join(os.path.abspath(local_path(checkpoint_location) or "."), SPARK_LOG_NAME)
+
+    def quoted(value):  # Spark splits extraJavaOptions like a shell: quote, escaping \ and "
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return f"-Dlog4j2.configurationFile={quoted(SPARK_LOG_CONFIG)} -Dreassign.monitor.spark.log={quoted(log_file)}"
+
+
 def build_session(config):
     from pyspark.sql import SparkSession
 
@@ -59,6 +77,7 @@ def build_session(config):
     if (config.master or "").startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded job needs no outside interface
     builder = (SparkSession.builder.appName("kafka-reassign-monitor")
+               .config("spark.driver.extraJavaOptions", _driver_log_options(config.checkpoint_location))
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")

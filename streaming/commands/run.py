@@ -12,6 +12,7 @@ import socket
 import tempfile
 
 from streaming import durations
+from streaming.checkpoint import local_path
 from streaming.echo import shown
 from streaming.errors import BadInput
 from streaming.kafka_limits import PORT_MAX
@@ -19,8 +20,6 @@ from streaming.kafka_limits import PORT_MAX
 # Spark master URLs this job can run on ('' under spark-submit, which sets the master itself).
 MASTER_PATTERN = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)(,[1-9][0-9]{0,3})?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
                             r"|yarn|(spark|k8s)://\S+")
-# A Hadoop-style URI (hdfs://, s3a://, abfss://, ...): Spark reaches it, we cannot check it from here.
-REMOTE_LOCATION = re.compile(r"(?!file:)[A-Za-z][A-Za-z0-9+.-]*://.+")
 TRIGGER_BOUNDS_S = (0.1, durations.DAY_S)
 STALL_AFTER_BOUNDS_S = (1.0, 7 * durations.DAY_S)
 RATE_WINDOW_BOUNDS_S = (1.0, durations.DAY_S)
@@ -98,9 +97,9 @@ def check_checkpoint(location):
     """A local checkpoint location must be a writable directory or creatable as one; a remote one
     (hdfs://, s3a://, ...) is Spark's to reach."""
     flag = f"--checkpoint-location {shown(location, 200)}"
-    if REMOTE_LOCATION.fullmatch(location):
+    path = local_path(location)
+    if path is None:
         return
-    path = re.sub(r"^file:(//)?", "", location)
     if not path:
         raise BadInput(f"{flag}: empty path")
     try:
