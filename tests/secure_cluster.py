@@ -4,6 +4,7 @@ streaming.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
+import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -114,22 +115,29 @@ def _binding(principal, grant):
                       OPERATIONS[grant.operation], AclPermissionType.ALLOW)
 
 
-def topic_bytes(cluster, topic):
-    """Every key and value in `topic` (read as the super user), as one bytes blob for grepping."""
-    from kafka import KafkaConsumer
+def topic_bytes(cluster, topic, timeout_s=20):
+    """Every key and value in `topic` (read as the super user), as one bytes blob for grepping. Through
+    librdkafka: the progress topic is lz4-compressed, which kafka-python cannot read without lz4."""
+    import uuid
 
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=None, auto_offset_reset="earliest",
-                             consumer_timeout_ms=3000, **client_config.kafka_python_settings(str(cluster.admin_config)))
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({**cluster.settings(), "group.id": f"test-{uuid.uuid4().hex}", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True, "log_level": 0})
     try:
-        return b"\n".join((m.key or b"") + b"=" + (m.value or b"") for m in _all_of(consumer, topic))
+        partitions = list(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        done, out = set(), []
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(partitions) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    done.add(message.partition())
+                continue
+            out.append((message.key() or b"") + b"=" + (message.value() or b""))
+        return b"\n".join(out)
     finally:
         consumer.close()
-
-
-def _all_of(consumer, topic):
-    from kafka import TopicPartition
-
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning()
-    return list(consumer)
