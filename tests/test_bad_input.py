@@ -297,3 +297,29 @@ def test_generated_bad_property_files(before, bad, after, tmp_path_factory):
     code, out, err, escaped = in_process(argv)
     assert code == EXIT_BAD_INPUT
     assert not problems(generated_case(argv), code, out, err, escaped), (err, bad)
+
+
+# --- a bug is exit 4, still one line ------------------------------------------------------------------------------
+
+BUGS = [
+    # id, exception the command raises
+    ("plain", ValueError("unexpected")),
+    ("multi-line", RuntimeError("streaming query failed\n\tat org.apache.spark.sql.Foo(Foo.scala:1)\n\tat java.lang.Thread.run")),
+    ("empty-text", KeyError()),
+    ("huge-text", AssertionError("x" * 100_000)),
+]
+
+
+@pytest.mark.parametrize("error", [pytest.param(e, id=i) for i, e in BUGS])
+def test_a_bug_is_exit_4_in_one_line(error, monkeypatch):
+    from streaming.commands import dashboards
+    from streaming.errors import EXIT_BUG
+
+    def broken(_args):
+        raise error
+
+    monkeypatch.setattr(dashboards, "run", broken)
+    argv = ["dashboards", "--out", "/nonexistent"]
+    code, out, err, escaped = in_process(argv)
+    assert not problems(Case("bug", "bug", tuple(argv), code=EXIT_BUG), code, out, err, escaped), err
+    assert err.rstrip("\n").endswith("run with --debug") and len(err) < 500
