@@ -223,8 +223,7 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
                                trigger_interval_s=2.0, progress_topic="bench-progress", timeout_s=60)
             door = KafkaClusterAdmin(bootstrap, timeout_s=60)
             ensure_progress_topic(door, config.progress_topic)
-            door.close()
-            writer = ProgressTopicWriter(bootstrap, None, config.progress_topic)
+            writer = ProgressTopicWriter(door, config.progress_topic)
             handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
             query = ARMS[arm](spark, config, handler)
             try:
@@ -232,7 +231,7 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
                 results[arm] = {k: results.get(arm, {}).get(k, []) + v for k, v in result.items()}
             finally:
                 stop_between_batches(query)
-                writer.close()
+                door.close()
     finally:
         for topic, n in topics.items():
             stop_moves(admin, topic, n)

@@ -149,11 +149,11 @@ class Janitor:
         return self._act(records, None, batch_id, hint=None)
 
     def close(self):
-        for closable in (self.store, self.admin):
-            try:
-                closable.close()
-            except Exception as error:  # closing must not hide why the job stops
-                self.log(f"closing: {type(error).__name__}: {error}")
+        """Close the ownership store (the admin belongs to whoever passed it in)."""
+        try:
+            self.store.close()
+        except Exception as error:  # closing must not hide why the job stops
+            self.log(f"closing the ownership store: {type(error).__name__}: {error}")
 
     # -- steps --
 
@@ -254,12 +254,10 @@ class Janitor:
         return [JanitorOutput(a, *throttle_record(a, ts_ms, batch_id, cluster_id)) for a in actions]
 
 
-def janitor_factory(config):
-    """The Janitor the streaming job runs (driver side), from its JobConfig."""
+def janitor_factory(config, admin):
+    """The Janitor the streaming job runs (driver side), from its JobConfig and the driver's admin."""
     from sinks.ownership import KafkaOwnershipStore
-    from streaming.admin import KafkaClusterAdmin
 
-    admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
     store = KafkaOwnershipStore(config.bootstrap, config.command_config, config.ownership_topic, config.timeout_s,
                                 create=True)
     return Janitor(admin, store, tp.Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

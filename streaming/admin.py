@@ -38,6 +38,7 @@ ALTER_CONFIGS = "IncrementalAlterConfigs"
 ALTER_REASSIGNMENTS = "AlterPartitionReassignments"
 ALTER_LOG_DIRS = "AlterReplicaLogDirs"
 CREATE_TOPICS = "CreateTopics"
+PRODUCE = "Produce"
 POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, LIST_OFFSETS, DESCRIBE_CONFIGS)
 
 
@@ -57,6 +58,8 @@ class ClusterAdmin(Protocol):
     def cancel_reassignments(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]: ...
     def alter_replica_log_dirs(self, wanted: dict[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str | None]: ...
     def ensure_topic(self, name: str, partitions: int, config: dict[str, str]) -> bool: ...
+    def topic_exists(self, name: str) -> bool: ...
+    def produce(self, topic: str, keyed_values: list[tuple[str, bytes]]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -82,6 +85,7 @@ class KafkaClusterAdmin:
         self._lock = threading.Lock()  # the poller calls from several threads
         self._kafka = None
         self._confluent = None
+        self._producer = None
         self._connect()
 
     # -- clients --
@@ -342,7 +346,59 @@ class KafkaClusterAdmin:
                 raise ClusterError(f"topic {name}: no leader for every partition within {self._timeout_s:g}s")
             time.sleep(0.1)
 
+    # -- the project's own topics --
+
+    def topic_exists(self, name):
+        metadata = self._confluent_call(METADATA, lambda admin: admin.list_topics(timeout=self._timeout_s))
+        return name in metadata.topics
+
+    def _producer_client(self):
+        from confluent_kafka import Producer
+
+        with self._lock:
+            if self._producer is None:
+                # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
+                # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
+                self._producer = Producer({**self._confluent_settings, "log_level": 0, "enable.idempotence": True,
+                                           "acks": "all", "linger.ms": 20, "compression.type": "lz4",
+                                           "message.timeout.ms": int(max(self._timeout_s, 1.0) * 1000)})
+            return self._producer
+
+    def produce(self, topic, keyed_values, timeout_s=None):
+        """Write (key str, value bytes) pairs to `topic` and return once every one is acknowledged by the
+        in-sync replicas; raise our exception for the first that was not (the rest may have been written:
+        every record of this project is keyed, so writing it again supersedes)."""
+        from confluent_kafka import KafkaException
+
+        producer = self._producer_client()
+        failures = []
+
+        def delivered(error, _message):
+            if error is not None:
+                failures.append(error)
+
+        doing = f"writing to {topic}"
+        for key, value in keyed_values:
+            while True:
+                try:
+                    producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
+                    break
+                except BufferError:  # local queue full: let deliveries drain, then retry this record
+                    producer.poll(0.1)
+                except KafkaException as error:
+                    raise from_kafka_error(error, doing) from error
+            producer.poll(0)
+        self._count()
+        if producer.flush(timeout_s or self._timeout_s) != 0:
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), doing)
+        if failures:
+            raise from_kafka_error(failures[0], doing)
+
     def close(self):
+        with self._lock:
+            producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(self._timeout_s)
         self._drop()
 
 

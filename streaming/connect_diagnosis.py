@@ -46,7 +46,8 @@ def diagnose(bootstrap, command_config, timeout_s):
         except OSError as error:
             refusals.append(f"{_text(address)}: {error.strerror or error}")
     if reachable is None:
-        return Unreachable(f"connecting to {bootstrap}: no broker accepted a connection ({'; '.join(refusals)})")
+        return Unreachable(f"connecting to {bootstrap}: cluster unreachable: no broker accepted a connection "
+                           f"({'; '.join(refusals)})")
 
     problem = _tls_problem(reachable, properties, protocol, deadline)
     if problem is None and protocol in SASL_PROTOCOLS:

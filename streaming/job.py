@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.ownership import EXECUTE
 from streaming import codec
+from streaming.admin import PRODUCE
 from streaming.checkpoint import local_path
 from streaming.history import Settings
 from streaming.outputs import assemble, describe, poll_facts
@@ -27,7 +28,6 @@ from streaming.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_
 # batch, and within a bucket the work is vectorized, so more buckets than partitions only add overhead.
 STATE_BUCKETS = 4
 SHUFFLE_PARTITIONS = 4
-PRODUCE = "Produce"  # the poll-error label of a batch whose progress records could not be written
 QUERY_RESTART_FIRST_PAUSE_S = 1.0
 QUERY_RESTART_MAX_PAUSE_S = 30.0
 
@@ -224,15 +224,13 @@ def run(config, janitor_factory=None, out=sys.stderr):
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
-    writer = janitor = spark = None
+    admin = janitor = spark = None
     try:
+        # The driver's one door to the cluster: topics, progress records and the janitor share it.
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
-        try:
-            ensure_progress_topic(admin, config.progress_topic)
-        finally:
-            admin.close()
-        writer = ProgressTopicWriter(config.bootstrap, config.command_config, config.progress_topic)
-        janitor = janitor_factory(config) if janitor_factory else None
+        ensure_progress_topic(admin, config.progress_topic)
+        writer = ProgressTopicWriter(admin, config.progress_topic)
+        janitor = janitor_factory(config, admin) if janitor_factory else None
         spark = build_session(config)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -256,7 +254,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
             stop.wait(pause_s)
             pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
     finally:
-        for closable in (writer, janitor, metrics):
+        for closable in (janitor, admin, metrics):
             if closable is not None:
                 closable.close()
         if spark is not None:

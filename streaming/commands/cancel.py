@@ -77,7 +77,7 @@ def run(args):
         if cancelled and not args.preserve_throttles:
             store = common.open_store(args, create=False)
             outputs = Janitor(admin, store, log=common.quiet, policy=Policy(release=common.releasing(store.records(), cancelled))).sweep()
-            note = common.publish_actions(args, outputs)
+            note = common.publish_actions(args, admin, outputs)
     finally:
         admin.close()
 

@@ -99,26 +99,17 @@ def table(rows, headers, out=None):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
 
 
-def publish_actions(args, outputs):
+def publish_actions(args, admin, outputs):
     """Best effort: the janitor's `throttle` records to the progress topic, when it exists (rule 6)."""
     if not outputs:
         return None
+    from sinks.records import encode
+
     try:
-        from confluent_kafka import Producer
-        from confluent_kafka.admin import AdminClient
-
-        from sinks.records import encode
-        from streaming import client_config
-
-        settings = client_config.confluent_settings(args.command_config, args.bootstrap_server)
-        if args.progress_topic not in AdminClient(settings).list_topics(timeout=args.timeout).topics:
+        if not admin.topic_exists(args.progress_topic):
             return f"progress topic {args.progress_topic} does not exist: throttle records not written"
-        producer = Producer({**settings, "enable.idempotence": True})
-        for output in outputs:
-            producer.produce(args.progress_topic, key=output.key.encode(), value=encode(output.value))
-        if producer.flush(args.timeout) != 0:
-            return f"throttle records to {args.progress_topic} not acknowledged in time"
-    except Exception as error:  # reporting must not turn a successful cleanup into a failure
+        admin.produce(args.progress_topic, [(output.key, encode(output.value)) for output in outputs], args.timeout)
+    except ClusterError as error:  # reporting must not turn a successful cleanup into a failure
         return f"throttle records not written to {args.progress_topic}: {error}"
     return None
 

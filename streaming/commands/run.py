@@ -13,6 +13,7 @@ import tempfile
 
 from streaming import durations
 from streaming.checkpoint import local_path
+from streaming.commands import reassign_common as common
 from streaming.echo import shown
 from streaming.errors import BadInput
 from streaming.kafka_limits import PORT_MAX
@@ -51,6 +52,7 @@ def add_arguments(parser):
     parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default="owned")
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines on stdout")
+    common.add_ownership_topic(parser)
 
 
 def config_from(args):
@@ -61,7 +63,8 @@ def config_from(args):
     return JobConfig(
         bootstrap=args.bootstrap_server, command_config=args.command_config, timeout_s=args.timeout,
         master=master(args.master) or None, checkpoint_location=args.checkpoint_location,
-        progress_topic=args.progress_topic, metrics_port=args.metrics_port, metrics_address=args.metrics_address,
+        progress_topic=args.progress_topic, ownership_topic=args.ownership_topic,
+        metrics_port=args.metrics_port, metrics_address=args.metrics_address,
         metrics_detail=args.metrics_detail, trigger_interval_s=args.trigger_interval,
         stall_after_s=args.stall_after, rate_window_s=args.rate_window,
         throttle_cleanup=args.throttle_cleanup, dry_run=args.dry_run, quiet=args.quiet)

@@ -70,7 +70,7 @@ def run(args):
             release = common.releasing(store.records(), [(m.topic, m.partition) for m, _, _ in rows])
             janitor = Janitor(admin, store, log=common.quiet, policy=Policy(dry_run=args.dry_run, release=release))
             outputs = janitor.sweep()
-            note = common.publish_actions(args, outputs)
+            note = common.publish_actions(args, admin, outputs)
     finally:
         admin.close()
 
