@@ -278,6 +278,8 @@ CASES += [
     Case("dashboards-out-unwritable", "output", ("dashboards", "--out", "/proc/dashboards")),
     Case("dashboards-out-too-long", "output", ("dashboards", "--out", "/tmp/" + "d" * 5000)),
     Case("dashboards-out-missing", "usage", ("dashboards",)),
+    Case("dashboards-out-nul", "output", ("dashboards", "--out", "/tmp/a\x00b")),  # in-process only: argv has no NUL
+    Case("progress-path-nul", "files", ("progress", "--bootstrap-server", UNREACHABLE, "--reassignment-json-file", "/tmp/a\x00b")),
 ]
 
 # --- run: its own flags, port and checkpoint (all before Spark or any topic) -------------------------------
@@ -294,6 +296,7 @@ CASES += [
     Case("run-checkpoint-file-uri-to-a-file", "checkpoint", (*RUN[:-2], "--checkpoint-location", "file:///etc/hostname")),
     Case("run-checkpoint-unwritable", "checkpoint", (*RUN[:-2], "--checkpoint-location", "/proc/cp")),
     Case("run-checkpoint-too-long", "checkpoint", (*RUN[:-2], "--checkpoint-location", "/tmp/" + "c" * 5000)),
+    Case("run-checkpoint-nul", "checkpoint", (*RUN[:-2], "--checkpoint-location", "/tmp/a\x00b")),
     Case("run-checkpoint-empty", "checkpoint", (*RUN[:-2], "--checkpoint-location", "")),
     Case("run-checkpoint-dangling-link", "checkpoint", (*RUN[:-2], "--checkpoint-location", "@FILE"), file=DANGLING),
     Case("run-checkpoint-link-loop", "checkpoint", (*RUN[:-2], "--checkpoint-location", "@FILE/cp"), file=LINK_LOOP),

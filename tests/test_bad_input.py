@@ -207,11 +207,12 @@ def test_bad_input_against_the_cluster_changes_nothing(case, tmp_path, world):
 
 # A sample of every category through the installed executable: what a JVM or librdkafka writes to the
 # stderr fd directly (invisible in-process) shows here, and so does the start-up cost of `run`.
-SAMPLE_IDS = {next(c.id for c in LOCAL if c.category == category) for category in {c.category for c in LOCAL}} | {
+EXECUTABLE_CASES = [c for c in LOCAL if "\x00" not in "".join(c.argv)]  # exec cannot pass a NUL byte
+SAMPLE_IDS = {next(c.id for c in EXECUTABLE_CASES if c.category == cat) for cat in {c.category for c in LOCAL}} | {
     "run-checkpoint-is-a-file", "run-metrics-port-taken", "run-unreachable", "run-master-bad",
     "run-config-unknown-key", "progress-topic-newline-forges-a-line", "progress-path-newline", "progress-unreachable",
     "execute-partition-10e30", "progress-deep-lists", "progress-config-not-utf8"}
-SAMPLE = [c for c in LOCAL if c.id in SAMPLE_IDS]
+SAMPLE = [c for c in EXECUTABLE_CASES if c.id in SAMPLE_IDS]
 
 
 def run_executable(case, tmp_path, busy_port):

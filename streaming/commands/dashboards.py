@@ -3,6 +3,7 @@ grafanalib loads only when the command runs."""
 
 import json
 
+from streaming.echo import shown
 from streaming.errors import BadInput
 
 
@@ -14,10 +15,13 @@ def add_arguments(parser):
 def run(args):
     from dashboards.build import write_all
 
+    flag = f"--out {shown(args.out, 200)}"
     try:
         paths = write_all(args.out)
     except OSError as error:
-        raise BadInput(f"--out {args.out}: {error.strerror or error}") from error
+        raise BadInput(f"{flag}: {error.strerror or error}") from error
+    except ValueError as error:  # a path with a NUL byte
+        raise BadInput(f"{flag}: not a usable path ({error})") from error
     if args.output == "json":
         print(json.dumps({"written": [str(path) for path in paths]}))
     else:
