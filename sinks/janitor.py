@@ -259,5 +259,5 @@ def janitor_factory(config, admin):
     from sinks.ownership import KafkaOwnershipStore
 
     store = KafkaOwnershipStore(config.bootstrap, config.command_config, config.ownership_topic, config.timeout_s,
-                                create=True)
+                                create=True, admin=admin)
     return Janitor(admin, store, tp.Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

@@ -23,19 +23,20 @@ store); the random suffix keeps two concurrent `execute` runs apart.
 """
 
 import json
-import logging
 import secrets
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
 from sinks.throttle_entries import entry, parse_entry
-from streaming.errors import ClusterError
 
 SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
 DEFAULT_TOPIC = "reassignment-monitor-throttles"
+OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
+# With acks=all a record is on two brokers before execute alters any config (capped at the replication
+# factor on smaller clusters, where Kafka would otherwise refuse every write).
+OWNERSHIP_MIN_INSYNC_REPLICAS = 2
 
 PENDING, STARTED, ABORTED, DONE = STATES = ("pending", "started", "aborted", "done")
 EXECUTE, OBSERVED = ORIGINS = ("execute", "observed")
@@ -172,88 +173,37 @@ class MemoryStore:
         self.writes.append(record)
 
 
-_SILENT = logging.getLogger("reassign-monitor.ownership.librdkafka")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
-
-
 class KafkaOwnershipStore:
     """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
 
-    The reader is a kafka-python consumer without a group (group_id=None): it assigns the one partition
-    and seeks, never sends FindCoordinator or commits, so it needs Read and Describe on this topic and no
-    ACL on any consumer group (confluent-kafka's Consumer cannot be created without a group.id, and
-    with one it asks for the group's coordinator even when it only assigns)."""
+    Every read and write goes through the admin door (streaming.admin.ClusterAdmin: create_topic, produce,
+    read_log), which retries transient errors and names the principal, operation and topic of a refusal.
+    Pass the caller's `admin`, or let the store open (and close) one of its own."""
 
     PARTITION = 0
 
-    def __init__(self, bootstrap, command_config=None, topic=DEFAULT_TOPIC, timeout_s=10.0, create=False):
-        from confluent_kafka import Producer
-        from kafka import KafkaConsumer, TopicPartition
-
-        from streaming import client_config
-        from streaming.acls import principal_of
-
+    def __init__(self, bootstrap, command_config=None, topic=DEFAULT_TOPIC, timeout_s=10.0, create=False, admin=None):
         self.topic, self.timeout_s = topic, timeout_s
-        self._principal = principal_of(command_config)
-        # librdkafka's own log lines (transient warnings, and a FATAL line when the idempotent producer is
-        # refused its id) are not the operator's business: failures surface as exceptions here, one line.
-        settings = {**client_config.confluent_settings(command_config, bootstrap), "logger": _SILENT}
-        if create:
-            ensure_topic(settings, topic, timeout_s, self._principal)
+        self._owns_admin = admin is None
+        if admin is None:
+            from streaming.admin import KafkaClusterAdmin
+
+            admin = KafkaClusterAdmin(bootstrap, command_config, timeout_s)
+        self.admin = admin
         self._latest = {}
-        self._producer = Producer({**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
-        timeout_ms = int(timeout_s * 1000)
-        try:
-            # fetch_max_wait_ms short: a catch-up poll should not wait for records that will not come.
-            self._consumer = KafkaConsumer(
-                bootstrap_servers=bootstrap, client_id="reassign-monitor-ownership", group_id=None,
-                enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
-                fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
-                **client_config.kafka_python_settings(command_config))
-        except Exception as error:  # kafka-python raises several types on bootstrap; mapped once below
-            raise self._failure(error, "reading", "Describe") from error
-        self._tp = TopicPartition(topic, self.PARTITION)
         self._next = 0
-        self.refresh()
-
-    def _failure(self, error, doing, operation):
-        from streaming.acls import refusal
-
-        return refusal(error, f"{doing} ownership topic {self.topic}", operation, f"Topic {self.topic}", self._principal)
+        try:
+            if create:
+                ensure_ownership_topic(admin, topic)
+            self.refresh()
+        except Exception:
+            self.close()
+            raise
 
     def refresh(self):
-        try:
-            if self.PARTITION not in self._consumer.partitions_for_topic(self.topic):
-                return  # the topic does not exist yet, so no records
-            timeout_ms = int(self.timeout_s * 1000)
-            low = self._consumer.beginning_offsets([self._tp], timeout_ms)[self._tp]
-            high = self._consumer.end_offsets([self._tp], timeout_ms)[self._tp]
-        except Exception as error:
-            raise self._failure(error, "reading", "Describe") from error
-        start = max(self._next, low)
-        if start >= high:
-            return
-        # Assigned only while catching up: nothing is fetched in between.
-        self._consumer.assign([self._tp])
-        self._consumer.seek(self._tp, start)
-        try:
-            self._catch_up(high)
-        except ClusterError:
-            raise
-        except Exception as error:
-            raise self._failure(error, "reading", "Read") from error
-        finally:
-            self._consumer.unsubscribe()
-
-    def _catch_up(self, high):
-        deadline = time.monotonic() + self.timeout_s
-        while self._next < high:
-            if time.monotonic() > deadline:
-                raise ClusterError(f"reading ownership topic {self.topic}: timed out at offset {self._next} of {high}")
-            for message in self._consumer.poll(timeout_ms=500).get(self._tp, ()):
-                self._apply(message.key.decode("utf-8"), message.value)
-                self._next = message.offset + 1
+        for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
+            self._apply(key.decode("utf-8"), value)
+            self._next = offset + 1
 
     def _apply(self, key, value):
         if value is None:
@@ -268,51 +218,15 @@ class KafkaOwnershipStore:
         return sorted(self._latest.values(), key=lambda r: r.request_id)
 
     def put(self, record):
-        from confluent_kafka import KafkaException
-
-        failures = []
-
-        def delivered(error, _message):
-            if error is not None:
-                failures.append(error)
-
-        try:
-            self._producer.produce(self.topic, key=record.request_id.encode("utf-8"), value=encode(record),
-                                   on_delivery=delivered)
-            unsent = self._producer.flush(self.timeout_s)
-        except (KafkaException, SystemError) as error:
-            # A fatal producer error (no idempotent producer id: Write on no topic) reaches us from inside the
-            # delivery callback, wrapped by confluent-kafka in a SystemError whose context is the KafkaException.
-            cause = error.__context__ if isinstance(error, SystemError) and error.__context__ else error
-            raise self._failure(cause, f"writing record {record.request_id} to", "Write") from error
-        if failures:
-            raise self._failure(failures[0], f"writing record {record.request_id} to", "Write")
-        if unsent:
-            raise ClusterError(f"writing ownership record {record.request_id} to {self.topic}: not acknowledged in time")
+        self.admin.produce(self.topic, [(record.request_id, encode(record))], self.timeout_s)
         self._latest[record.request_id] = record
 
     def close(self):
-        self._consumer.close()
-        self._producer.flush(self.timeout_s)
+        if self._owns_admin:
+            self.admin.close()
 
 
-def ensure_topic(settings, topic, timeout_s, principal=None):
-    """Create the ownership topic (compacted, one partition, RF min(3, brokers)) unless it exists."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    from streaming.acls import refusal
-
-    admin = AdminClient(settings)
-    metadata = admin.list_topics(timeout=timeout_s)
-    if topic in metadata.topics:
-        return False
-    replication = min(3, len(metadata.brokers))
-    new = NewTopic(topic, num_partitions=1, replication_factor=replication,
-                   config={"cleanup.policy": "compact", "min.insync.replicas": str(min(2, replication))})
-    try:
-        admin.create_topics([new], request_timeout=timeout_s)[topic].result(timeout_s)
-    except KafkaException as error:
-        if error.args[0].name() != "TOPIC_ALREADY_EXISTS":
-            raise refusal(error, f"creating ownership topic {topic}", "Create", f"Topic {topic}", principal) from error
-    return True
+def ensure_ownership_topic(admin, topic):
+    """Create the ownership topic (compacted, one partition so it is totally ordered, RF min(3, brokers),
+    min.insync.replicas 2 where there are 3) unless it exists; wait until it has a leader."""
+    return admin.ensure_topic(topic, 1, OWNERSHIP_TOPIC_CONFIG, min_insync_replicas=OWNERSHIP_MIN_INSYNC_REPLICAS)

@@ -9,7 +9,7 @@ them. Describe on the progress and ownership topics is covered by Describe on To
 command needs anyway (Metadata hides the topics a principal may not describe).
 No consumer group appears: the ownership topic is read by assignment without a group (sinks.ownership).
 
-`principal_of` and `refusal` word an authorization refusal so that it names who was refused what on
+`refusal` (with streaming.client_config.principal_of) words an authorization refusal so that it names who was refused what on
 which resource (Kafka's answer names only the error).
 """
 
@@ -122,14 +122,6 @@ def grants(command, progress_topic=PROGRESS_TOPIC, ownership_topic=OWNERSHIP_TOP
 
 def union(commands, **topics):
     return tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
-
-
-def principal_of(command_config):
-    """`User:NAME` of the command config's SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
-    from streaming.client_config import read_properties
-
-    name = read_properties(command_config).get("sasl.username") if command_config else None
-    return f"User:{name}" if name else None
 
 
 def refusal(error, doing, operation, resource, principal):

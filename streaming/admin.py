@@ -24,7 +24,7 @@ from typing import Protocol
 
 from streaming import client_config
 from streaming.config_keys import BROKER_THROTTLE_KEYS, DELETE, OPS, TOPIC, TOPIC_THROTTLE_KEYS, throttle_config_key
-from streaming.errors import ClusterError, from_kafka_error
+from streaming.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of_answer
 from streaming.retry import retrying
 
 # The names of the calls, as poll errors, retry counts and messages name them.
@@ -39,6 +39,7 @@ ALTER_REASSIGNMENTS = "AlterPartitionReassignments"
 ALTER_LOG_DIRS = "AlterReplicaLogDirs"
 CREATE_TOPICS = "CreateTopics"
 PRODUCE = "Produce"
+READ = "Fetch"
 POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, LIST_OFFSETS, DESCRIBE_CONFIGS)
 
 
@@ -57,9 +58,10 @@ class ClusterAdmin(Protocol):
     def start_reassignments(self, targets: dict[tuple[str, int], list[int]]) -> dict[tuple[str, int], str | None]: ...
     def cancel_reassignments(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]: ...
     def alter_replica_log_dirs(self, wanted: dict[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str | None]: ...
-    def ensure_topic(self, name: str, partitions: int, config: dict[str, str]) -> bool: ...
+    def ensure_topic(self, name: str, partitions: int, config: dict[str, str], min_insync_replicas: int | None = None) -> bool: ...
     def topic_exists(self, name: str) -> bool: ...
     def produce(self, topic: str, keyed_values: list[tuple[str, bytes]]) -> None: ...
+    def read_log(self, topic: str, partition: int, start: int) -> list[tuple[int, bytes, bytes | None]]: ...
     def close(self) -> None: ...
 
 
@@ -78,6 +80,7 @@ class KafkaClusterAdmin:
         self._bootstrap = bootstrap_servers
         self._command_config = command_config
         self._settings = client_config.kafka_python_settings(command_config)
+        self._principal = client_config.principal_of(command_config)
         self._confluent_settings = client_config.confluent_settings(command_config, bootstrap_servers)
         self._timeout_s = timeout_s
         self.requests = 0
@@ -86,6 +89,7 @@ class KafkaClusterAdmin:
         self._kafka = None
         self._confluent = None
         self._producer = None
+        self._reader = None
         self._connect()
 
     # -- clients --
@@ -139,28 +143,41 @@ class KafkaClusterAdmin:
         with self._lock:
             self.requests += requests
 
-    def _call(self, api, work, requests=1, doing=None):
-        """`work(kafka_python_client)` with retries inside the deadline; errors mapped once."""
+    def _retried(self, api):
+        def count(_error, _kind):
+            with self._lock:
+                self.retried[api] += 1
+        return count
+
+    def _named(self, error, needs):
+        """A refusal by the authorizer, naming who lacks which operation on what (`needs`)."""
+        if isinstance(error, NotAuthorized) and needs is not None:
+            operation, resource = needs
+            who = self._principal or "this client's principal"
+            return NotAuthorized(f"{error}: {who} lacks {operation} on {resource}")
+        return error
+
+    def _call(self, api, work, requests=1, doing=None, needs=None):
+        """`work(kafka_python_client)` with retries inside the deadline; errors mapped once. `needs`:
+        (operation, resource) the call needs, named when the authorizer refuses it."""
         def attempt():
             self._count(requests)
             return work(self._connect())
 
-        def retried(_error, _kind):
-            with self._lock:
-                self.retried[api] += 1
+        try:
+            return retrying(attempt, doing or api, self._timeout_s, refresh=self._drop, on_retry=self._retried(api))
+        except ClusterError as error:
+            raise self._named(error, needs) from error.__cause__
 
-        return retrying(attempt, doing or api, self._timeout_s, refresh=self._drop, on_retry=retried)
-
-    def _confluent_call(self, api, work, doing=None):
+    def _confluent_call(self, api, work, doing=None, needs=None):
         def attempt():
             self._count()
             return work(self._confluent_admin())
 
-        def retried(_error, _kind):
-            with self._lock:
-                self.retried[api] += 1
-
-        return retrying(attempt, doing or api, self._timeout_s, on_retry=retried)
+        try:
+            return retrying(attempt, doing or api, self._timeout_s, on_retry=self._retried(api))
+        except ClusterError as error:
+            raise self._named(error, needs) from error.__cause__
 
     # -- reads --
 
@@ -169,14 +186,14 @@ class KafkaClusterAdmin:
             cluster = kafka.describe_cluster()
             return cluster["cluster_id"], [{"broker": b["broker_id"], "alive": not b.get("is_fenced", False)}
                                            for b in cluster["brokers"]]
-        return self._call(DESCRIBE_CLUSTER, work)
+        return self._call(DESCRIBE_CLUSTER, work, needs=("Describe", "Cluster"))
 
     def list_reassignments(self):
         def work(kafka):
             ongoing = kafka.list_partition_reassignments()
             return [{"topic": tp.topic, "partition": tp.partition, "replicas": r["replicas"],
                      "adding": r["adding_replicas"], "removing": r["removing_replicas"]} for tp, r in ongoing.items()]
-        return self._call(LIST_REASSIGNMENTS, work)
+        return self._call(LIST_REASSIGNMENTS, work, needs=("Describe", "Cluster"))
 
     def describe_partitions(self, topics):
         """Leader, replicas and ISR of every partition of `topics` (None: of all topics). Always asks
@@ -189,7 +206,8 @@ class KafkaClusterAdmin:
                 for p in topic.partitions.values()]
 
     def _log_dirs(self, broker):
-        return self._call(DESCRIBE_LOG_DIRS, lambda kafka: kafka.describe_log_dirs(brokers=[broker]))
+        return self._call(DESCRIBE_LOG_DIRS, lambda kafka: kafka.describe_log_dirs(brokers=[broker]),
+                          needs=("Describe", "Cluster"))
 
     def describe_log_dirs(self, broker):
         rows = []
@@ -235,7 +253,7 @@ class KafkaClusterAdmin:
 
             return manager.run(ask_every_leader)
 
-        found = self._call(LIST_OFFSETS, work, requests=2 * len(by_leader))
+        found = self._call(LIST_OFFSETS, work, requests=2 * len(by_leader), needs=("Describe", "the moving topics"))
         start, end = found[OffsetSpec.EARLIEST], found[OffsetSpec.LATEST]
         return [{"topic": t, "partition": p, "log_start": start[t, p], "log_end": end[t, p]}
                 for t, p in leaders if (t, p) in start and (t, p) in end]
@@ -248,7 +266,8 @@ class KafkaClusterAdmin:
         if not resources:
             return [], []
         # kafka-python sends each broker resource to its broker
-        described = self._call(DESCRIBE_CONFIGS, lambda kafka: kafka.describe_configs(resources), requests=1 + len(brokers))
+        described = self._call(DESCRIBE_CONFIGS, lambda kafka: kafka.describe_configs(resources), requests=1 + len(brokers),
+                               needs=("DescribeConfigs", "Cluster and Topic *"))
         topic_rows = [{"topic": topic, "kind": kind, "value": configs[key]["value"]}
                       for topic, configs in described.get("topic", {}).items()
                       for kind, key in TOPIC_THROTTLE_KEYS.items() if configs.get(key, {}).get("value")]
@@ -280,14 +299,24 @@ class KafkaClusterAdmin:
         outcome = self._call(ALTER_CONFIGS, lambda kafka: kafka.alter_configs(request, raise_on_unknown=False),
                              requests=brokers + (len(resources) > brokers))
         answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
-        return [None if answers[(scope, str(name))] == "OK" else _refusal(answers[(scope, str(name))])
+        return [None if answers[(scope, str(name))] == "OK" else self._refusal(answers[(scope, str(name))], scope, name)
                 for scope, name, _, _, _ in changes]
+
+    def _refusal(self, answer, scope, name):
+        """kafka-python's per-resource answer of alter_configs ("[Error 31] Name: detail") as one short line;
+        a refusal by the authorizer names who lacks AlterConfigs on what (broker configs live on the Cluster)."""
+        if kind_of_answer(answer) == AUTHORIZATION:
+            resource = f"Topic {name}" if scope == TOPIC else "Cluster"
+            return f"not authorized: {self._principal or 'this client principal'} lacks AlterConfigs on {resource}"
+        text = " ".join(str(answer).split())
+        return text if len(text) <= 200 else text[:200] + "..."
 
     def _alter_reassignments(self, targets, doing):
         from kafka import TopicPartition
 
         request = {TopicPartition(t, p): (None if target is None else list(target)) for (t, p), target in targets.items()}
-        answer = self._call(ALTER_REASSIGNMENTS, lambda kafka: kafka.alter_partition_reassignments(request), doing=doing)
+        answer = self._call(ALTER_REASSIGNMENTS, lambda kafka: kafka.alter_partition_reassignments(request), doing=doing,
+                            needs=("Alter", "Cluster"))
         return {key: (_error_name(answer[TopicPartition(*key)]) if TopicPartition(*key) in answer else "no answer")
                 for key in targets}
 
@@ -305,13 +334,13 @@ class KafkaClusterAdmin:
         from kafka import TopicPartitionReplica
 
         request = {TopicPartitionReplica(t, p, b): d for (t, p, b), d in wanted.items()}
-        answer = self._call(ALTER_LOG_DIRS, lambda kafka: kafka.alter_replica_log_dirs(request))
+        answer = self._call(ALTER_LOG_DIRS, lambda kafka: kafka.alter_replica_log_dirs(request), needs=("Alter", "Cluster"))
         return {key: _error_name(answer.get(TopicPartitionReplica(*key), "no answer")) for key in wanted}
 
-    def ensure_topic(self, name, partitions, config):
-        """Create `name` (RF min(3, brokers)) unless it exists; either way return only once every partition
-        has a leader, so a write or read right after does not meet UNKNOWN_TOPIC_OR_PARTITION or
-        LEADER_NOT_AVAILABLE. True when this call created it."""
+    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
+        """Create `name` (RF min(3, brokers); min.insync.replicas capped at that) unless it exists; either
+        way return only once every partition has a leader, so a write or read right after does not meet
+        UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE. True when this call created it."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import NewTopic
 
@@ -319,6 +348,8 @@ class KafkaClusterAdmin:
         created = False
         if name not in metadata.topics:
             replication = min(3, len(metadata.brokers))
+            if min_insync_replicas is not None:
+                config = {**config, "min.insync.replicas": str(min(min_insync_replicas, replication))}
             topic = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config)
 
             def create(admin):
@@ -330,7 +361,8 @@ class KafkaClusterAdmin:
                     return False
                 return True
 
-            created = self._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}")
+            created = self._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
+                                           needs=("Create", f"Topic {name}"))
         self._await_leaders(name)
         return created
 
@@ -359,8 +391,10 @@ class KafkaClusterAdmin:
             if self._producer is None:
                 # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
                 # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
+                # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
+                # has no lz4 codec.
                 self._producer = Producer({**self._confluent_settings, "log_level": 0, "enable.idempotence": True,
-                                           "acks": "all", "linger.ms": 20, "compression.type": "lz4",
+                                           "acks": "all", "linger.ms": 20, "compression.type": "zstd",
                                            "message.timeout.ms": int(max(self._timeout_s, 1.0) * 1000)})
             return self._producer
 
@@ -386,25 +420,86 @@ class KafkaClusterAdmin:
                 except BufferError:  # local queue full: let deliveries drain, then retry this record
                     producer.poll(0.1)
                 except KafkaException as error:
-                    raise from_kafka_error(error, doing) from error
+                    raise self._named(from_kafka_error(error, doing), ("Write", f"Topic {topic}")) from error
             producer.poll(0)
         self._count()
         if producer.flush(timeout_s or self._timeout_s) != 0:
             raise from_kafka_error(TimeoutError("not acknowledged in time"), doing)
         if failures:
-            raise from_kafka_error(failures[0], doing)
+            raise self._named(from_kafka_error(failures[0], doing), ("Write", f"Topic {topic}"))
+
+    def _reader_client(self):
+        from kafka import KafkaConsumer
+
+        with self._lock:
+            if self._reader is None:
+                timeout_ms = int(self._timeout_s * 1000)
+                # No group (group_id=None): it assigns and seeks, never sends FindCoordinator or commits, so
+                # it needs Read and Describe on the topic and no ACL on a consumer group. fetch_max_wait_ms
+                # short: a catch-up poll should not wait for records that will not come.
+                self._reader = KafkaConsumer(
+                    bootstrap_servers=self._bootstrap, client_id="reassign-monitor-reader", group_id=None,
+                    enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
+                    fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
+                    **self._settings)
+            return self._reader
+
+    def _drop_reader(self):
+        with self._lock:
+            stale, self._reader = self._reader, None
+        if stale is not None:
+            try:
+                stale.close()
+            except Exception:  # a reader that lost its brokers may fail to close; it is dropped either way
+                pass
+
+    def read_log(self, topic, partition, start):
+        """Every record of `topic`/`partition` from offset `start` (or the log start, if later) to the end
+        as of this call: [(offset, key bytes, value bytes or None)]. A topic that does not exist has none."""
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+
+        def catch_up():
+            reader = self._reader_client()
+            self._count(2)
+            if partition not in (reader.partitions_for_topic(topic) or ()):
+                return []
+            timeout_ms = int(self._timeout_s * 1000)
+            low = reader.beginning_offsets([tp], timeout_ms)[tp]
+            high = reader.end_offsets([tp], timeout_ms)[tp]
+            position = max(start, low)
+            records = []
+            if position >= high:
+                return records
+            reader.assign([tp])  # assigned only while catching up: nothing is fetched in between
+            try:
+                reader.seek(tp, position)
+                deadline = time.monotonic() + self._timeout_s
+                while position < high:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"at offset {position} of {high}")
+                    self._count()
+                    for message in reader.poll(timeout_ms=500).get(tp, ()):
+                        records.append((message.offset, message.key, message.value))
+                        position = message.offset + 1
+            finally:
+                reader.unsubscribe()
+            return records
+
+        try:
+            return retrying(catch_up, f"reading {topic}", self._timeout_s, refresh=self._drop_reader,
+                            on_retry=self._retried(READ))
+        except ClusterError as error:
+            raise self._named(error, ("Read", f"Topic {topic}")) from error.__cause__
 
     def close(self):
+        self._drop_reader()
         with self._lock:
             producer, self._producer = self._producer, None
         if producer is not None:
             producer.flush(self._timeout_s)
         self._drop()
-
-
-def _refusal(answer):
-    """kafka-python's per-resource answer of alter_configs as one short line."""
-    return " ".join(str(answer).split())[:300]
 
 
 def _list_offsets_request(partitions, spec):

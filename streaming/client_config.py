@@ -101,3 +101,9 @@ def confluent_settings(path, bootstrap_servers):
     if path:
         settings.update(read_properties(path))
     return settings
+
+
+def principal_of(command_config):
+    """`User:NAME` of the command config's SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
+    name = read_properties(command_config).get("sasl.username") if command_config else None
+    return f"User:{name}" if name else None

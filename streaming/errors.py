@@ -17,6 +17,8 @@ library's own class or local code otherwise. `from_kafka_error` turns it into ou
 the cause. Retrying is streaming.retry's job; it asks `kind_of` which errors deserve another try.
 """
 
+import re
+
 EXIT_OK = 0
 EXIT_IN_PROGRESS = 1
 EXIT_BAD_INPUT = 2
@@ -124,6 +126,8 @@ CONFLUENT_LOCAL = {
     "_SSL": TLS,
 }
 
+ANSWER_CODE = re.compile(r"\[Error (-?\d+)\]")
+
 EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, UNREACHABLE: Unreachable,
                      AUTHENTICATION: AuthenticationFailed, TLS: TlsFailed, AUTHORIZATION: NotAuthorized,
                      REFUSED: Refused}
@@ -162,6 +166,12 @@ def kind_of(error):
     if isinstance(error, (ConnectionError, TimeoutError)):
         return UNREACHABLE
     return REFUSED
+
+
+def kind_of_answer(text):
+    """The kind of a per-resource answer kafka-python returns as text ("[Error 31] Name: detail")."""
+    match = ANSWER_CODE.match(str(text))
+    return PROTOCOL_CODES.get(int(match.group(1)), REFUSED) if match else REFUSED
 
 
 def error_name(error):

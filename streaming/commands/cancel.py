@@ -75,7 +75,7 @@ def run(args):
         outputs, note = [], None
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
         if cancelled and not args.preserve_throttles:
-            store = common.open_store(args, create=False)
+            store = common.open_store(args, admin, create=False)
             outputs = Janitor(admin, store, log=common.quiet, policy=Policy(release=common.releasing(store.records(), cancelled))).sweep()
             note = common.publish_actions(args, admin, outputs)
     finally:

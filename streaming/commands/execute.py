@@ -169,7 +169,7 @@ def run(args):
         ongoing = common.ongoing_of(snapshot)
         moves = moves_for(file_moves, common.replicas_of(snapshot), ongoing)
         log_dirs = log_dir_moves(file_moves)
-        store = common.open_store(args, create=not args.dry_run)
+        store = common.open_store(args, admin, create=not args.dry_run)
         active = [r for r in store.records() if r.active]
         setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
                                    args.replica_alter_log_dirs_throttle)

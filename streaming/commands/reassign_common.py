@@ -31,10 +31,12 @@ def connect(args):
     return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
 
 
-def open_store(args, create):
+def open_store(args, admin, create):
+    """The ownership store, read through the command's own admin door."""
     from sinks.ownership import KafkaOwnershipStore
 
-    return KafkaOwnershipStore(args.bootstrap_server, args.command_config, args.ownership_topic, args.timeout, create=create)
+    return KafkaOwnershipStore(args.bootstrap_server, args.command_config, args.ownership_topic, args.timeout,
+                               create=create, admin=admin)
 
 
 def strict_poll(admin, topics):

@@ -66,7 +66,7 @@ def run(args):
             rows = statuses(file_moves, common.strict_poll(admin, topics))
         outputs, note = [], None
         if not args.preserve_throttles:
-            store = common.open_store(args, create=False)
+            store = common.open_store(args, admin, create=False)
             release = common.releasing(store.records(), [(m.topic, m.partition) for m, _, _ in rows])
             janitor = Janitor(admin, store, log=common.quiet, policy=Policy(dry_run=args.dry_run, release=release))
             outputs = janitor.sweep()
