@@ -121,7 +121,7 @@ class Drop:
 
 
 C, T, P, O = acls.CLUSTER, acls.TOPIC, acls.PROGRESS_TOPIC, acls.OWNERSHIP_TOPIC
-OWNERSHIP_REFUSED = "not authorized: User:drop-{case} lacks {operation} on Topic " + O
+OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + O)
 DROPS = {
     "cluster-describe": Drop("progress", C, "kafka-cluster", "Describe", 3, ("not authorized", "ListPartitionReassignments")),
     # kafka-python's describe_configs drops a resource's error and answers {}: a refused DescribeConfigs looks
@@ -132,9 +132,9 @@ DROPS = {
     "topic-describe": Drop("verify", T, "*", "Describe", 2, ("{topic}", "unknown topic")),
     "progress-create": Drop("run --throttle-cleanup off", T, P, "Create", 3, ("not authorized", P), "no-progress-topic"),
     "progress-write": Drop("verify", T, P, "Write", 0, ("Note:", P, "not authorized"), "completed-owned-move"),
-    "ownership-create": Drop("execute", T, O, "Create", 3, (OWNERSHIP_REFUSED,), "no-ownership-topic"),
-    "ownership-read": Drop("verify", T, O, "Read", 3, (OWNERSHIP_REFUSED,), "ownership-record"),
-    "ownership-write": Drop("execute", T, O, "Write", 3, (OWNERSHIP_REFUSED,)),
+    "ownership-create": Drop("execute", T, O, "Create", 3, OWNERSHIP_REFUSED, "no-ownership-topic"),
+    "ownership-read": Drop("verify", T, O, "Read", 3, OWNERSHIP_REFUSED, "ownership-record"),
+    "ownership-write": Drop("execute", T, O, "Write", 3, OWNERSHIP_REFUSED),
     "topic-alterconfigs": Drop("execute", T, "*", "AlterConfigs", 3, ("not authorized", "{topic}")),
     "cluster-alterconfigs": Drop("execute", C, "kafka-cluster", "AlterConfigs", 3, ("not authorized", "broker 1")),
     "cluster-alter": Drop("execute", C, "kafka-cluster", "Alter", 3, ("not authorized", "AlterPartitionReassignments")),
