@@ -46,12 +46,17 @@ def _topic(name, operation, why):
     return Grant(TOPIC, name, operation, why)
 
 
-def _poll(progress_topic, ownership_topic):
+def _describe(progress_topic, ownership_topic):
     return (
         _cluster("Describe", "ListPartitionReassignments and DescribeLogDirs (both authorize Describe on the Cluster)"),
-        _cluster("DescribeConfigs", "broker throttle rates (DescribeConfigs of broker resources authorizes on the Cluster)"),
         _topic(ANY_TOPIC, "Describe", "Metadata and ListOffsets of every topic (a topic the principal may not "
                                       "describe is invisible: reported as unknown)"),
+    )
+
+
+def _poll(progress_topic, ownership_topic):
+    return _describe(progress_topic, ownership_topic) + (
+        _cluster("DescribeConfigs", "broker throttle rates (DescribeConfigs of broker resources authorizes on the Cluster)"),
         _topic(ANY_TOPIC, "DescribeConfigs", "the topics' leader/follower throttled-replicas configs"),
     )
 
@@ -106,7 +111,7 @@ COMMANDS = {
     "run --throttle-cleanup off": ("the streaming job, monitoring only", _monitor),
     "run": ("the streaming job with the throttle janitor (`--throttle-cleanup owned`, the default, or `all`)",
             lambda p, o: _monitor(p, o) + _janitor(p, o)),
-    "progress": ("one-shot or live progress report", _poll),
+    "progress": ("one-shot or live progress report (it reads no throttle configs)", _describe),
     "execute": ("start a throttled reassignment", _execute),
     "verify": ("completion check and throttle removal", _verify),
     "cancel": ("cancel reassignments and remove their throttles", _cancel),
@@ -115,13 +120,27 @@ JOB_COMMANDS = ("run --throttle-cleanup off", "run")
 OPERATOR_COMMANDS = ("progress", "execute", "verify", "cancel")
 
 
+# Kafka's authorizers (AclAuthorizer, StandardAuthorizer) imply some operations from others on the same
+# resource: Describe from Read, Write, Delete or Alter; DescribeConfigs from AlterConfigs.
+IMPLIED_BY = {"Describe": ("Read", "Write", "Delete", "Alter"), "DescribeConfigs": ("AlterConfigs",)}
+
+
+def implied(grant, others):
+    """Whether another of `others` on the same resource implies `grant` (granting it would add nothing)."""
+    return any((o.resource, o.name) == (grant.resource, grant.name) and o.operation in IMPLIED_BY.get(grant.operation, ())
+               for o in others)
+
+
 def grants(command, progress_topic=PROGRESS_TOPIC, ownership_topic=OWNERSHIP_TOPIC):
-    """The grants `command` (a key of COMMANDS) needs, each once, in definition order."""
-    return tuple(dict.fromkeys(COMMANDS[command][1](progress_topic, ownership_topic)))
+    """The grants `command` (a key of COMMANDS) needs, each once, in definition order, without those another
+    grant of the command implies: the least that works."""
+    wanted = tuple(dict.fromkeys(COMMANDS[command][1](progress_topic, ownership_topic)))
+    return tuple(g for g in wanted if not implied(g, wanted))
 
 
 def union(commands, **topics):
-    return tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
+    wanted = tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
+    return tuple(g for g in wanted if not implied(g, wanted))
 
 
 def refusal(error, doing, operation, resource, principal):
@@ -161,7 +180,10 @@ def _kafka_acls(principal_var, rows):
 
 def markdown():
     """The README's ACL part, between MARKDOWN_BEGIN and MARKDOWN_END."""
-    out = [MARKDOWN_BEGIN, ""]
+    out = [MARKDOWN_BEGIN, "",
+           "A grant that another grant of the same command implies is left out (Kafka's authorizers imply",
+           "Describe from Read, Write, Delete or Alter, and DescribeConfigs from AlterConfigs, on the same resource).",
+           ""]
     for command, (what, _) in COMMANDS.items():
         out += [f"`{command}`: {what}.", ""] + _table(grants(command)) + [""]
     out += ["The job's principal holds the grants of `run`, the operators' those of `progress`, `execute`,",

@@ -17,6 +17,7 @@ Every request counts in `requests` (DescribeLogDirs one per broker); every retri
 `retried[api]`, which the poll reports as a poll error of that API.
 """
 
+import logging
 import threading
 import time
 from collections import Counter, defaultdict
@@ -24,7 +25,7 @@ from typing import Protocol
 
 from streaming import client_config
 from streaming.config_keys import BROKER_THROTTLE_KEYS, DELETE, OPS, TOPIC, TOPIC_THROTTLE_KEYS, throttle_config_key
-from streaming.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of_answer
+from streaming.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of, kind_of_answer
 from streaming.retry import retrying
 
 # The names of the calls, as poll errors, retry counts and messages name them.
@@ -40,6 +41,14 @@ ALTER_LOG_DIRS = "AlterReplicaLogDirs"
 CREATE_TOPICS = "CreateTopics"
 PRODUCE = "Produce"
 READ = "Fetch"
+# librdkafka logs through this logger instead of stderr (log_level 0 still lets its FATAL lines through):
+# the operator sees each failure once, as our one-line error.
+QUIET_LIBRDKAFKA = logging.getLogger("reassign-monitor.librdkafka")
+QUIET_LIBRDKAFKA.addHandler(logging.NullHandler())
+QUIET_LIBRDKAFKA.propagate = False
+
+UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
+BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
 POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, LIST_OFFSETS, DESCRIBE_CONFIGS)
 
 
@@ -89,6 +98,7 @@ class KafkaClusterAdmin:
         self._kafka = None
         self._confluent = None
         self._producer = None
+        self._fatal = None
         self._reader = None
         self._connect()
 
@@ -134,9 +144,9 @@ class KafkaClusterAdmin:
 
         with self._lock:
             if self._confluent is None:
-                # log_level 0: librdkafka would print connection failures (a stopped broker) to stderr on
-                # its own; a failed call surfaces here as an exception, reported once with the poll.
-                self._confluent = AdminClient({**self._confluent_settings, "log_level": 0})
+                # A quiet logger: librdkafka would print connection failures (a stopped broker) to stderr
+                # on its own; a failed call surfaces here as an exception, reported once with the poll.
+                self._confluent = AdminClient({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA})
             return self._confluent
 
     def _count(self, requests=1):
@@ -265,9 +275,8 @@ class KafkaClusterAdmin:
         resources += [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
         if not resources:
             return [], []
-        # kafka-python sends each broker resource to its broker
-        described = self._call(DESCRIBE_CONFIGS, lambda kafka: kafka.describe_configs(resources), requests=1 + len(brokers),
-                               needs=("DescribeConfigs", "Cluster and Topic *"))
+        described = self._call(DESCRIBE_CONFIGS, lambda kafka: self._describe_configs(kafka, resources),
+                               requests=1 + len(brokers))
         topic_rows = [{"topic": topic, "kind": kind, "value": configs[key]["value"]}
                       for topic, configs in described.get("topic", {}).items()
                       for kind, key in TOPIC_THROTTLE_KEYS.items() if configs.get(key, {}).get("value")]
@@ -275,6 +284,36 @@ class KafkaClusterAdmin:
                        for broker, configs in described.get("broker", {}).items()
                        for kind, key in BROKER_THROTTLE_KEYS.items() if configs.get(key, {}).get("value")]
         return topic_rows, broker_rows
+
+    def _describe_configs(self, kafka, resources):
+        """DescribeConfigs that fails on a refused resource. kafka-python's describe_configs drops each
+        resource's error code: a broker resource the principal may not describe comes back empty, which
+        would read as "no throttle" (verify would then leave throttles behind, and execute record no prior
+        rate). Sent like kafka-python does, each broker resource to its broker, through its network manager.
+        A topic deleted since the Metadata (UNKNOWN_TOPIC_OR_PARTITION) simply has no throttles."""
+        import kafka.errors as kerrors
+
+        brokers, others = kafka._group_config_resources(resources)
+        manager = kafka._manager
+
+        async def ask():
+            sent = [manager.send(kafka._describe_configs_request(rs), node_id=b) for b, rs in brokers.items()]
+            if others:
+                sent.append(manager.send(kafka._describe_configs_request(others)))
+            return [await response for response in sent]
+
+        responses = manager.run(ask)
+        for response in responses:
+            for result in response.results:
+                if result.error_code in (0, UNKNOWN_TOPIC_OR_PARTITION):
+                    continue
+                error = kerrors.for_code(result.error_code)(result.error_message or "")
+                if kind_of(error) == AUTHORIZATION:
+                    resource = "Cluster" if result.resource_type == BROKER_RESOURCE else f"Topic {result.resource_name}"
+                    raise NotAuthorized(f"{DESCRIBE_CONFIGS}: not authorized: "
+                                        f"{self._principal or 'this client principal'} lacks DescribeConfigs on {resource}")
+                raise error
+        return kafka._describe_configs_process_responses(responses)
 
     # -- writes (each idempotent, so a retry after a lost answer is harmless) --
 
@@ -389,14 +428,30 @@ class KafkaClusterAdmin:
 
         with self._lock:
             if self._producer is None:
+                self._fatal = None
                 # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
                 # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
                 # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
-                # has no lz4 codec.
-                self._producer = Producer({**self._confluent_settings, "log_level": 0, "enable.idempotence": True,
+                # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
+                # refused) is said only there; later calls say only "_FATAL".
+                self._producer = Producer({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA,
+                                           "error_cb": self._client_error, "enable.idempotence": True,
                                            "acks": "all", "linger.ms": 20, "compression.type": "zstd",
                                            "message.timeout.ms": int(max(self._timeout_s, 1.0) * 1000)})
             return self._producer
+
+    def _client_error(self, error):
+        if error.fatal():
+            self._fatal = error
+
+    def _produce_failure(self, error, topic):
+        """Our exception for a failed write; a producer that met a fatal error is dropped (it cannot send
+        again), and its fatal error, the cause, is what is reported."""
+        cause = self._fatal or error
+        if self._fatal is not None:
+            with self._lock:
+                self._producer = None
+        return self._named(from_kafka_error(cause, f"writing to {topic}"), ("Write", f"Topic {topic}"))
 
     def produce(self, topic, keyed_values, timeout_s=None):
         """Write (key str, value bytes) pairs to `topic` and return once every one is acknowledged by the
@@ -411,22 +466,26 @@ class KafkaClusterAdmin:
             if error is not None:
                 failures.append(error)
 
-        doing = f"writing to {topic}"
-        for key, value in keyed_values:
-            while True:
-                try:
-                    producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
-                    break
-                except BufferError:  # local queue full: let deliveries drain, then retry this record
-                    producer.poll(0.1)
-                except KafkaException as error:
-                    raise self._named(from_kafka_error(error, doing), ("Write", f"Topic {topic}")) from error
-            producer.poll(0)
-        self._count()
-        if producer.flush(timeout_s or self._timeout_s) != 0:
-            raise from_kafka_error(TimeoutError("not acknowledged in time"), doing)
-        if failures:
-            raise self._named(from_kafka_error(failures[0], doing), ("Write", f"Topic {topic}"))
+        try:
+            for key, value in keyed_values:
+                while True:
+                    try:
+                        producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
+                        break
+                    except BufferError:  # local queue full: let deliveries drain, then retry this record
+                        producer.poll(0.1)
+                producer.poll(0)
+            self._count()
+            unsent = producer.flush(timeout_s or self._timeout_s)
+        except (KafkaException, SystemError) as error:
+            # SystemError: confluent-kafka reports an error raised while it ran a callback this way; the
+            # error itself is its __context__.
+            raise self._produce_failure(error.__context__ or error if isinstance(error, SystemError) else error,
+                                        topic) from error
+        if failures or self._fatal is not None:
+            raise self._produce_failure(failures[0] if failures else self._fatal, topic)
+        if unsent != 0:
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
 
     def _reader_client(self):
         from kafka import KafkaConsumer

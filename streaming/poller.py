@@ -57,11 +57,12 @@ class _Attempts:
             return default
 
 
-def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
+def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None, throttles=True):
     """The cluster part. `described`: DescribeCluster's answer when the caller has it already (`poll`
     asks first, to know whose log dirs to read). `all_partitions` adds metadata and throttle configs
     of every topic (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked
-    throttles); `topics` adds the named topics (the CLI's --reassignment-json-file)."""
+    throttles); `topics` adds the named topics (the CLI's --reassignment-json-file). `throttles=False`
+    skips DescribeConfigs (the progress report shows none, and then needs no DescribeConfigs ACL)."""
     started = time.monotonic()
     requests_before = admin.requests
     attempt = _Attempts()
@@ -82,7 +83,8 @@ def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None):
         offsets_call = pool.submit(attempt, LIST_OFFSETS, partial(admin.list_offsets, leaders), [])
         # Only alive brokers: a fenced broker fails the whole DescribeConfigs (UnknownBrokerIdError), topics too.
         throttles_call = pool.submit(attempt, DESCRIBE_CONFIGS,
-                                     partial(admin.describe_throttles, throttle_topics, alive), ([], []))
+                                     partial(admin.describe_throttles, throttle_topics if throttles else [],
+                                             alive if throttles else []), ([], []))
     topic_throttles, broker_throttles = throttles_call.result()
     return Snapshot(
         ts_ms=ts_ms, cluster_id=cluster_id,
@@ -121,7 +123,7 @@ def relevant_log_dirs(snapshot, topics=()):
     return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs.loc[keep].reset_index(drop=True)})
 
 
-def poll(admin, now_ms=None, all_partitions=False, topics=()):
+def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
     """A whole Snapshot in this process (the CLI): the cluster part and every alive broker's log-dirs
     part concurrently. Arguments as `poll_cluster`."""
     started = time.monotonic()
@@ -132,7 +134,7 @@ def poll(admin, now_ms=None, all_partitions=False, topics=()):
     alive = alive_brokers(described[1])
     with ThreadPoolExecutor(max_workers=len(alive) + 1) as pool:
         log_dir_parts = [pool.submit(poll_log_dirs, admin, broker, ts_ms) for broker in alive]
-        cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described)
+        cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described, throttles)
         parts = [cluster] + [part.result() for part in log_dir_parts]
     # The parts share one admin here, so each part's request count overlaps the others': count them once.
     retries = Counter(getattr(admin, "retried", {}))

@@ -62,7 +62,10 @@ class PollError:
 
     @classmethod
     def of(cls, api, error):
-        return cls(api, f"{type(error).__name__}: {error}")
+        """Our exceptions already say what failed and how (streaming.errors); a library's are named."""
+        from streaming.errors import MonitorError
+
+        return cls(api, str(error) if isinstance(error, MonitorError) else f"{type(error).__name__}: {error}")
 
 
 @dataclass(frozen=True)

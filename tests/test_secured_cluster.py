@@ -113,7 +113,8 @@ class Drop:
     operation: str
     exit_code: int
     says: tuple  # fragments of the one error line (or, exit 0, of stdout)
-    setup: str = ""  # "no-progress-topic", "no-ownership-topic", "ownership-record", "completed-owned-move"
+    setup: str = ""  # "no-progress-topic", "no-ownership-topic", "ownership-record", "completed-owned-move",
+    #                   "job-poll" (the job's poll in-process: its calls' errors, not an exit)
 
     @property
     def grant(self):
@@ -124,10 +125,13 @@ C, T, P, O = acls.CLUSTER, acls.TOPIC, acls.PROGRESS_TOPIC, acls.OWNERSHIP_TOPIC
 OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + O)
 DROPS = {
     "cluster-describe": Drop("progress", C, "kafka-cluster", "Describe", 3, ("not authorized", "ListPartitionReassignments")),
-    # kafka-python's describe_configs drops a resource's error and answers {}: a refused DescribeConfigs looks
-    # like "no throttles" (streaming/admin.py must check each resource's error code).
-    "cluster-describeconfigs": Drop("verify", C, "kafka-cluster", "DescribeConfigs", 3, ("not authorized", "DescribeConfigs")),
-    "topic-describeconfigs": Drop("verify", T, "*", "DescribeConfigs", 3, ("not authorized", "DescribeConfigs")),
+    # kafka-python's describe_configs drops a resource's error and answers {}: a refused DescribeConfigs would
+    # look like "no throttles" (streaming/admin.py checks each resource's error code). Only the monitoring job
+    # holds these grants (AlterConfigs implies them elsewhere); its poll, run here in-process, reports the error.
+    "cluster-describeconfigs": Drop("run --throttle-cleanup off", C, "kafka-cluster", "DescribeConfigs", 3,
+                                    ("not authorized", "lacks DescribeConfigs on Cluster"), "job-poll"),
+    "topic-describeconfigs": Drop("run --throttle-cleanup off", T, "*", "DescribeConfigs", 3,
+                                  ("not authorized", "lacks DescribeConfigs on Topic"), "job-poll"),
     # Metadata hides a topic the principal may not describe: Kafka itself cannot say more than "unknown".
     "topic-describe": Drop("verify", T, "*", "Describe", 2, ("{topic}", "unknown topic")),
     "progress-create": Drop("run --throttle-cleanup off", T, P, "Create", 3, ("not authorized", P), "no-progress-topic"),
@@ -136,14 +140,19 @@ DROPS = {
     "ownership-read": Drop("verify", T, O, "Read", 3, OWNERSHIP_REFUSED, "ownership-record"),
     "ownership-write": Drop("execute", T, O, "Write", 3, OWNERSHIP_REFUSED),
     "topic-alterconfigs": Drop("execute", T, "*", "AlterConfigs", 3, ("not authorized", "{topic}")),
-    "cluster-alterconfigs": Drop("execute", C, "kafka-cluster", "AlterConfigs", 3, ("not authorized", "broker 1")),
-    "cluster-alter": Drop("execute", C, "kafka-cluster", "Alter", 3, ("not authorized", "AlterPartitionReassignments")),
+    # AlterConfigs implies DescribeConfigs: without it execute's first refused call reads the broker rates.
+    "cluster-alterconfigs": Drop("execute", C, "kafka-cluster", "AlterConfigs", 3,
+                                 ("not authorized", "lacks DescribeConfigs on Cluster")),
+    # Alter implies Describe on the Cluster (execute holds no Describe of its own): the first call to fail is
+    # ListPartitionReassignments, before anything was changed.
+    "cluster-alter": Drop("execute", C, "kafka-cluster", "Alter", 3, ("not authorized", "lacks Describe on Cluster")),
 }
 
 
 def test_every_grant_is_proven():
     proven = {case.grant for case in DROPS.values()}
-    assert proven == set(acls.union(tuple(acls.COMMANDS))), "a grant of streaming.acls has no drop case"
+    assert proven == {g for command in acls.COMMANDS for g in acls.grants(command)}, \
+        "a grant of streaming.acls has no drop case"
     assert all(case.grant in acls.grants(case.command) for case in DROPS.values())
 
 
@@ -184,7 +193,9 @@ def test_each_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
     plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
     rest = {"progress": (), "verify": ("--reassignment-json-file", plan),
             "execute": ("--reassignment-json-file", plan, "--throttle", SLOW)}
-    if case.command.startswith("run"):
+    if case.setup == "job-poll":
+        code, out, err = _job_poll(cluster, config)
+    elif case.command.startswith("run"):
         code, out, err = _run_job_until_exit(cluster, config, tmp_path, case.command.split()[1:])
     else:
         code, out, err = run_cli(*command_args(cluster, case.command, config, *rest[case.command]))
@@ -199,6 +210,20 @@ def test_each_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
         assert (topic, 0) not in reassigning(cluster)
         expect_throttles(cluster, [topic], {})
     assert_no_password(cluster, {"stdout": out, "stderr": err})
+
+
+def _job_poll(cluster, config):
+    """The streaming job's poll (what its source runs every batch), in this process: (3 and the failed call's
+    message when a call failed, else 0; "" stdout)."""
+    from streaming.admin import KafkaClusterAdmin
+    from streaming.poller import poll
+
+    admin = KafkaClusterAdmin(cluster.bootstrap, str(config), 10.0)
+    try:
+        errors = poll(admin, all_partitions=True).errors
+    finally:
+        admin.close()
+    return (3 if errors else 0), "", "".join(f"reassign-monitor run: error: {e.message}\n" for e in errors)
 
 
 def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):

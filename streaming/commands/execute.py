@@ -82,6 +82,10 @@ def _log_dirs_reader(admin):
     return log_dirs_of
 
 
+def _some(items, shown=3):
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def _confirmed_set(setting, snapshot):
     from sinks import throttle_entries as te
     from sinks.throttle_plan import view_of
@@ -99,10 +103,13 @@ def _set_throttles(admin, setting, timeout_s):
 
     changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
     changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
-    refused = [f"{scope} {name} {kind}: {error}" for (scope, name, kind, _, _), error in zip(changes, admin.alter_throttles(changes))
-               if error is not None]
+    refused = {}
+    for (scope, name, kind, _, _), error in zip(changes, admin.alter_throttles(changes)):
+        if error is not None:
+            refused.setdefault(error, []).append(f"{scope} {name} {kind}")
     if refused:
-        raise ClusterError(f"setting throttles refused: {'; '.join(refused)}")
+        raise ClusterError("setting throttles refused: " + "; ".join(
+            f"{error} ({_some(where)})" for error, where in refused.items()))
     deadline = time.monotonic() + max(timeout_s, 5.0)
     while True:  # broker configs reach the broker asynchronously: wait until it shows them
         missing = _confirmed_set(setting, read_cluster(admin, {t for t, _ in setting.appends}))

@@ -36,7 +36,7 @@ def _rows(admin, moves):
     from streaming.kip179 import listed_replicas, ongoing_replicas
     from streaming.poller import REQUIRED_APIS, poll
 
-    snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else ())
+    snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else (), throttles=False)
     for error in snapshot.errors:
         if error.api in REQUIRED_APIS:  # the report would be wrong, not incomplete: a refused request, exit 3
             raise Refused(f"{error.api}: {error.message}")

@@ -46,7 +46,7 @@ def strict_poll(admin, topics):
     snapshot = poll(admin, topics=sorted(set(topics)))
     for error in snapshot.errors:
         if error.api in DECISION_APIS:
-            raise ClusterError(f"{error.api} failed: {error.message}")
+            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api} failed: {error.message}")
     return snapshot
 
 
