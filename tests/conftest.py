@@ -74,7 +74,10 @@ def fault_job(fault_cluster, tmp_path_factory):
     from tests.job_process import JobProcess
     from tests.kafka_fixtures import wait_for
 
-    directory = tmp_path_factory.mktemp("fault-job")
+    # Inside the cluster's directory (wiped with it at the next session), not pytest's rotating tmp dirs:
+    # the job's log must outlive the session for the report of a failure.
+    directory = Path(fault_cluster.env["CLUSTER_DIR"]) / "job"
+    directory.mkdir(parents=True, exist_ok=True)
     job = JobProcess(fault_cluster.bootstrap, directory / "checkpoint", directory / "job.log", *JOB_FLAGS)
     started = time.monotonic()
     job.start()

@@ -8,15 +8,16 @@ import json
 import threading
 import time
 
-from tests.cluster_cli import cli, reassigning, throttles
+from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import batch_lines, read_topic
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
 # No --quiet: each batch's log line (with its id) is how the tests tell which batch did what.
+# --debug: should the job die, its log has the traceback for the report.
 JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--timeout", f"{ADMIN_TIMEOUT_S:g}",
-             "--rate-window", "10s")
+             "--rate-window", "10s", "--debug")
 RATE = 1_000_000  # bytes/s: MEASURED.md - tens of MB at ~1 MB/s keep a move in flight for seconds
 FOREIGN_RATE = 77_000_000  # a broker rate somebody else set: never ours to remove
 LAST_POLL = "kafka_reassignment_monitor_last_poll_timestamp_seconds"
@@ -162,3 +163,30 @@ def seconds_until(condition, timeout_s, interval_s=0.2):
 def owned_configs(owned):
     """(scope, name, kind) of each config an owned atom lives in: what one removal record names."""
     return {("broker" if isinstance(name, int) else "topic", str(name), kind) for name, kind, _ in owned}
+
+
+def prepare(cluster, source, bystander, megabytes):
+    """Partition 0 on `source` with data to move; partition 1 carries a foreign leader entry and the
+    bystander broker a foreign follower rate: somebody else's throttles the janitor must never touch."""
+    topic = cluster.unique_topic("fault")
+    cluster.create_topic(topic, {0: [source], 1: [source]})
+    cluster.produce(topic, [0], megabytes)
+    cluster.set_configs({topic: {"leader.replication.throttled.replicas": f"1:{source}"}},
+                        {bystander: {"follower.replication.throttled.rate": FOREIGN_RATE}})
+    return topic
+
+
+def cleanup(cluster, topics):
+    """Whatever happened: all nodes up, ISR full, no move of these topics running, no throttle left."""
+    from kafka import TopicPartition
+
+    cluster.ensure_whole()
+    admin = cluster.admin()
+    try:
+        ongoing = [tp for tp in admin.list_partition_reassignments() if tp.topic in topics]
+        if ongoing:
+            admin.alter_partition_reassignments({TopicPartition(tp.topic, tp.partition): None for tp in ongoing})
+    finally:
+        admin.close()
+    clear_broker_throttles(cluster)
+    cluster.delete_topics(topics)

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from tests.cluster_cli import clear_broker_throttles
 from tests.fault_support import (
-    ADMIN_TIMEOUT_S, FOREIGN_RATE, TRIGGER_S, BatchWatch, atoms, execute, figure, moving, owned_configs,
+    ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, atoms, cleanup, execute, figure, moving, owned_configs, prepare,
     removals, replica_states, running, seconds_until, wait_batches)
 from tests.job_process import failures_after
 from tests.kafka_fixtures import wait_for
@@ -31,33 +30,6 @@ def test_first_run_on_a_fresh_cluster_starts(fault_job):
     assert first["outcome"] == "first poll", (
         f"first run against a fresh cluster: {first['outcome']} after {first['seconds']:.0f}s instead of a first "
         f"poll; log tail:\n{first['log'][-2500:]}")
-
-
-def prepare(cluster, source, bystander, megabytes):
-    """Partition 0 on `source` with data to move; partition 1 carries a foreign leader entry and the
-    bystander broker a foreign follower rate: somebody else's throttles the janitor must never touch."""
-    topic = cluster.unique_topic("fault")
-    cluster.create_topic(topic, {0: [source], 1: [source]})
-    cluster.produce(topic, [0], megabytes)
-    cluster.set_configs({topic: {"leader.replication.throttled.replicas": f"1:{source}"}},
-                        {bystander: {"follower.replication.throttled.rate": FOREIGN_RATE}})
-    return topic
-
-
-def cleanup(cluster, topics):
-    """Whatever happened: all nodes up, ISR full, no move of these topics running, no throttle left."""
-    from kafka import TopicPartition
-
-    cluster.ensure_whole()
-    admin = cluster.admin()
-    try:
-        ongoing = [tp for tp in admin.list_partition_reassignments() if tp.topic in topics]
-        if ongoing:
-            admin.alter_partition_reassignments({TopicPartition(tp.topic, tp.partition): None for tp in ongoing})
-    finally:
-        admin.close()
-    clear_broker_throttles(cluster)
-    cluster.delete_topics(topics)
 
 
 def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes):
