@@ -41,6 +41,10 @@ ALTER_LOG_DIRS = "AlterReplicaLogDirs"
 CREATE_TOPICS = "CreateTopics"
 PRODUCE = "Produce"
 READ = "Fetch"
+# The first bootstrap gets this share of --timeout; the rest is for saying why it failed.
+BOOTSTRAP_SHARE = 0.7
+MIN_DIAGNOSIS_S = 1.0
+
 # librdkafka logs through this logger instead of stderr (log_level 0 still lets its FATAL lines through):
 # the operator sees each failure once, as our one-line error.
 QUIET_LIBRDKAFKA = logging.getLogger("reassign-monitor.librdkafka")
@@ -100,34 +104,37 @@ class KafkaClusterAdmin:
         self._producer = None
         self._fatal = None
         self._reader = None
-        self._connect()
+        self._first_connect()
 
     # -- clients --
 
-    def _connect(self):
-        """The kafka-python client, bootstrapped now if there is none (after a drop)."""
+    def _connect(self, budget_s=None):
+        """The kafka-python client, bootstrapped now if there is none (after a drop), within `budget_s`
+        (default: the whole timeout)."""
         from kafka import KafkaAdminClient
 
         with self._lock:
             if self._kafka is None:
-                try:
-                    self._kafka = KafkaAdminClient(
-                        bootstrap_servers=self._bootstrap, client_id="reassign-monitor",
-                        bootstrap_timeout_ms=int(self._timeout_s * 1000),
-                        request_timeout_ms=int(self._timeout_s * 1000), **self._settings)
-                except Exception as error:
-                    raise self._bootstrap_error(error) from error
+                self._kafka = KafkaAdminClient(
+                    bootstrap_servers=self._bootstrap, client_id="reassign-monitor",
+                    bootstrap_timeout_ms=int((budget_s or self._timeout_s) * 1000),
+                    request_timeout_ms=int(self._timeout_s * 1000), **self._settings)
             return self._kafka
 
-    def _bootstrap_error(self, error):
-        """Why bootstrapping failed. kafka-python reports refused credentials and failed TLS handshakes as a
-        bootstrap timeout; the diagnosis asks again in a way that tells them apart."""
-        mapped = from_kafka_error(error, f"connecting to {self._bootstrap}")
+    def _first_connect(self):
+        """The first bootstrap, which tells the operator why it failed, all within the timeout. kafka-python
+        reports refused credentials, a failed TLS handshake and plaintext spoken to TLS alike, as a
+        bootstrap timeout: the part of the timeout it leaves goes to streaming.connect_diagnosis, which
+        asks again in ways that tell them apart (in well under a second when it can)."""
+        from streaming.connect_diagnosis import diagnose
+
+        started = time.monotonic()
         try:
-            from streaming.connect_diagnosis import diagnose
-        except ImportError:
-            return mapped
-        return diagnose(self._bootstrap, self._command_config, self._timeout_s) or mapped
+            self._connect(budget_s=self._timeout_s * BOOTSTRAP_SHARE)
+        except Exception as error:
+            left = max(self._timeout_s - (time.monotonic() - started), MIN_DIAGNOSIS_S)
+            raise (diagnose(self._bootstrap, self._command_config, left)
+                   or from_kafka_error(error, f"connecting to {self._bootstrap}")) from error
 
     def _drop(self):
         """Forget the kafka-python client: its metadata is stale. The next call bootstraps afresh."""
