@@ -21,6 +21,7 @@ from streaming.reassignment_file import MAX_FILE_BYTES
 
 UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: a connection attempt fails at once
 SECRET = "hunter2-never-echo-me"  # a password that must never appear in any output
+NEVER_CREATED = "badinput-never-created"  # the progress topic of `run` cases that must fail before creating it
 
 
 # Files that are not plain text contents.
@@ -362,10 +363,10 @@ CASES += [
     Case("progress-timeout-zero-on-cluster", "duration", ("progress", "--bootstrap-server", "@BOOT", "--timeout", "0"),
          cluster=True),
     Case("run-port-taken-on-cluster", "port", ("run", "--bootstrap-server", "@BOOT", "--checkpoint-location", "@TMP/cp",
-                                               "--metrics-port", "@BUSY", "--progress-topic", "badinput-never-created"),
+                                               "--metrics-port", "@BUSY", "--progress-topic", NEVER_CREATED),
          cluster=True),
     Case("run-checkpoint-file-on-cluster", "checkpoint", ("run", "--bootstrap-server", "@BOOT", "--checkpoint-location",
-                                                          "/etc/hostname", "--progress-topic", "badinput-never-created"),
+                                                          "/etc/hostname", "--progress-topic", NEVER_CREATED),
          cluster=True),
     Case("execute-throttle-over-long-on-cluster", "throttle", (*EXECUTE, "--throttle", str(LONG_MAX + 1)),
          file=MOVE_TOPIC, cluster=True),

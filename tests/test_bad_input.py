@@ -28,7 +28,7 @@ from streaming.cli import main
 from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.errors import EXIT_BAD_INPUT
 from streaming.kafka_limits import INT32_MAX
-from tests.bad_inputs import CASES, SECRET, UNREACHABLE, Case, Special, doc, entry
+from tests.bad_inputs import CASES, NEVER_CREATED, SECRET, UNREACHABLE, Case, Special, doc, entry
 from tests.cluster_cli import BROKERS, cancel_everything, clear_broker_throttles
 from tests.kafka_fixtures import ROOT, wait_for
 
@@ -148,6 +148,7 @@ def world(cluster, busy_port):
     throttle slow enough to outlast the module; the cluster as it was is restored at the end."""
     cancel_everything(cluster)
     clear_broker_throttles(cluster)
+    cluster.delete_topics([NEVER_CREATED])  # left by an earlier failing run, it would hide a creation in this one
     topic = cluster.create_topic(cluster.unique_topic("badinput"), {0: [1, 2], 1: [1, 2]})
     moving = cluster.create_topic(cluster.unique_topic("badinput-moving"), {0: [1]}, megabytes=5)
     cluster.set_configs(topic_configs={moving: {TOPIC_THROTTLE_KEYS["leader"]: "0:1", TOPIC_THROTTLE_KEYS["follower"]: "0:3"}},
@@ -157,7 +158,8 @@ def world(cluster, busy_port):
     admin.alter_partition_reassignments({TopicPartition(moving, 0): [1, 3]})
     admin.close()
     snapshot = Snapshot(cluster, [topic, moving])
-    wait_for(lambda: (moving, 0) in snapshot()[0], 20, message="the slow move to start")
+    wait_for(lambda: (moving, 0) in snapshot()[0] and NEVER_CREATED not in snapshot()[2], 20,
+             message="the slow move to start and no leftover topic")
     try:
         yield {"@BOOT": cluster.bootstrap, "@TOPIC": topic, "@MOVING": moving, "@BUSY": busy_port}, snapshot
     finally:
