@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from kafka import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
 
-from streaming.config_keys import (ALL_REPLICAS, BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,
+from streaming.vocabulary.config_keys import (ALL_REPLICAS, BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,
                                    TOPIC_FOLLOWER_THROTTLED_REPLICAS, TOPIC_LEADER_THROTTLED_REPLICAS)
 
 ROOT = Path(__file__).resolve().parent.parent

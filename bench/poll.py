@@ -38,8 +38,8 @@ from bench.moves import (RECORD_BYTES, STOPPED, TIMEOUT_MS, attempt, bootstrap_o
 from bench.results import markdown_table, write_section  # noqa: E402
 from kafka import KafkaAdminClient  # noqa: E402
 
-from streaming.admin import KafkaClusterAdmin  # noqa: E402
-from streaming.poller import poll  # noqa: E402
+from streaming.cluster.admin import KafkaClusterAdmin  # noqa: E402
+from streaming.cluster.poller import poll  # noqa: E402
 
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench"), "KAFKA_BASE_PORT": "35090",
                "KAFKA_HEAP": "1g"}  # 5,000 partitions x 2 replicas do not fit the default 320m heap comfortably
@@ -112,7 +112,7 @@ def report(results, polls, runs, load=None):
     notes = [f"Local 3-node cluster (1 GB heaps) on the same 2-core machine. Each partition holds one "
              f"{RECORD_BYTES:,}-byte record, has its leader on broker 1 or 2 and moves to broker 3, which is "
              f"stopped (see the docstring: a rate throttle cannot hold small partitions), under a {THROTTLE} B/s "
-             f"throttle with `*` throttled replicas. Poll: `streaming.poller.poll` as the CLI calls it (two "
+             f"throttle with `*` throttled replicas. Poll: `streaming.cluster.poller.poll` as the CLI calls it (two "
              f"brokers answer DescribeLogDirs), p50/p95 of {polls} polls after one warm-up. Commands: wall time "
              f"end to end as subprocesses (interpreter or JVM start included, table output), median of {runs}; "
              f"`--verify` is Kafka 4.1.1's ReassignPartitionsCommand with the same file. Poll errors: "

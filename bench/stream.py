@@ -4,10 +4,10 @@ Live: 100 / 1,000 / 10,000 moving replicas on a local cluster of its own (one pa
 each moved from broker 1 or 2 to the stopped broker 3, so the moves stay in flight: bench/moves.py),
 the real job (source, stateful operator, Kafka and Prometheus sinks) running in this process, local[2].
 Each size runs two arms on the same moves: the job's source, which makes the whole poll in one input
-partition (streaming.poller.poll: its parts concurrently in threads), and a bench-only source that
+partition (streaming.cluster.poller.poll: its parts concurrently in threads), and a bench-only source that
 splits each poll into input partitions, the cluster part and one DescribeLogDirs part per alive broker
 (planned on the driver after a DescribeCluster), so the parts run in parallel Python workers: the
-measurement behind the source's design (streaming/source.py).
+measurement behind the source's design (streaming/spark/source.py).
 Synthetic: the same stateful operator and sinks-side assembly on generated snapshots of 100,000
 replicas, fed by a bench-only source, to measure transforms + state without a cluster.
 
@@ -37,11 +37,11 @@ from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, st
                          stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
-from streaming.job import (STATE_BUCKETS, BatchHandler, JobConfig, build_session, poll_stream,  # noqa: E402
+from streaming.spark.job import (STATE_BUCKETS, BatchHandler, JobConfig, build_session, poll_stream,  # noqa: E402
                            start_query, start_tracking, stop_between_batches)
-from streaming.poller import alive_brokers, describe_cluster, poll_cluster, poll_log_dirs  # noqa: E402
-from streaming.snapshot import Snapshot, table  # noqa: E402
-from streaming.source import (SOURCE_SCHEMA, PollStreamReader, cached_admin, poll_rows, snapshot_rows,  # noqa: E402
+from streaming.cluster.poller import alive_brokers, describe_cluster, poll_cluster, poll_log_dirs  # noqa: E402
+from streaming.vocabulary.snapshot import Snapshot, table  # noqa: E402
+from streaming.spark.source import (SOURCE_SCHEMA, PollStreamReader, cached_admin, poll_rows, snapshot_rows,  # noqa: E402
                               to_batch)
 
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-stream"), "KAFKA_BASE_PORT": "37090",
@@ -210,7 +210,7 @@ MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 par
 def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
     """{arm: result} for both arms, in ARM_ORDER, on the same in-flight moves."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
-    from streaming.admin import KafkaClusterAdmin
+    from streaming.cluster.admin import KafkaClusterAdmin
 
     sizes = [min(MAX_PARTITIONS_PER_TOPIC, replicas - start) for start in range(0, replicas, MAX_PARTITIONS_PER_TOPIC)]
     topics = {f"bench-stream-{replicas}-{i}": n for i, n in enumerate(sizes)}

@@ -5,13 +5,13 @@ import attr
 from grafanalib import core as g
 
 from sinks import metric_names as m
-from streaming.states import FINISHED_STATES
+from streaming.vocabulary.states import FINISHED_STATES
 
 # Every panel and variable queries the datasource the viewer picks, so one JSON fits any Grafana.
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 TAGS = ["kafka", "kafka-reassign-monitor"]
 
-# Partitions that still reassign: every state but the finished ones (streaming.states).
+# Partitions that still reassign: every state but the finished ones (streaming.vocabulary.states).
 FINISHED_RE = "|".join(sorted(state.name for state in FINISHED_STATES))
 NOT_FINISHED = f'state!~"{FINISHED_RE}"'
 

@@ -47,8 +47,8 @@ from sinks import throttle_plan as tp
 from sinks.ownership import DONE, new_request_id
 from sinks.throttle_observe import observe
 from sinks.records import THROTTLE_KIND, record, throttle_key
-from streaming.config_keys import throttle_config_key
-from streaming.snapshot import Snapshot, table
+from streaming.vocabulary.config_keys import throttle_config_key
+from streaming.vocabulary.snapshot import Snapshot, table
 
 
 class JanitorOutput(NamedTuple):
@@ -110,7 +110,7 @@ def _failed(action, why):
 
 
 class Janitor:
-    """See the module docstring. `admin`: streaming.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
+    """See the module docstring. `admin`: streaming.cluster.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
     through `alter_throttles`); `store`: OwnershipStore."""
 
     def __init__(self, admin, store, policy=tp.Policy(), readback_timeout_s=15.0, log=None):
@@ -147,13 +147,6 @@ class Janitor:
             fresh = self._read(records, hint=None)
             return self._outputs(tp.plan(fresh, records, self.policy), fresh, batch_id)
         return self._act(records, None, batch_id, hint=None)
-
-    def close(self):
-        """Close the ownership store (the admin belongs to whoever passed it in)."""
-        try:
-            self.store.close()
-        except Exception as error:  # closing must not hide why the job stops
-            self.log(f"closing the ownership store: {type(error).__name__}: {error}")
 
     # -- steps --
 
@@ -258,6 +251,5 @@ def janitor_factory(config, admin):
     """The Janitor the streaming job runs (driver side), from its JobConfig and the driver's admin."""
     from sinks.ownership import KafkaOwnershipStore
 
-    store = KafkaOwnershipStore(config.bootstrap, config.command_config, config.ownership_topic, config.timeout_s,
-                                create=True, admin=admin)
+    store = KafkaOwnershipStore(admin, config.ownership_topic, create=True)
     return Janitor(admin, store, tp.Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

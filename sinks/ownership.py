@@ -11,7 +11,7 @@ someone else). A record claims:
   value was itself set by another active record of ours, the prior of that record is carried over,
   so the value restored at the end is the one that existed before any of our throttles.
 
-Store: a compacted Kafka topic (default `reassignment-monitor-throttles`, one partition so it is
+Store: a compacted Kafka topic (default streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is
 totally ordered, replication factor min(3, brokers)), key = request id, value = the record as JSON.
 The latest record per request id wins; `done` records stay as an audit trail (one per request).
 
@@ -30,9 +30,9 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from sinks.throttle_entries import entry, parse_entry
+from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 
 SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
-DEFAULT_TOPIC = "reassignment-monitor-throttles"
 OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # With acks=all a record is on two brokers before execute alters any config (capped at the replication
 # factor on smaller clusters, where Kafka would otherwise refuse every write).
@@ -176,29 +176,19 @@ class MemoryStore:
 class KafkaOwnershipStore:
     """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
 
-    Every read and write goes through the admin door (streaming.admin.ClusterAdmin: create_topic, produce,
-    read_log), which retries transient errors and names the principal, operation and topic of a refusal.
-    Pass the caller's `admin`, or let the store open (and close) one of its own."""
+    Every read and write goes through the caller's admin door (streaming.cluster.admin.ClusterAdmin:
+    ensure_topic, produce, read_log), which retries transient errors and names the principal, operation
+    and topic of a refusal. The store holds nothing of its own to close."""
 
     PARTITION = 0
 
-    def __init__(self, bootstrap, command_config=None, topic=DEFAULT_TOPIC, timeout_s=10.0, create=False, admin=None):
-        self.topic, self.timeout_s = topic, timeout_s
-        self._owns_admin = admin is None
-        if admin is None:
-            from streaming.admin import KafkaClusterAdmin
-
-            admin = KafkaClusterAdmin(bootstrap, command_config, timeout_s)
-        self.admin = admin
+    def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
+        self.admin, self.topic = admin, topic
         self._latest = {}
         self._next = 0
-        try:
-            if create:
-                ensure_ownership_topic(admin, topic)
-            self.refresh()
-        except Exception:
-            self.close()
-            raise
+        if create:
+            ensure_ownership_topic(admin, topic)
+        self.refresh()
 
     def refresh(self):
         for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
@@ -218,12 +208,8 @@ class KafkaOwnershipStore:
         return sorted(self._latest.values(), key=lambda r: r.request_id)
 
     def put(self, record):
-        self.admin.produce(self.topic, [(record.request_id, encode(record))], self.timeout_s)
+        self.admin.produce(self.topic, [(record.request_id, encode(record))])
         self._latest[record.request_id] = record
-
-    def close(self):
-        if self._owns_admin:
-            self.admin.close()
 
 
 def ensure_ownership_topic(admin, topic):

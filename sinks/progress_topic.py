@@ -12,12 +12,12 @@ CONFIG = {"cleanup.policy": "compact,delete", "retention.ms": str(RETENTION_MS)}
 
 def ensure_progress_topic(admin, name):
     """Create the progress topic (compacted plus time retention, RF min(3, brokers)) unless it exists,
-    through the admin door (streaming.admin), which retries and waits for its leaders."""
+    through the admin door (streaming.cluster.admin), which retries and waits for its leaders."""
     return admin.ensure_topic(name, PARTITIONS, CONFIG)
 
 
 class ProgressTopicWriter:
-    """The progress topic's writer: records through the admin door's producer (streaming.admin)."""
+    """The progress topic's writer: records through the admin door's producer (streaming.cluster.admin)."""
 
     def __init__(self, admin, topic):
         self.admin, self.topic = admin, topic

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
-from streaming.states import FINISHED_STATES, NAME_OF, SEVERITY, STATE_NAMES, ReplicaState
+from streaming.vocabulary.states import FINISHED_STATES, NAME_OF, SEVERITY, STATE_NAMES, ReplicaState
 
 DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -23,7 +23,7 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 @dataclass(frozen=True)
 class Picture:
-    """What one batch knows: moving replica rows (streaming.history report columns), partition counts
+    """What one batch knows: moving replica rows (streaming.core.history report columns), partition counts
     per state, the cluster summary (progress.reassignment_rollup), throttle tables, last poll time."""
     replicas: pd.DataFrame = field(default_factory=pd.DataFrame)
     partition_states: dict = field(default_factory=dict)

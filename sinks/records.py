@@ -73,7 +73,7 @@ def _head(kind, ts_ms, batch_id, cluster_id):
 
 
 def replica_records(replicas, batch_id, cluster_id):
-    """(key, encoded value) per replica row (streaming.history report columns plus ts_ms)."""
+    """(key, encoded value) per replica row (streaming.core.history report columns plus ts_ms)."""
     if replicas.empty:
         return []
     moved = replicas["transition"].to_numpy(dtype=bool)
@@ -91,7 +91,7 @@ def replica_records(replicas, batch_id, cluster_id):
 
 
 def partition_records(partitions, ts_ms, batch_id, cluster_id):
-    """(key, encoded value) per partition rollup row (streaming.outputs adds copy_rate and eta_seconds)."""
+    """(key, encoded value) per partition rollup row (streaming.spark.outputs adds copy_rate and eta_seconds)."""
     if partitions.empty:
         return []
     total = partitions["bytes_total"].astype("float64")

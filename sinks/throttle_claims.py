@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from sinks import throttle_entries as te
 from sinks.ownership import EntryClaim, Move, RateClaim
 from sinks.throttle_plan import ALTER_LOG_DIRS, entry_owners, rate_owners
-from streaming.reassignment_file import ANY_LOG_DIR
+from streaming.vocabulary.reassignment_file import ANY_LOG_DIR
 
 LEADER, FOLLOWER = "leader", "follower"
 

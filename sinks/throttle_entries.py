@@ -4,7 +4,7 @@ A value is `*` (every replica of the topic), a comma-separated list of `p:b` ent
 Entries are (partition, broker) int pairs inside the project; strings only at the Kafka edge.
 """
 
-from streaming.config_keys import ALL_REPLICAS
+from streaming.vocabulary.config_keys import ALL_REPLICAS
 
 
 def entry(partition, broker):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from sinks import throttle_entries as te
 from sinks.metric_names import THROTTLE_ACTION_NAMES
 from sinks.ownership import ABORTED, DONE, PENDING
-from streaming.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELETE, SET, SUBTRACT, TOPIC, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELETE, SET, SUBTRACT, TOPIC, TOPIC_THROTTLE_KEYS
 
 REMOVED, RESTORED, DRY_RUN, FAILED = THROTTLE_ACTION_NAMES
 OWNED, ALL, OFF = POLICIES = ("owned", "all", "off")

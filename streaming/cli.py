@@ -4,9 +4,9 @@ so `progress` starts without importing Spark.
 
 Exit codes (DESIGN.md): 0 success/complete, 1 still in progress (verify), 2 bad input or usage,
 3 cluster unreachable or request refused, 4 a bug (one line ending "run with --debug").
-Every error is exactly one line on stderr, control characters escaped (streaming.echo), so echoed input
+Every error is exactly one line on stderr, control characters escaped (streaming.vocabulary.echo), so echoed input
 cannot forge a second line; --debug adds the traceback. Flags every command shares are checked while
-parsing (streaming.flags) and the --command-config file is read before the command runs: bad input
+parsing (streaming.commands.flags) and the --command-config file is read before the command runs: bad input
 never reaches the cluster.
 """
 
@@ -15,9 +15,11 @@ import importlib
 import sys
 import traceback
 
-from streaming import client_config, flags
-from streaming.echo import one_line
-from streaming.errors import EXIT_BAD_INPUT, EXIT_BUG, BadInput, MonitorError
+from streaming.vocabulary import client_config, defaults
+
+from streaming.commands import flags
+from streaming.vocabulary.echo import one_line
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, BadInput, MonitorError
 
 COMMANDS = {
     "progress": "One-shot progress report of ongoing reassignments (live with --watch).",
@@ -52,7 +54,7 @@ def build_parser(load=_module):
             sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]")
             sub.add_argument("--command-config", metavar="FILE",
                              help="client properties: security.protocol, sasl.*, ssl.* locations")
-            sub.add_argument("--timeout", type=flags.timeout, default=10.0, metavar="SECONDS",
+            sub.add_argument("--timeout", type=flags.timeout, default=defaults.TIMEOUT_S, metavar="SECONDS",
                              help="bound on reaching the cluster (default 10; 500ms, 30s, 2m also work)")
         sub.add_argument("--output", choices=("table", "json"), default="table")
         sub.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -14,10 +14,10 @@ cluster, which must look the same before and after (reassignments, throttle conf
 import json
 from dataclasses import dataclass
 
-from streaming.client_config import MAX_FILE_BYTES as MAX_CONFIG_BYTES
-from streaming.errors import EXIT_BAD_INPUT, EXIT_CLUSTER
-from streaming.kafka_limits import INT32_MAX, LONG_MAX, TOPIC_NAME_MAX_LENGTH
-from streaming.reassignment_file import MAX_FILE_BYTES
+from streaming.vocabulary.client_config import MAX_FILE_BYTES as MAX_CONFIG_BYTES
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER
+from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, TOPIC_NAME_MAX_LENGTH
+from streaming.vocabulary.reassignment_file import MAX_FILE_BYTES
 
 UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: a connection attempt fails at once
 SECRET = "hunter2-never-echo-me"  # a password that must never appear in any output

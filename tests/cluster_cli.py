@@ -9,7 +9,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.cli import main
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from tests.kafka_fixtures import wait_for
 
 BROKERS = (1, 2, 3)

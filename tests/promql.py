@@ -4,8 +4,8 @@ uses, and which label matchers it puts on them, checked against sinks.metric_nam
 import re
 
 from sinks import metric_names as m
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
-from streaming.states import STATE_NAMES
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.states import STATE_NAMES
 
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")

@@ -1,6 +1,6 @@
 """A secured local cluster for tests (deploy/local-cluster.sh with SECURITY=sasl_ssl): SASL_SSL with
 SCRAM-SHA-512, StandardAuthorizer, super user `admin`. Tests make principals holding exactly a list of
-streaming.acls grants; everything targets 127.0.0.1 only."""
+streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
@@ -13,8 +13,8 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    UserScramCredentialUpsertion)
 from kafka import KafkaAdminClient
 
-from streaming import client_config
-from streaming.acls import CLUSTER
+from streaming.vocabulary import client_config
+from streaming.cluster.acls import CLUSTER
 from tests.kafka_fixtures import LocalCluster, wait_for
 
 OPERATIONS = {"Describe": AclOperation.DESCRIBE, "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
@@ -66,7 +66,7 @@ class SecureCluster(LocalCluster):
             raise RuntimeError("records left unsent")
 
     def principal(self, name, grants, directory):
-        """A SCRAM user `name` holding exactly `grants` (streaming.acls.Grant), usable once authentication
+        """A SCRAM user `name` holding exactly `grants` (streaming.cluster.acls.Grant), usable once authentication
         and every ACL are in effect. Returns the path of its client config (in `directory`)."""
         password = secrets.token_hex(16)
         self.passwords.append(password)

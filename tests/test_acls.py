@@ -1,16 +1,15 @@
-"""The README's ACL section is the text streaming.acls generates, and the definition names the CLI's topics."""
+"""The README's ACL section is the text streaming.cluster.acls generates, and the definition names the CLI's topics."""
 
 import pytest
 
-from sinks.ownership import DEFAULT_TOPIC
-from streaming import acls
+from streaming.cluster import acls
 from streaming.cli import build_parser
 from tests.kafka_fixtures import ROOT
 
 
 def test_readme_acl_section_is_generated():
     readme = (ROOT / "README.md").read_text()
-    assert acls.markdown() in readme, "README is stale: paste the output of `python -m streaming.acls --markdown`"
+    assert acls.markdown() in readme, "README is stale: paste the output of `python -m streaming.cluster.acls --markdown`"
 
 
 @pytest.mark.parametrize("command", ["run", "verify", "cancel"])
@@ -19,7 +18,7 @@ def test_default_topic_names_are_the_cli_defaults(command):
                                      (["--reassignment-json-file", "f"] if command == "verify" else
                                       ["--all"] if command == "cancel" else []))
     assert args.progress_topic == acls.PROGRESS_TOPIC
-    assert getattr(args, "ownership_topic", DEFAULT_TOPIC) == acls.OWNERSHIP_TOPIC
+    assert args.ownership_topic == acls.OWNERSHIP_TOPIC
 
 
 @pytest.mark.parametrize("command", list(acls.COMMANDS))

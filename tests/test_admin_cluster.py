@@ -3,7 +3,7 @@
 import pytest
 from kafka import TopicPartition
 
-from streaming.admin import KafkaClusterAdmin
+from streaming.cluster.admin import KafkaClusterAdmin
 
 pytestmark = pytest.mark.cluster
 

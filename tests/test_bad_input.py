@@ -25,9 +25,9 @@ from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.cli import main
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
-from streaming.errors import EXIT_BAD_INPUT
-from streaming.kafka_limits import INT32_MAX
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.errors import EXIT_BAD_INPUT
+from streaming.vocabulary.kafka_limits import INT32_MAX
 from tests.bad_inputs import CASES, NEVER_CREATED, SECRET, UNREACHABLE, Case, Special, doc, entry
 from tests.cluster_cli import BROKERS, cancel_everything, clear_broker_throttles
 from tests.kafka_fixtures import ROOT, wait_for
@@ -316,7 +316,7 @@ BUGS = [
 @pytest.mark.parametrize("error", [pytest.param(e, id=i) for i, e in BUGS])
 def test_a_bug_is_exit_4_in_one_line(error, monkeypatch):
     from streaming.commands import dashboards
-    from streaming.errors import EXIT_BUG
+    from streaming.vocabulary.errors import EXIT_BUG
 
     def broken(_args):
         raise error

@@ -1,9 +1,9 @@
-"""streaming.classify: every rule alone, then every precedence between rules, as one table."""
+"""streaming.core.classify: every rule alone, then every precedence between rules, as one table."""
 
 import pandas as pd
 import pytest
 
-from streaming.classify import (classify, is_broker_offline, is_cancelled, is_completed, is_falling_behind,
+from streaming.core.classify import (classify, is_broker_offline, is_cancelled, is_completed, is_falling_behind,
                                 is_in_sync, is_pending, is_stalled)
 
 STALL_AFTER_S = 600.0

@@ -12,8 +12,8 @@ import pytest
 
 from streaming import cli
 from streaming.commands import progress as progress_command
-from streaming.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
-from streaming.report import SCHEMA_PATH
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
+from streaming.core.report import SCHEMA_PATH
 from tests.kafka_fixtures import ROOT
 
 EXECUTABLE = ROOT / ".venv" / "bin" / "reassign-monitor"

@@ -9,7 +9,7 @@ from dashboards.build import DASHBOARDS, HERE, all_queries, render, substitute
 from dashboards.common import STATE_COLORS
 from sinks import metric_names as m
 from streaming.cli import main
-from streaming.states import STATE_NAMES
+from streaming.vocabulary.states import STATE_NAMES
 from tests.promql import matchers, problems, series_names
 
 ROOT = Path(__file__).resolve().parent.parent

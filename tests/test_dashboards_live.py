@@ -20,7 +20,7 @@ from kafka import TopicPartition
 
 from dashboards.build import all_queries
 from sinks import metric_names as m
-from streaming.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from tests.job_process import CLI, JobProcess
 from tests.kafka_fixtures import wait_for
 from tests.prometheus_server import prometheus_server

@@ -11,7 +11,7 @@ import yaml
 
 from dashboards.build import DASHBOARDS
 from streaming.cli import build_parser
-from streaming.client_config import read_properties
+from streaming.vocabulary.client_config import read_properties
 from streaming.commands import run as run_command
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,12 +1,12 @@
-"""The one error table (streaming.errors) and the retry rule built on it (streaming.retry), on plain errors
+"""The one error table (streaming.vocabulary.errors) and the retry rule built on it (streaming.cluster.retry), on plain errors
 of both client libraries: no cluster, no waiting (the clock and the sleep are arguments)."""
 
 import kafka.errors as kerrors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from streaming import errors
-from streaming.retry import retrying
+from streaming.vocabulary import errors
+from streaming.cluster.retry import retrying
 
 KIND_CASES = [
     # id, error, kind

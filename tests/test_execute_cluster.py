@@ -6,6 +6,7 @@ import json
 import pytest
 
 from sinks.ownership import DONE, STARTED, KafkaOwnershipStore
+from streaming.cluster.admin import KafkaClusterAdmin
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)
 
@@ -35,7 +36,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     during = {(topic, L): frozenset({"1:2", "0:1"}), (topic, F): frozenset({"0:3"}),
               (1, L): MB, (1, F): MB, (3, L): MB, (3, F): MB, (2, L): 3 * MB}
     expect_throttles(cluster, [topic], during)
-    store = KafkaOwnershipStore(cluster.bootstrap, topic=own)
+    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
     [record] = store.records()
     assert record.request_id == result["request_id"] and record.state == STARTED and record.auto_remove
     assert {(c.broker, c.kind): c.prior for c in record.rates} == {(1, L): None, (1, F): None, (3, L): None, (3, F): 7 * MB}
@@ -60,7 +61,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     assert code == 0 and json.loads(out)["throttle_actions"] == []  # idempotent
     store.refresh()
     assert [r.state for r in store.records()] == [DONE]
-    store.close()
+    store.admin.close()
 
 
 def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
@@ -102,9 +103,9 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
     assert "already being reassigned" in cli("execute", *common, "--reassignment-json-file", tmp_path / "a.json", "--throttle", MB)[2]
     assert throttles(cluster, [topic]) == before
     assert reassigning(cluster) == ongoing
-    store = KafkaOwnershipStore(cluster.bootstrap, topic=own)
+    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
     assert len(store.records()) == 1  # only the request that did start
-    store.close()
+    store.admin.close()
 
     # --dry-run validates and reports, changes nothing either.
     code, out, _ = cli("execute", *common, "--reassignment-json-file", tmp_path / "z.json", "--throttle", MB, "--dry-run")
@@ -120,7 +121,7 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
 
 def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, clean, tmp_path, monkeypatch):
     from streaming.commands import execute
-    from streaming.errors import ClusterError
+    from streaming.vocabulary.errors import ClusterError
 
     topic = cluster.create_topic(cluster.unique_topic("abort"), {0: [1]}, megabytes=0)
     own = ownership_topic()
@@ -139,9 +140,9 @@ def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, cl
                        "--reassignment-json-file", plan, "--throttle", MB)
     assert code == 3 and "refused (simulated)" in err
     expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
-    store = KafkaOwnershipStore(cluster.bootstrap, topic=own)
+    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
     assert [r.state for r in store.records()] == [DONE]
-    store.close()
+    store.admin.close()
 
 
 def test_log_dir_placement_and_its_throttle_are_set_and_removed(cluster, clean, tmp_path):

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streaming.history import Settings, empty_memory, step
-from streaming.progress import finished_replicas, replica_progress
-from streaming.snapshot import from_rows
+from streaming.core.history import Settings, empty_memory, step
+from streaming.core.progress import finished_replicas, replica_progress
+from streaming.vocabulary.snapshot import from_rows
 
 SETTINGS = Settings(stall_after_s=30, rate_window_s=20)
 

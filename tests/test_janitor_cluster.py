@@ -8,8 +8,8 @@ import pytest
 from sinks import throttle_plan as tp
 from sinks.janitor import Janitor
 from sinks.ownership import DONE, KafkaOwnershipStore
-from streaming.admin import KafkaClusterAdmin
-from streaming.poller import poll
+from streaming.cluster.admin import KafkaClusterAdmin
+from streaming.cluster.poller import poll
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, replicas, throttles, wait_done, write_plan)
 from tests.kafka_fixtures import wait_for
@@ -93,12 +93,11 @@ def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
 
     def batch(batch_id):
         admin = KafkaClusterAdmin(cluster.bootstrap)
-        store = KafkaOwnershipStore(cluster.bootstrap, topic=own, create=True)
+        store = KafkaOwnershipStore(admin, own, create=True)
         try:
             janitor = Janitor(admin, store, tp.Policy(), log=lambda _line: None)
             return [o.action for o in janitor.on_batch(poll(admin, all_partitions=True), batch_id)], store.records()
         finally:
-            store.close()
             admin.close()
 
     actions, records = batch(1)

@@ -1,12 +1,12 @@
-"""streaming.kip179: the status of every listed replica, on one plain-data cluster with every situation."""
+"""streaming.core.kip179: the status of every listed replica, on one plain-data cluster with every situation."""
 
 import pandas as pd
 import pytest
 
-from streaming.kip179 import (BEHIND_UNKNOWN, IN_SYNC, NOT_HOSTED, UNKNOWN_BROKER, UNKNOWN_PARTITION,
+from streaming.core.kip179 import (BEHIND_UNKNOWN, IN_SYNC, NOT_HOSTED, UNKNOWN_BROKER, UNKNOWN_PARTITION,
                               UNKNOWN_TOPIC, behind, listed, listed_replicas, ongoing_replicas, statuses)
-from streaming.reassignment_file import PartitionMove
-from streaming.snapshot import from_rows
+from streaming.vocabulary.reassignment_file import PartitionMove
+from streaming.vocabulary.snapshot import from_rows
 
 
 def log(broker, partition, size, future=False, lag=0):

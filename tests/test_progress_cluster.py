@@ -9,9 +9,9 @@ import time
 import pytest
 from kafka import TopicPartition
 
-from streaming.config_keys import (BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,
+from streaming.vocabulary.config_keys import (BROKER_FOLLOWER_THROTTLE_RATE, BROKER_LEADER_THROTTLE_RATE,
                                    TOPIC_FOLLOWER_THROTTLED_REPLICAS, TOPIC_LEADER_THROTTLED_REPLICAS)
-from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK
+from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK
 from tests.kafka_fixtures import ROOT, wait_for
 
 pytestmark = pytest.mark.cluster

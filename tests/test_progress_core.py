@@ -1,4 +1,4 @@
-"""The pure progress core (streaming.progress) on plain data: a table of cases, then properties."""
+"""The pure progress core (streaming.core.progress) on plain data: a table of cases, then properties."""
 
 import math
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.progress import finished_replicas, partition_rollup, replica_progress, with_states
-from streaming.snapshot import from_rows
-from streaming.states import ReplicaState
+from streaming.core.progress import finished_replicas, partition_rollup, replica_progress, with_states
+from streaming.vocabulary.snapshot import from_rows
+from streaming.vocabulary.states import ReplicaState
 
 TOPIC = "t"
 LEADER_BYTES = 1000

@@ -4,8 +4,8 @@ KAFKA-14424 refusal of cancel (an offline broker is not something to stage on th
 import pytest
 
 from streaming.commands import cancel, execute, reassign_common, verify
-from streaming.reassignment_file import PartitionMove
-from streaming.snapshot import from_rows
+from streaming.vocabulary.reassignment_file import PartitionMove
+from streaming.vocabulary.snapshot import from_rows
 from tests.cluster_cli import cli
 
 

@@ -1,11 +1,11 @@
-"""streaming.reassignment_file: Kafka's reassignment JSON, every malformed input as a table."""
+"""streaming.vocabulary.reassignment_file: Kafka's reassignment JSON, every malformed input as a table."""
 
 import json
 
 import pytest
 
-from streaming.errors import EXIT_BAD_INPUT, BadInput
-from streaming.reassignment_file import PartitionMove, load, parse, to_json
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, BadInput
+from streaming.vocabulary.reassignment_file import PartitionMove, load, parse, to_json
 
 
 def doc(*partitions, version=1):

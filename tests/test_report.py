@@ -1,4 +1,4 @@
-"""streaming.report: summary, the JSON document (validated against its schema), the table, watch history."""
+"""streaming.core.report: summary, the JSON document (validated against its schema), the table, watch history."""
 
 import json
 from dataclasses import replace
@@ -7,11 +7,11 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from streaming import history
-from streaming.kip179 import listed_replicas, ongoing_replicas
-from streaming.report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds, summary_line,
+from streaming.core import history
+from streaming.core.kip179 import listed_replicas, ongoing_replicas
+from streaming.core.report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds, summary_line,
                               to_document, to_json, to_table, to_text, with_history)
-from streaming.snapshot import PollError, from_rows
+from streaming.vocabulary.snapshot import PollError, from_rows
 from tests.test_kip179 import CASES, SNAPSHOT, moves_for
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

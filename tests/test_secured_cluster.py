@@ -1,20 +1,19 @@
 """Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512,
-StandardAuthorizer), each run as a principal holding exactly the grants of streaming.acls (the README's
+StandardAuthorizer), each run as a principal holding exactly the grants of streaming.cluster.acls (the README's
 tables), every grant proven needed by dropping it, connection failures named, and no password in any
 output channel."""
 
-import json
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from sinks.ownership import DONE, KafkaOwnershipStore, Ownership
-from streaming import acls
-from streaming.connect_diagnosis import diagnose
-from streaming.errors import AuthenticationFailed, TlsFailed, Unreachable
+from streaming.cluster.admin import KafkaClusterAdmin
+from streaming.cluster import acls
+from streaming.cluster.connect_diagnosis import diagnose
+from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
 from tests.job_process import CLI, JobProcess, free_port
 from tests.kafka_fixtures import wait_for
@@ -126,7 +125,7 @@ OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on To
 DROPS = {
     "cluster-describe": Drop("progress", C, "kafka-cluster", "Describe", 3, ("not authorized", "ListPartitionReassignments")),
     # kafka-python's describe_configs drops a resource's error and answers {}: a refused DescribeConfigs would
-    # look like "no throttles" (streaming/admin.py checks each resource's error code). Only the monitoring job
+    # look like "no throttles" (streaming/cluster/admin.py checks each resource's error code). Only the monitoring job
     # holds these grants (AlterConfigs implies them elsewhere); its poll, run here in-process, reports the error.
     "cluster-describeconfigs": Drop("run --throttle-cleanup off", C, "kafka-cluster", "DescribeConfigs", 3,
                                     ("not authorized", "lacks DescribeConfigs on Cluster"), "job-poll"),
@@ -152,7 +151,7 @@ DROPS = {
 def test_every_grant_is_proven():
     proven = {case.grant for case in DROPS.values()}
     assert proven == {g for command in acls.COMMANDS for g in acls.grants(command)}, \
-        "a grant of streaming.acls has no drop case"
+        "a grant of streaming.cluster.acls has no drop case"
     assert all(case.grant in acls.grants(case.command) for case in DROPS.values())
 
 
@@ -162,9 +161,11 @@ def _arrange(cluster, setup, topic, tmp_path, config_of):
     elif setup == "no-ownership-topic":
         cluster.delete_topic_and_wait(O)
     elif setup == "ownership-record":
-        store = KafkaOwnershipStore(cluster.bootstrap, str(cluster.admin_config), O, create=True)
-        store.put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
-        store.close()
+        admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
+        try:
+            KafkaOwnershipStore(admin, O, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        finally:
+            admin.close()
     elif setup == "completed-owned-move":
         from sinks.progress_topic import CONFIG, PARTITIONS
 
@@ -215,8 +216,8 @@ def test_each_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
 def _job_poll(cluster, config):
     """The streaming job's poll (what its source runs every batch), in this process: (3 and the failed call's
     message when a call failed, else 0; "" stdout)."""
-    from streaming.admin import KafkaClusterAdmin
-    from streaming.poller import poll
+    from streaming.cluster.admin import KafkaClusterAdmin
+    from streaming.cluster.poller import poll
 
     admin = KafkaClusterAdmin(cluster.bootstrap, str(config), 10.0)
     try:

@@ -4,8 +4,8 @@ import json
 
 import pyarrow as pa
 
-from streaming import codec
-from streaming.source import CLUSTER_BUCKET, POLL_TABLE, PollPartition, PollStreamReader
+from streaming.spark import codec
+from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, PollPartition, PollStreamReader
 
 
 def test_unreachable_cluster_yields_one_poll_error_row():

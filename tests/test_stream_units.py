@@ -11,14 +11,14 @@ import pytest
 from sinks import metric_names as m
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH
-from streaming import codec
-from streaming.durations import seconds
-from streaming.errors import BadInput
-from streaming.history import Settings, empty_memory
-from streaming.outputs import assemble, poll_facts
-from streaming.snapshot import PollError, Snapshot, combine, from_rows, table
-from streaming.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
-from streaming.stateful import REPLICA_KIND, track_bucket
+from streaming.spark import codec
+from streaming.vocabulary.durations import seconds
+from streaming.vocabulary.errors import BadInput
+from streaming.core.history import Settings, empty_memory
+from streaming.spark.outputs import assemble, poll_facts
+from streaming.vocabulary.snapshot import PollError, Snapshot, combine, from_rows, table
+from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
+from streaming.spark.stateful import REPLICA_KIND, track_bucket
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 BUCKETS = 4
@@ -65,7 +65,7 @@ def test_bucket_slices_reassemble_the_snapshot():
 
 
 def split_into_parts(snapshot):
-    """The parts a poll is made of (streaming.poller): the cluster part and one log-dirs part per broker."""
+    """The parts a poll is made of (streaming.cluster.poller): the cluster part and one log-dirs part per broker."""
     log_dirs = snapshot["log_dirs"]
     cluster = Snapshot(snapshot.ts_ms, snapshot.cluster_id,
                        {n: f for n, f in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},

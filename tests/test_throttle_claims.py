@@ -9,7 +9,7 @@ from sinks.ownership import (DONE, STARTED, EntryClaim, MemoryStore, Move, Owner
                              new_request_id)
 from sinks.throttle_claims import log_dir_moves, moves_for, throttle_setting
 from sinks.throttle_plan import ClusterView
-from streaming.reassignment_file import PartitionMove
+from streaming.vocabulary.reassignment_file import PartitionMove
 
 MB = 1_000_000
 

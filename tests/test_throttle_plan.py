@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sinks import throttle_entries as te
 from sinks import throttle_plan as tp
 from sinks.ownership import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
-from streaming.snapshot import PollError, from_rows
+from streaming.vocabulary.snapshot import PollError, from_rows
 
 NOW = 1_800_000_000_000
 L, F, D = "leader", "follower", "alter_log_dirs"

@@ -11,7 +11,7 @@ from pathlib import Path
 from kafka import KafkaAdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from streaming.client_config import kafka_python_settings  # noqa: E402  (after the path to the repository)
+from streaming.vocabulary.client_config import kafka_python_settings  # noqa: E402  (after the path to the repository)
 
 
 def _listening(host, port):

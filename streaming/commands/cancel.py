@@ -9,7 +9,7 @@ Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 """
 
 from streaming.commands import reassign_common as common
-from streaming.errors import EXIT_CLUSTER, EXIT_OK, BadInput
+from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
 
 CANCELLED, NOT_REASSIGNING = "cancelled", "not reassigning"
 NO_REASSIGNMENT_IN_PROGRESS = "NoReassignmentInProgressError"
@@ -41,7 +41,7 @@ def offline_originals(ongoing, alive, partitions):
 def run(args):
     from sinks.janitor import Janitor
     from sinks.throttle_plan import Policy
-    from streaming.reassignment_file import load
+    from streaming.vocabulary.reassignment_file import load
 
     requested = None if args.all else [(m.topic, m.partition) for m in load(args.reassignment_json_file, require_replicas=False)]
     admin = common.connect(args)

@@ -3,8 +3,8 @@ grafanalib loads only when the command runs."""
 
 import json
 
-from streaming.echo import shown
-from streaming.errors import BadInput
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
 
 
 def add_arguments(parser):

@@ -1,7 +1,7 @@
 """`reassign-monitor execute`: start a reassignment with KIP-179 throttles that are removed when it completes.
 
 Order (each step only after the previous one succeeded):
-1. Validate everything without changing anything: the file (streaming.reassignment_file), the throttle
+1. Validate everything without changing anything: the file (streaming.vocabulary.reassignment_file), the throttle
    values, unknown topics / partitions / brokers, log dirs (absolute, present on the broker), and
    partitions already reassigning (allowed with --additional). Any problem: one line, exit 2.
 2. Write the ownership record (state `pending`): the exact entries and rates this request will set, each
@@ -23,8 +23,8 @@ import sys
 import time
 
 from streaming.commands import reassign_common as common
-from streaming.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
-from streaming.errors import EXIT_OK, BadInput, ClusterError
+from streaming.vocabulary.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
+from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
 
 REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
 
@@ -159,7 +159,7 @@ def run(args):
     from sinks.ownership import PENDING, STARTED, Ownership, new_request_id
     from sinks.throttle_claims import log_dir_moves, moves_for, throttle_setting
     from sinks.throttle_plan import view_of
-    from streaming.reassignment_file import load, to_json
+    from streaming.vocabulary.reassignment_file import load, to_json
 
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)

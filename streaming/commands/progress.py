@@ -1,6 +1,6 @@
 """`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS]`: the one-shot report, or a
-live one. Only I/O lives here (poll, print, sleep); the rows come from streaming.kip179 and the
-rendering from streaming.report. Nothing on this path imports Spark, so the one-shot starts in about a
+live one. Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
+rendering from streaming.core.report. Nothing on this path imports Spark, so the one-shot starts in about a
 second.
 
 Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
@@ -13,9 +13,9 @@ from contextlib import nullcontext
 # The report's modules (pandas) are imported inside the functions that use them: every command's parser
 # is built on each invocation, and a usage error should not wait for pandas.
 
-from streaming import durations, reassignment_file
-from streaming.admin import KafkaClusterAdmin
-from streaming.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
+from streaming.vocabulary import durations, reassignment_file
+from streaming.cluster.admin import KafkaClusterAdmin
+from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
 WATCH_BOUNDS_S = (0.1, durations.DAY_S)
@@ -33,8 +33,8 @@ def add_arguments(parser):
 
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
-    from streaming.kip179 import listed_replicas, ongoing_replicas
-    from streaming.poller import REQUIRED_APIS, poll
+    from streaming.core.kip179 import listed_replicas, ongoing_replicas
+    from streaming.cluster.poller import REQUIRED_APIS, poll
 
     snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else (), throttles=False)
     for error in snapshot.errors:
@@ -49,7 +49,7 @@ def _exit_code(report):
 
 
 def _once(admin, moves, source, output):
-    from streaming.report import build, to_json, to_text
+    from streaming.core.report import build, to_json, to_text
 
     snapshot, rows = _rows(admin, moves)
     report = build(snapshot, rows, source)
@@ -62,8 +62,8 @@ def _watch(admin, moves, source, output, interval_s):
     from rich.console import Console
     from rich.live import Live
 
-    from streaming import history
-    from streaming.report import build, to_json, to_table, with_history
+    from streaming.core import history
+    from streaming.core.report import build, to_json, to_table, with_history
 
     memory = history.empty_memory()
     live = Live(console=Console(), auto_refresh=False) if output == "table" else None
@@ -87,7 +87,7 @@ def _watch(admin, moves, source, output, interval_s):
 
 
 def run(args):
-    from streaming.report import FROM_FILE, ONGOING
+    from streaming.core.report import FROM_FILE, ONGOING
 
     moves = None
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"

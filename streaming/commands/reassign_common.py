@@ -6,27 +6,26 @@ Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark
 import json
 import sys
 
-from streaming.echo import shown
-from streaming.errors import BadInput, ClusterError
-from streaming.kafka_limits import LONG_MAX
+from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput, ClusterError
+from streaming.vocabulary.kafka_limits import LONG_MAX
 
 DECISION_APIS = ("ListPartitionReassignments", "Metadata", "DescribeConfigs")
 
 
 def add_ownership_topic(parser):
-    from sinks.ownership import DEFAULT_TOPIC
-
-    parser.add_argument("--ownership-topic", default=DEFAULT_TOPIC, metavar="NAME",
-                        help=f"compacted topic recording which throttles this tool set (default {DEFAULT_TOPIC})")
+    parser.add_argument("--ownership-topic", default=OWNERSHIP_TOPIC, metavar="NAME",
+                        help=f"compacted topic recording which throttles this tool set (default {OWNERSHIP_TOPIC})")
 
 
 def add_progress_topic(parser):
-    parser.add_argument("--progress-topic", default="reassignment-progress", metavar="NAME",
+    parser.add_argument("--progress-topic", default=PROGRESS_TOPIC, metavar="NAME",
                         help="throttle actions are also written here as `throttle` records when the topic exists")
 
 
 def connect(args):
-    from streaming.admin import KafkaClusterAdmin
+    from streaming.cluster.admin import KafkaClusterAdmin
 
     return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
 
@@ -35,13 +34,12 @@ def open_store(args, admin, create):
     """The ownership store, read through the command's own admin door."""
     from sinks.ownership import KafkaOwnershipStore
 
-    return KafkaOwnershipStore(args.bootstrap_server, args.command_config, args.ownership_topic, args.timeout,
-                               create=create, admin=admin)
+    return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
 
 
 def strict_poll(admin, topics):
     """A poll of the named topics that had every answer a decision needs (else ClusterError, exit 3)."""
-    from streaming.poller import poll
+    from streaming.cluster.poller import poll
 
     snapshot = poll(admin, topics=sorted(set(topics)))
     for error in snapshot.errors:

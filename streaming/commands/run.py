@@ -1,4 +1,4 @@
-"""`reassign-monitor run`: the streaming job (see streaming.job). Spark is imported only here.
+"""`reassign-monitor run`: the streaming job (see streaming.spark.job). Spark is imported only here.
 
 Everything the operator gave is checked before Spark starts or any topic is created (`preflight`): the
 flags, that the metrics port can be bound, that a local checkpoint location is (or can become) a
@@ -11,12 +11,12 @@ import re
 import socket
 import tempfile
 
-from streaming import durations
-from streaming.checkpoint import local_path
+from streaming.vocabulary import defaults, durations
+from streaming.spark.checkpoint import local_path
 from streaming.commands import reassign_common as common
-from streaming.echo import shown
-from streaming.errors import BadInput
-from streaming.kafka_limits import PORT_MAX
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.kafka_limits import PORT_MAX
 
 # Spark master URLs this job can run on ('' under spark-submit, which sets the master itself).
 MASTER_PATTERN = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)(,[1-9][0-9]{0,3})?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
@@ -34,29 +34,29 @@ def master(text):
 
 
 def add_arguments(parser):
-    parser.add_argument("--master", default="local[*]",
+    parser.add_argument("--master", default=defaults.MASTER,
                         help="Spark master (default local[*]); use '' under spark-submit, which sets it")
-    parser.add_argument("--checkpoint-location", default="reassign-monitor-checkpoint", metavar="DIR",
+    parser.add_argument("--checkpoint-location", default=defaults.CHECKPOINT_LOCATION, metavar="DIR",
                         help="durable directory: rates, states and the batch log survive restarts")
-    parser.add_argument("--progress-topic", default="reassignment-progress", metavar="NAME")
-    parser.add_argument("--metrics-port", type=int, default=9469)
-    parser.add_argument("--metrics-address", default="0.0.0.0", help="address /metrics listens on")
-    parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default="replica",
+    parser.add_argument("--progress-topic", default=defaults.PROGRESS_TOPIC, metavar="NAME")
+    parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
+    parser.add_argument("--metrics-address", default=defaults.METRICS_ADDRESS, help="address /metrics listens on")
+    parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default=defaults.METRICS_DETAIL,
                         help="label detail of the per-replica metrics (bounds cardinality)")
-    parser.add_argument("--trigger-interval", type=durations.flag(*TRIGGER_BOUNDS_S), default="10s",
-                        help="poll interval (default 10s)")
-    parser.add_argument("--stall-after", type=durations.flag(*STALL_AFTER_BOUNDS_S), default="10m",
-                        help="no growth for this long is STALLED (default 10m)")
-    parser.add_argument("--rate-window", type=durations.flag(*RATE_WINDOW_BOUNDS_S), default="60s",
-                        help="smoothing window of rates (default 60s)")
-    parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default="owned")
+    parser.add_argument("--trigger-interval", type=durations.flag(*TRIGGER_BOUNDS_S),
+                        default=defaults.TRIGGER_INTERVAL_S, help=f"poll interval (default {defaults.TRIGGER_INTERVAL_S:g}s)")
+    parser.add_argument("--stall-after", type=durations.flag(*STALL_AFTER_BOUNDS_S), default=defaults.STALL_AFTER_S,
+                        help=f"no growth for this long is STALLED (default {defaults.STALL_AFTER_S:g}s)")
+    parser.add_argument("--rate-window", type=durations.flag(*RATE_WINDOW_BOUNDS_S), default=defaults.RATE_WINDOW_S,
+                        help=f"smoothing window of rates (default {defaults.RATE_WINDOW_S:g}s)")
+    parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default=defaults.THROTTLE_CLEANUP)
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines on stdout")
     common.add_ownership_topic(parser)
 
 
 def config_from(args):
-    from streaming.job import JobConfig
+    from streaming.spark.job import JobConfig
 
     if not 0 < args.metrics_port <= PORT_MAX:
         raise BadInput(f"--metrics-port {shown(args.metrics_port, 20)}: not a port (1-{PORT_MAX})")
@@ -130,8 +130,8 @@ def _exists(path, flag):
 
 def check_cluster(config):
     """One DescribeCluster: an unreachable or refusing cluster is one line (exit 3) before Spark starts."""
-    from streaming.admin import KafkaClusterAdmin
-    from streaming.errors import from_kafka_error
+    from streaming.cluster.admin import KafkaClusterAdmin
+    from streaming.vocabulary.errors import from_kafka_error
 
     admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
     try:
@@ -150,7 +150,7 @@ def preflight(config):
 
 def run(args):
     from sinks.janitor import janitor_factory
-    from streaming.job import run as run_job
+    from streaming.spark.job import run as run_job
 
     config = config_from(args)
     preflight(config)

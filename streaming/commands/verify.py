@@ -14,7 +14,7 @@ too (an explicit verify asks for it), unless --preserve-throttles.
 import time
 
 from streaming.commands import reassign_common as common
-from streaming.errors import EXIT_BAD_INPUT, EXIT_IN_PROGRESS, EXIT_OK
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_IN_PROGRESS, EXIT_OK
 
 COMPLETE, IN_PROGRESS, DIFFERS, UNKNOWN_TOPIC, UNKNOWN_PARTITION = (
     "complete", "in progress", "replicas differ", "unknown topic", "unknown partition")
@@ -53,7 +53,7 @@ def statuses(file_moves, snapshot):
 def run(args):
     from sinks.janitor import Janitor
     from sinks.throttle_plan import Policy
-    from streaming.reassignment_file import load
+    from streaming.vocabulary.reassignment_file import load
 
     file_moves = load(args.reassignment_json_file)
     admin = common.connect(args)

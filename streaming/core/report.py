@@ -26,10 +26,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from streaming import history
-from streaming.kip179 import BEHIND
-from streaming.progress import partition_rollup, reassignment_rollup
-from streaming.states import ReplicaState
+from streaming.core import history
+from streaming.core.kip179 import BEHIND
+from streaming.core.progress import partition_rollup, reassignment_rollup
+from streaming.vocabulary.states import ReplicaState
 
 SCHEMA_ID = "kafka-reassign-monitor/progress-report/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")

@@ -10,8 +10,9 @@ nullable Int64 (null = not known in this poll), `progress` and the estimates flo
 import numpy as np
 import pandas as pd
 
-from streaming.classify import classify
-from streaming.states import FINISHED_STATES, NAME_OF, SEVERITY, ReplicaState
+from streaming.core.classify import classify
+from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
+from streaming.vocabulary.states import FINISHED_STATES, NAME_OF, SEVERITY, ReplicaState
 
 KEY = ["topic", "partition", "broker", "intra_broker"]
 PARTITION_KEY = ["topic", "partition"]
@@ -141,7 +142,7 @@ def finished_replicas(tracked, snapshot, current=None):
     return gone.assign(**defaults)[REPLICA_COLUMNS].astype(_DTYPES)
 
 
-def with_states(replicas, stall_after_s=600.0, rate_window_s=60.0):
+def with_states(replicas, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
     out = replicas.copy()
     out["state"] = classify(out, stall_after_s, rate_window_s)
     return out

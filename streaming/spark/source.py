@@ -4,7 +4,7 @@ Where things run:
 - Driver: `PollDataSource`, `PollStreamReader.initialOffset/latestOffset/partitions/commit`. Offsets are
   poll numbers ({"poll": n}); every trigger asks for one more, so the trigger interval is the poll rate
   and the checkpoint's offset log records how far the job got.
-- Executors: `PollStreamReader.read(partition)` makes the whole poll (streaming.poller.poll: its parts
+- Executors: `PollStreamReader.read(partition)` makes the whole poll (streaming.cluster.poller.poll: its parts
   concurrently in threads) in one input partition. bench/stream.py measured this against splitting the
   parts into input partitions (the cluster part, one DescribeLogDirs part per alive broker) on 2 cores:
   the split saved 0.11 s per batch at 10,000 moving replicas (1.56 against 1.67 s) and cost 0.03-0.05 s
@@ -18,7 +18,7 @@ the replayed batch polls afresh. The sinks are written for that (records carry t
 record for the same key and batch id supersedes an earlier one).
 
 Rows: (poll_id, ts_ms, bucket, table, payload) where payload is an Arrow IPC slice of one snapshot table
-(streaming.codec). Partition-keyed tables go to bucket hash(topic, partition) % buckets; broker-keyed
+(streaming.spark.codec). Partition-keyed tables go to bucket hash(topic, partition) % buckets; broker-keyed
 tables go to every bucket (the brokers table visits each bucket's state every poll, so finished moves
 are noticed by their absence). Cluster-wide tables (throttles, all reassignments) and the poll facts go
 to CLUSTER_BUCKET. A poll that could not describe the cluster, list the reassignments or read the
@@ -33,13 +33,17 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from streaming import codec
-from streaming.poller import poll, usable
-from streaming.snapshot import BROKER_KEYED, PollError, Snapshot
+from streaming.spark import codec
+from streaming.cluster.poller import poll, usable
+from streaming.vocabulary.snapshot import BROKER_KEYED, PollError, Snapshot
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
+# Fixed for the life of a checkpoint (buckets key the state). One bucket per state partition: each bucket
+# costs a fixed ~40 ms of pandas per batch, and within a bucket the work is vectorized, so more buckets
+# than partitions only add overhead.
+STATE_BUCKETS = 4
 POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, errors
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
@@ -53,7 +57,7 @@ def _admin_key(options):
 
 
 def cached_admin(options):
-    from streaming.admin import KafkaClusterAdmin
+    from streaming.cluster.admin import KafkaClusterAdmin
 
     key = _admin_key(options)
     if key not in _admins:
@@ -134,7 +138,7 @@ class PollPartition(InputPartition):
 class PollStreamReader(DataSourceStreamReader):
     def __init__(self, options):
         self.options = dict(options)
-        self.buckets = int(self.options.get("buckets", "16"))
+        self.buckets = int(self.options.get("buckets", STATE_BUCKETS))
 
     def initialOffset(self):
         return {"poll": 0}

@@ -1,6 +1,6 @@
 """Kafka's own limits on what an operator may name or ask for, as the brokers enforce them.
 
-Checked locally (streaming.reassignment_file, streaming.cli, the commands) so that a value Kafka would
+Checked locally (streaming.vocabulary.reassignment_file, streaming.cli, the commands) so that a value Kafka would
 refuse - or one our client would fail to encode - is bad input (exit 2) before any request is sent.
 """
 

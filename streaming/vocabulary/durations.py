@@ -7,8 +7,8 @@ value is finite, positive and small enough for the millisecond integers the clie
 import argparse
 import re
 
-from streaming.echo import shown
-from streaming.errors import BadInput
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PATTERN = re.compile(r"^\s*(-?)\s*([0-9]{1,12}(?:\.[0-9]{0,9})?|\.[0-9]{1,9})\s*(ms|s|m|h)?\s*$")

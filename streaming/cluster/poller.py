@@ -17,9 +17,9 @@ from functools import partial
 
 from collections import Counter
 
-from streaming.admin import DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA
-from streaming.errors import from_kafka_error
-from streaming.snapshot import PollError, Snapshot, combine, table
+from streaming.cluster.admin import DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA
+from streaming.vocabulary.errors import from_kafka_error
+from streaming.vocabulary.snapshot import PollError, Snapshot, combine, table
 
 # Without these two answers a move cannot be told from a finished or cancelled one: a poll missing
 # either must not update progress or history.

@@ -1,4 +1,4 @@
-"""Bounded retries of one cluster call, as the error table (streaming.errors.kind_of) says.
+"""Bounded retries of one cluster call, as the error table (streaming.vocabulary.errors.kind_of) says.
 
 A transient error (leader change, coordinator loading, request timed out) is retried after a pause that
 doubles from `first_pause_s` up to `max_pause_s`; an error meaning the client's view of the cluster is
@@ -10,7 +10,7 @@ at once. The clock and the sleep are arguments, so the rule is tested without wa
 
 import time
 
-from streaming.errors import REFRESH, RETRIABLE_KINDS, from_kafka_error, kind_of
+from streaming.vocabulary.errors import REFRESH, RETRIABLE_KINDS, from_kafka_error, kind_of
 
 FIRST_PAUSE_S = 0.1
 MAX_PAUSE_S = 1.0

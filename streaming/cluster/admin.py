@@ -6,7 +6,7 @@ commands are tested on fakes built from data and, for real, against the local cl
 KIP-455 reassignment APIs), except Metadata and topic creation, which go through confluent-kafka
 (its Metadata decodes in C: 38 ms against kafka-python's 177 ms at 10,000 partitions).
 
-Every call runs through streaming.retry with the error table of streaming.errors: transient errors are
+Every call runs through streaming.cluster.retry with the error table of streaming.vocabulary.errors: transient errors are
 retried inside the call's deadline (`timeout_s`); errors meaning the client's picture of the cluster is
 stale (a broker that left and came back, a controller that moved) drop the kafka-python client, and the
 retry bootstraps a fresh one. A long-lived kafka-python client otherwise keeps stale metadata until its
@@ -23,10 +23,11 @@ import time
 from collections import Counter, defaultdict
 from typing import Protocol
 
-from streaming import client_config
-from streaming.config_keys import BROKER_THROTTLE_KEYS, DELETE, OPS, TOPIC, TOPIC_THROTTLE_KEYS, throttle_config_key
-from streaming.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of, kind_of_answer
-from streaming.retry import retrying
+from streaming.vocabulary import client_config
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, DELETE, OPS, TOPIC, TOPIC_THROTTLE_KEYS, throttle_config_key
+from streaming.vocabulary.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of, kind_of_answer
+from streaming.cluster.retry import retrying
+from streaming.vocabulary.defaults import TIMEOUT_S
 
 # The names of the calls, as poll errors, retry counts and messages name them.
 DESCRIBE_CLUSTER = "DescribeCluster"
@@ -89,7 +90,7 @@ def _error_name(error):
 class KafkaClusterAdmin:
     """ClusterAdmin over kafka-python and confluent-kafka. Construction bootstraps (bounded by `timeout_s`)."""
 
-    def __init__(self, bootstrap_servers, command_config=None, timeout_s=10.0):
+    def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S):
         self._bootstrap = bootstrap_servers
         self._command_config = command_config
         self._settings = client_config.kafka_python_settings(command_config)
@@ -124,9 +125,9 @@ class KafkaClusterAdmin:
     def _first_connect(self):
         """The first bootstrap, which tells the operator why it failed, all within the timeout. kafka-python
         reports refused credentials, a failed TLS handshake and plaintext spoken to TLS alike, as a
-        bootstrap timeout: the part of the timeout it leaves goes to streaming.connect_diagnosis, which
+        bootstrap timeout: the part of the timeout it leaves goes to streaming.cluster.connect_diagnosis, which
         asks again in ways that tell them apart (in well under a second when it can)."""
-        from streaming.connect_diagnosis import diagnose
+        from streaming.cluster.connect_diagnosis import diagnose
 
         started = time.monotonic()
         try:
@@ -327,7 +328,7 @@ class KafkaClusterAdmin:
     def alter_throttles(self, changes):
         """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python
         sends one request per broker for broker resources, one for topics). Returns, per change, None or
-        Kafka's refusal. `op`: one of streaming.config_keys.OPS. Changes of one resource travel together,
+        Kafka's refusal. `op`: one of streaming.vocabulary.config_keys.OPS. Changes of one resource travel together,
         so a refusal applies to all of them. raise_on_unknown=False: kafka-python otherwise rejects
         throttle keys as unknown."""
         from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType

@@ -2,7 +2,7 @@
 
 `assemble` returns the progress-topic records (replica, partition and reassignment rows, every batch:
 the topic is compacted by key and every transition is among them), the Prometheus picture and the
-poll facts. The driver's batch handler (streaming.job) only performs the I/O.
+poll facts. The driver's batch handler (streaming.spark.job) only performs the I/O.
 """
 
 import json
@@ -12,10 +12,10 @@ import pandas as pd
 
 from sinks import records
 from sinks.prometheus import Picture
-from streaming.poller import usable
-from streaming.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
-from streaming.snapshot import PollError, Snapshot
-from streaming.states import FINISHED_STATES, worst
+from streaming.cluster.poller import usable
+from streaming.core.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
+from streaming.vocabulary.snapshot import PollError, Snapshot
+from streaming.vocabulary.states import FINISHED_STATES, worst
 
 FINISHED_NAMES = [s.name for s in FINISHED_STATES]
 

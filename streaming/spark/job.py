@@ -1,7 +1,7 @@
 """The streaming job: source -> bucketed stateful progress -> foreachBatch sinks.
 
 Driver side only (building the session and query, the batch handler, signals); the per-bucket work is
-in streaming.stateful and runs on executors. `run(config)` is what `reassign-monitor run` and
+in streaming.spark.stateful and runs on executors. `run(config)` is what `reassign-monitor run` and
 `spark-submit streaming/job_main.py` both call.
 """
 
@@ -15,19 +15,17 @@ from dataclasses import dataclass
 
 from sinks import records
 from sinks.ownership import EXECUTE
-from streaming import codec
-from streaming.admin import PRODUCE
-from streaming.checkpoint import local_path
-from streaming.history import Settings
-from streaming.outputs import assemble, describe, poll_facts
-from streaming.source import POLL_TABLE, PollDataSource
-from streaming.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
+from streaming.spark import codec
+from streaming.cluster.admin import PRODUCE
+from streaming.spark.checkpoint import local_path
+from streaming.core.history import Settings
+from streaming.vocabulary import defaults
+from streaming.spark.outputs import assemble, describe, poll_facts
+from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
+from streaming.spark.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
 
-# Both are fixed for the life of a checkpoint (buckets key the state; shuffle partitions are the state
-# store's partitions). One bucket per state partition: each bucket costs a fixed ~40 ms of pandas per
-# batch, and within a bucket the work is vectorized, so more buckets than partitions only add overhead.
-STATE_BUCKETS = 4
-SHUFFLE_PARTITIONS = 4
+# Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
+SHUFFLE_PARTITIONS = STATE_BUCKETS
 QUERY_RESTART_FIRST_PAUSE_S = 1.0
 QUERY_RESTART_MAX_PAUSE_S = 30.0
 
@@ -36,17 +34,17 @@ QUERY_RESTART_MAX_PAUSE_S = 30.0
 class JobConfig:
     bootstrap: str
     command_config: str | None = None
-    timeout_s: float = 10.0
-    master: str | None = "local[*]"
-    checkpoint_location: str = "reassign-monitor-checkpoint"
-    progress_topic: str = "reassignment-progress"
-    ownership_topic: str = "reassignment-monitor-throttles"
-    metrics_port: int = 9469
-    metrics_address: str = "0.0.0.0"
+    timeout_s: float = defaults.TIMEOUT_S
+    master: str | None = defaults.MASTER
+    checkpoint_location: str = defaults.CHECKPOINT_LOCATION
+    progress_topic: str = defaults.PROGRESS_TOPIC
+    ownership_topic: str = defaults.OWNERSHIP_TOPIC
+    metrics_port: int = defaults.METRICS_PORT
+    metrics_address: str = defaults.METRICS_ADDRESS
     metrics_detail: str = "replica"
-    trigger_interval_s: float = 10.0
-    stall_after_s: float = 600.0
-    rate_window_s: float = 60.0
+    trigger_interval_s: float = defaults.TRIGGER_INTERVAL_S
+    stall_after_s: float = defaults.STALL_AFTER_S
+    rate_window_s: float = defaults.RATE_WINDOW_S
     throttle_cleanup: str = "owned"
     dry_run: bool = False
     quiet: bool = False
@@ -220,7 +218,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
-    from streaming.admin import POLL_APIS, KafkaClusterAdmin
+    from streaming.cluster.admin import POLL_APIS, KafkaClusterAdmin
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
@@ -254,7 +252,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
             stop.wait(pause_s)
             pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
     finally:
-        for closable in (janitor, admin, metrics):
+        for closable in (admin, metrics):
             if closable is not None:
                 closable.close()
         if spark is not None:

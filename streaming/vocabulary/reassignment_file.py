@@ -5,7 +5,7 @@
 Checks that need the cluster (unknown topics, partitions, brokers) belong to the commands; here every
 problem of the file itself is a BadInput naming the entry, so nothing is changed on a bad file: what is
 not a file (a directory), too large, unreadable or not UTF-8; JSON that is malformed, nested too deeply,
-has duplicate keys, NaN/Infinity or numbers too long to be ids; names Kafka would refuse (streaming.kafka_limits);
+has duplicate keys, NaN/Infinity or numbers too long to be ids; names Kafka would refuse (streaming.vocabulary.kafka_limits);
 ids outside int32; duplicate partitions or brokers; an empty list of partitions where one is needed.
 """
 
@@ -14,9 +14,9 @@ import os
 import stat
 from dataclasses import dataclass
 
-from streaming.echo import shown
-from streaming.errors import BadInput
-from streaming.kafka_limits import INT32_MAX, topic_name_problem
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.kafka_limits import INT32_MAX, topic_name_problem
 
 ANY_LOG_DIR = "any"
 # Kafka's own tool has no limit; 100,000 moves are about 8 MB of JSON. A cap keeps /dev/zero or a wrong

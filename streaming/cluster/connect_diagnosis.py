@@ -21,8 +21,8 @@ import socket
 import ssl
 import time
 
-from streaming import client_config
-from streaming.errors import AUTHENTICATION, TLS, AuthenticationFailed, TlsFailed, Unreachable, brief, kind_of
+from streaming.vocabulary import client_config
+from streaming.vocabulary.errors import AUTHENTICATION, TLS, AuthenticationFailed, TlsFailed, Unreachable, brief, kind_of
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")

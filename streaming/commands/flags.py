@@ -4,9 +4,9 @@ raised while parsing, before any command code runs."""
 import argparse
 import re
 
-from streaming import durations
-from streaming.echo import shown
-from streaming.kafka_limits import PORT_MAX, topic_name_problem
+from streaming.vocabulary import durations
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.kafka_limits import PORT_MAX, topic_name_problem
 
 # HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. Both client libraries
 # default a missing port to 9092, so a bare host is accepted too.

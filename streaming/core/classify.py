@@ -9,7 +9,8 @@ absent for a one-shot report, and then the history rules cannot fire.
 import numpy as np
 import pandas as pd
 
-from streaming.states import ReplicaState
+from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
+from streaming.vocabulary.states import ReplicaState
 
 
 def _column(rows, name, default):
@@ -67,7 +68,7 @@ def is_pending(rows):
     return (_column(rows, "numerator", 0).astype("float64") <= 0).fillna(False).astype(bool)
 
 
-def classify(rows, stall_after_s=600.0, rate_window_s=60.0):
+def classify(rows, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
     """The state of every row, as state names. Order is precedence: the first rule that holds wins.
 
     Finished moves first (nothing else matters once the partition left the reassignment); then a dead

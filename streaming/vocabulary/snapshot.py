@@ -62,8 +62,8 @@ class PollError:
 
     @classmethod
     def of(cls, api, error):
-        """Our exceptions already say what failed and how (streaming.errors); a library's are named."""
-        from streaming.errors import MonitorError
+        """Our exceptions already say what failed and how (streaming.vocabulary.errors); a library's are named."""
+        from streaming.vocabulary.errors import MonitorError
 
         return cls(api, str(error) if isinstance(error, MonitorError) else f"{type(error).__name__}: {error}")
 

@@ -26,8 +26,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from streaming.progress import KEY, replica_progress, with_states
-from streaming.snapshot import table
+from streaming.core.progress import KEY, replica_progress, with_states
+from streaming.vocabulary.snapshot import table
 
 IN_SYNC = "In sync"
 UNKNOWN_TOPIC = "Unknown topic"

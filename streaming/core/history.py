@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from streaming.progress import KEY, with_states
-from streaming.states import ReplicaState
+from streaming.core.progress import KEY, with_states
+from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
+from streaming.vocabulary.states import ReplicaState
 
 MEMORY_COLUMNS = KEY + ["first_seen_ms", "last_ts_ms", "last_numerator", "last_denominator", "copy_rate",
                         "leader_rate", "last_growth_ms", "state", "state_since_ms"]
@@ -29,8 +30,8 @@ REPORT_HISTORY_COLUMNS = ["copy_rate", "leader_rate", "eta_seconds", "stalled_se
 
 @dataclass(frozen=True)
 class Settings:
-    stall_after_s: float = 600.0
-    rate_window_s: float = 60.0
+    stall_after_s: float = STALL_AFTER_S
+    rate_window_s: float = RATE_WINDOW_S
 
 
 def empty_memory():

@@ -2,7 +2,7 @@
 
 Runs on executors inside `applyInPandasWithState` (grouped by the source's `bucket`). One call per bucket
 per batch handles all of that bucket's replica moves at once with pandas; the bucket's memory (one row
-per tracked move, streaming.history) is one Arrow IPC blob in the group state. MEASURED.md: per-replica
+per tracked move, streaming.core.history) is one Arrow IPC blob in the group state. MEASURED.md: per-replica
 keys cost ~1 ms each in Python; per-bucket blobs keep 10k moves around a second.
 
 The cluster bucket passes its tables through untouched (kind "cluster:<table>") for the driver's sinks.
@@ -11,11 +11,11 @@ Everything here must be picklable: `make_tracker` closes over plain settings onl
 
 import pandas as pd
 
-from streaming import codec
-from streaming.history import Settings, empty_memory, step
-from streaming.progress import finished_replicas, replica_progress
-from streaming.snapshot import Snapshot
-from streaming.source import CLUSTER_BUCKET
+from streaming.spark import codec
+from streaming.core.history import Settings, empty_memory, step
+from streaming.core.progress import finished_replicas, replica_progress
+from streaming.vocabulary.snapshot import Snapshot
+from streaming.spark.source import CLUSTER_BUCKET
 
 STATE_SCHEMA = "memory binary"
 OUTPUT_SCHEMA = (

@@ -7,7 +7,7 @@ rows per poll whatever the cluster's size, and the stateful operator decodes the
 import pandas as pd
 import pyarrow as pa
 
-from streaming.snapshot import PARTITION_KEYED, SCHEMAS
+from streaming.vocabulary.snapshot import PARTITION_KEYED, SCHEMAS
 
 
 def encode(frame, schema=None):

@@ -5,8 +5,8 @@ is bad input, so a typo cannot silently drop security settings."""
 import os
 import stat
 
-from streaming.echo import shown
-from streaming.errors import BadInput
+from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
 
 # Java/librdkafka property -> kafka-python keyword.
 KAFKA_PYTHON_KEYS = {

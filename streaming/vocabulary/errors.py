@@ -14,7 +14,7 @@ libraries' errors onto them.
 `kind_of(error)` sorts a kafka-python or confluent-kafka error into one of the KINDS below, by Kafka's
 protocol error code where the error carries one (both libraries use the same codes) and by the
 library's own class or local code otherwise. `from_kafka_error` turns it into our exception, keeping
-the cause. Retrying is streaming.retry's job; it asks `kind_of` which errors deserve another try.
+the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try.
 """
 
 import re

@@ -1,0 +1,15 @@
+"""Every default an operator can override, defined once: the CLI's flags, the job's config and the
+documentation read them from here."""
+
+PROGRESS_TOPIC = "reassignment-progress"
+OWNERSHIP_TOPIC = "reassignment-monitor-throttles"
+TIMEOUT_S = 10.0  # --timeout: bound on each call to the cluster
+TRIGGER_INTERVAL_S = 10.0
+STALL_AFTER_S = 600.0
+RATE_WINDOW_S = 60.0
+METRICS_PORT = 9469
+METRICS_ADDRESS = "0.0.0.0"  # Kubernetes scrapes the pod's address; tests pass 127.0.0.1
+METRICS_DETAIL = "replica"
+CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
+MASTER = "local[*]"
+THROTTLE_CLEANUP = "owned"

@@ -1,0 +1,19 @@
+"""The import layers of README "Architecture", enforced: import-linter's contracts in pyproject.toml
+(layers top to bottom; only streaming.cluster reaches Kafka's client libraries; only the job imports
+Spark). An import from a lower layer to a higher one fails here."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACTS = ("Layers:", "Only the cluster door talks to Kafka", "Spark only in the job")
+
+
+def test_import_contracts_are_kept():
+    result = subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--no-cache"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    kept = [line for line in result.stdout.splitlines() if line.endswith(" KEPT")]
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert len(kept) == len(CONTRACTS), result.stdout  # every contract ran
+    assert all(any(line.startswith(name) for line in result.stdout.splitlines()) for name in CONTRACTS)
