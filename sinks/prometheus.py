@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
-from streaming.vocabulary.states import FINISHED_STATES, NAME_OF, SEVERITY, STATE_NAMES, ReplicaState
+from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
 
 DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -23,9 +23,12 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 @dataclass(frozen=True)
 class Picture:
-    """What one batch knows: moving replica rows (streaming.core.history report columns), partition counts
-    per state, the cluster summary (progress.reassignment_rollup), throttle tables, last poll time."""
+    """What one batch knows: moving replica rows (streaming.core.history report columns), their partition
+    and topic rollups (streaming.core.progress: the same rollup the progress records carry), partition
+    counts per state, the cluster summary, throttle tables, last poll time."""
     replicas: pd.DataFrame = field(default_factory=pd.DataFrame)
+    partitions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    topics: pd.DataFrame = field(default_factory=pd.DataFrame)
     partition_states: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
     broker_throttles: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -33,22 +36,18 @@ class Picture:
     last_poll_s: float | None = None
 
 
-def _aggregate(replicas, keys):
-    """Replica rows summed to `keys` (coarser --metrics-detail): bytes and rates add up, the ETA and the
-    stall are the longest, ISR membership the least, the state the worst."""
-    rows = replicas.assign(
-        _den=replicas["denominator"].astype("float64"),
-        _done=np.where(replicas["in_isr"], replicas["denominator"].astype("float64"),
-                       np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64"))),
-        _severity=replicas["state"].map(SEVERITY))
-    grouped = rows.groupby(list(keys), as_index=False).agg(
-        numerator=("numerator", lambda s: s.astype("float64").sum(min_count=1)),
-        denominator=("_den", lambda s: s.sum(min_count=len(s))), _done=("_done", "sum"),
-        in_isr=("in_isr", "min"), copy_rate=("copy_rate", "sum"), eta_seconds=("eta_seconds", "max"),
-        stalled_seconds=("stalled_seconds", "max"), _severity=("_severity", "max"))
-    grouped["progress"] = grouped["_done"] / grouped["denominator"]
-    grouped["state"] = grouped["_severity"].map(NAME_OF)
-    return grouped
+# Per --metrics-detail: the rows of the picture and which column each per-replica gauge reads. Coarser
+# details read the rollup: copied bytes are the bytes done (capped at the target, whole once in the ISR).
+REPLICA_GAUGES = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES, "denominator"),
+                  (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
+                  (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
+                  (m.REPLICA_STALLED, "stalled_seconds"))
+ROLLUP_GAUGES = ((m.REPLICA_COPIED_BYTES, "bytes_done"), (m.REPLICA_TARGET_BYTES, "bytes_total"),
+                 (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
+                 (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
+                 (m.REPLICA_STALLED, "stalled_seconds"))
+DETAIL_ROWS = {"replica": ("replicas", REPLICA_GAUGES), "partition": ("partitions", ROLLUP_GAUGES),
+               "topic": ("topics", ROLLUP_GAUGES)}
 
 
 def _throttled_entries(value):
@@ -59,17 +58,15 @@ def samples(picture, detail="replica"):
     """[(Metric, label names, label values, value)] for every gauge of the picture."""
     keys = DETAIL_KEYS[detail]
     out = []
-    replicas = picture.replicas
-    if not replicas.empty:
-        rows = replicas if detail == "replica" else _aggregate(replicas, keys)
-        per_row = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES, "denominator"),
-                   (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
-                   (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
-                   (m.REPLICA_STALLED, "stalled_seconds"))
+    table, per_row = DETAIL_ROWS[detail]
+    rows = getattr(picture, table)
+    if not rows.empty:
         for row in rows.to_dict("records"):
             labels = tuple(str(row[k]) for k in keys)
             for metric, column in per_row:
                 value = row[column]
+                if column == "bytes_total" and not value > 0:
+                    continue  # a rollup with no known target: absent, as a replica's null denominator is
                 if value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value)):
                     out.append((metric, keys, labels, float(value)))
             out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))

@@ -140,10 +140,13 @@ def test_poll_facts_of_parts_add_requests_and_errors_and_take_the_slowest_part()
     assert facts.errors == (PollError("DescribeLogDirs", "timeout"),)
 
 
-def batch_output(batch_id=7):
+def batch_output(batch_id=7, in_isr=()):
+    """The records and picture of a second poll of six moving replicas (1000-byte targets, 500 copied);
+    `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup)."""
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
     _, out = track_all(frames)
     replicas = out.loc[out["poll_id"] == 2].drop(columns=["kind", "table", "payload"]).reset_index(drop=True)
+    replicas.loc[replicas["topic"].isin(in_isr), "in_isr"] = True
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
@@ -167,6 +170,26 @@ def test_schema_rejects_a_record_outside_the_contract():
         VALIDATOR.validate({**value, "progress": 1.5})
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate({**value, "unexpected": 1})
+
+
+ROLLUP_AGREEMENT = [
+    # record field, the partition-detail gauge that must show the same number
+    ("numerator", m.REPLICA_COPIED_BYTES), ("denominator", m.REPLICA_TARGET_BYTES),
+    ("progress", m.REPLICA_PROGRESS_RATIO), ("rate_bytes_per_sec", m.REPLICA_COPY_RATE),
+    ("eta_seconds", m.REPLICA_ETA),
+]
+
+
+@pytest.mark.parametrize("field, metric", ROLLUP_AGREEMENT, ids=[f for f, _ in ROLLUP_AGREEMENT])
+def test_partition_records_and_partition_metrics_agree_on_the_same_batch(field, metric):
+    output = batch_output(in_isr=("t1",))  # bytes done (1000) differ from bytes copied (500) there
+    records = {key: json.loads(value) for key, value in output.records}
+    partition_rows = [v for v in records.values() if v["kind"] == "partition"]
+    shown = {labels: value for metric_, _, labels, value in samples(output.picture, "partition") if metric_ is metric}
+    assert partition_rows and len(shown) == len(partition_rows)
+    for row in partition_rows:
+        expected = row[field]
+        assert shown.get((row["topic"], str(row["partition"]))) == pytest.approx(expected), (field, row)
 
 
 def label_sets(picture, detail, metric):

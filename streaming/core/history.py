@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from streaming.core.progress import KEY, with_states
+from streaming.core.progress import KEY, eta_seconds, with_states
 from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
 from streaming.vocabulary.states import ReplicaState
 
@@ -74,10 +74,8 @@ def step(previous, current, now_ms, settings=Settings()):
     moving = ~(report["in_isr"].to_numpy() | report["finished"].to_numpy())
     report["stalled_seconds"] = np.where(moving, (now_ms - last_growth_ms) / 1000.0, 0.0)
     report["observed_seconds"] = (now_ms - first_seen_ms) / 1000.0
-    net_rate = copy_rate - np.nan_to_num(leader_rate, nan=0.0)
-    remaining = np.maximum(denominator - numerator, 0.0)
-    eta = np.where(net_rate > 0, remaining / np.where(net_rate > 0, net_rate, 1.0), np.nan)
-    report["eta_seconds"] = np.where(moving, eta, 0.0)
+    report["eta_seconds"] = np.where(moving, eta_seconds(np.maximum(denominator - numerator, 0.0), copy_rate,
+                                                         leader_rate), 0.0)
     report["was_in_sync"] = (rows["previous_state"] == ReplicaState.IN_SYNC.name).to_numpy()
     report = with_states(report, settings.stall_after_s, settings.rate_window_s)
     # A finished move is whole only when it completed; otherwise it reports how far it got.

@@ -148,40 +148,75 @@ def with_states(replicas, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW
     return out
 
 
+def eta_seconds(remaining, copy_rate, leader_rate):
+    """The one ETA rule (replica, partition, topic and cluster alike): remaining bytes over the copy rate
+    net of the leader's growth; 0 when nothing remains; null when the net rate is not positive or unknown."""
+    remaining = np.asarray(remaining, dtype="float64")
+    net = np.asarray(copy_rate, dtype="float64") - np.nan_to_num(np.asarray(leader_rate, dtype="float64"), nan=0.0)
+    eta = np.where(net > 0, remaining / np.where(net > 0, net, 1.0), np.nan)
+    return np.where(remaining <= 0, 0.0, eta)
+
+
+# Per-replica facts carried into a rollup when the rows have them (history columns): how each combines.
+ROLLUP_EXTRAS = {"in_isr": "min", "copy_rate": "sum", "leader_rate": "max", "stalled_seconds": "max"}
+ROLLUP_COLUMNS = ["replicas", "bytes_done", "bytes_total", "progress", "state"]
+
+
+def _with_rollup_facts(grouped):
+    grouped["progress"] = np.where(grouped["bytes_total"] > 0, grouped["bytes_done"] / grouped["bytes_total"], np.nan)
+    grouped["state"] = grouped.pop("_worst").map(NAME_OF)
+    if "copy_rate" in grouped:
+        grouped["eta_seconds"] = eta_seconds(grouped["bytes_total"] - grouped["bytes_done"], grouped["copy_rate"],
+                                             grouped["leader_rate"])
+    return grouped
+
+
 def partition_rollup(replicas):
-    """Per partition: bytes done / total over its moving replicas and the worst replica state.
-    Expects replica rows with a `state` column; `denominator` null rows count as unknown totals."""
+    """The one rollup of replica rows, per partition: bytes done / total over its moving replicas (a replica
+    in the ISR counts whole; a null denominator adds nothing), the worst replica state, and with history
+    columns the summed copy rate, the leader's growth, the longest stall, ISR membership of all, the ETA.
+    Records, metrics and the CLI report all read it."""
     if replicas.empty:
-        return pd.DataFrame(columns=PARTITION_KEY + ["replicas", "bytes_done", "bytes_total", "progress", "state"])
+        return pd.DataFrame(columns=PARTITION_KEY + ROLLUP_COLUMNS)
     rows = replicas.assign(
         _total=replicas["denominator"].astype("float64"),
         _done=np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64")),
         _severity=replicas["state"].map(SEVERITY),
     )
     rows.loc[replicas["in_isr"], "_done"] = rows.loc[replicas["in_isr"], "_total"]
+    extras = {c: (c, how) for c, how in ROLLUP_EXTRAS.items() if c in rows}
     grouped = rows.groupby(PARTITION_KEY, as_index=False).agg(
         replicas=("broker", "size"), bytes_done=("_done", "sum"), bytes_total=("_total", "sum"),
-        _worst=("_severity", "max"))
-    grouped["progress"] = np.where(grouped["bytes_total"] > 0, grouped["bytes_done"] / grouped["bytes_total"], np.nan)
-    grouped["state"] = grouped["_worst"].map(NAME_OF)
-    return grouped.drop(columns="_worst")
+        _worst=("_severity", "max"), **extras)
+    return _with_rollup_facts(grouped)
+
+
+def topic_rollup(partitions):
+    """Partition rollups summed per topic (the same rule one level up: leader growth adds up across partitions)."""
+    if partitions.empty:
+        return pd.DataFrame(columns=["topic"] + ROLLUP_COLUMNS)
+    extras = {c: (c, "sum" if c == "leader_rate" else how) for c, how in ROLLUP_EXTRAS.items() if c in partitions}
+    grouped = partitions.assign(_severity=partitions["state"].map(SEVERITY)).groupby("topic", as_index=False).agg(
+        replicas=("replicas", "sum"), bytes_done=("bytes_done", "sum"), bytes_total=("bytes_total", "sum"),
+        _worst=("_severity", "max"), **extras)
+    return _with_rollup_facts(grouped)
 
 
 def reassignment_rollup(partitions, copy_rate=None, leader_rate=None):
-    """One summary over some partition rollups: partitions total / completed, bytes total / remaining,
-    and, given the summed copy and leader growth rates, the rate and ETA (null when not positive)."""
-    finished = partitions["state"].isin([s.name for s in FINISHED_STATES]) if not partitions.empty else []
-    in_sync = (partitions["state"] == ReplicaState.IN_SYNC.name) if not partitions.empty else []
+    """One summary over some partition rollups: partitions total / completed (finished: COMPLETED or
+    CANCELLED) / in sync, bytes total / remaining, and, given the summed copy and leader growth rates,
+    the rate and ETA (the one rule of `eta_seconds`)."""
+    states = partitions["state"] if not partitions.empty else pd.Series(dtype="object")
     bytes_total = float(partitions["bytes_total"].sum()) if not partitions.empty else 0.0
     bytes_done = float(partitions["bytes_done"].sum()) if not partitions.empty else 0.0
     remaining = max(bytes_total - bytes_done, 0.0)
-    net_rate = None if copy_rate is None else copy_rate - (leader_rate or 0.0)
-    eta = remaining / net_rate if net_rate and net_rate > 0 else (0.0 if remaining == 0 and net_rate else None)
+    eta = None if copy_rate is None else float(eta_seconds(remaining, copy_rate, leader_rate or 0.0))
     return {
         "partitions_total": int(len(partitions)),
-        "partitions_completed": int(np.sum(finished)) + int(np.sum(in_sync)),
+        "partitions_completed": int(states.isin([s.name for s in FINISHED_STATES]).sum()),
+        "partitions_in_sync": int((states == ReplicaState.IN_SYNC.name).sum()),
         "bytes_total": int(bytes_total),
         "bytes_remaining": int(remaining),
         "rate_bytes_per_sec": copy_rate,
-        "eta_seconds": eta,
+        "eta_seconds": None if eta is None or np.isnan(eta) else eta,
     }

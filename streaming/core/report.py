@@ -157,7 +157,7 @@ def summary_line(report):
                      f"{_count(s['replicas_listed'], 'replica')} ({counts or 'none'}).")
     if s["replicas_moving"]:
         parts.append(f"Moving: {_count(s['replicas_moving'], 'replica')} in {_count(s['partitions_total'], 'partition')} "
-                     f"({s['partitions_completed']} in sync), {human_bytes(s['bytes_remaining'])} of "
+                     f"({s['partitions_in_sync']} in sync), {human_bytes(s['bytes_remaining'])} of "
                      f"{human_bytes(s['bytes_total'])} left to copy, rate {_rate(s['rate_bytes_per_sec'])}, "
                      f"ETA {human_seconds(s['eta_seconds'])}.")
     elif s["in_progress"]:  # a listed replica that stays put, in a partition that still reassigns

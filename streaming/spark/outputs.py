@@ -13,7 +13,7 @@ import pandas as pd
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
-from streaming.core.progress import PARTITION_KEY, partition_rollup, reassignment_rollup
+from streaming.core.progress import PARTITION_KEY, partition_rollup, reassignment_rollup, topic_rollup
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import FINISHED_STATES, worst
 
@@ -59,14 +59,6 @@ class BatchOutput:
     summary: dict
 
 
-def _partition_rates(replicas):
-    """Per partition: summed copy rate, the leader's growth (shared by its replicas), the longest ETA."""
-    if replicas.empty:
-        return pd.DataFrame(columns=PARTITION_KEY + ["copy_rate", "leader_rate", "eta_seconds"])
-    return replicas.groupby(PARTITION_KEY, as_index=False).agg(
-        copy_rate=("copy_rate", "sum"), leader_rate=("leader_rate", "max"), eta_seconds=("eta_seconds", "max"))
-
-
 def _moving(frame):
     """Rows whose move is not finished (frames may be empty and then lack a `state` column)."""
     return frame.loc[~frame["state"].isin(FINISHED_NAMES)] if not frame.empty else frame
@@ -101,8 +93,6 @@ def assemble(replicas, tables, facts, batch_id, requests=None):
     """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows."""
     moving = _moving(replicas)
     partitions = partition_rollup(replicas)
-    if not partitions.empty:
-        partitions = partitions.merge(_partition_rates(moving), on=PARTITION_KEY, how="left")
     moving_partitions = _moving(partitions)
     summary, state = _summarize(moving_partitions)
 
@@ -117,7 +107,8 @@ def assemble(replicas, tables, facts, batch_id, requests=None):
 
     counts = moving_partitions["state"].value_counts().to_dict() if not moving_partitions.empty else {}
     picture = Picture(
-        replicas=moving.reset_index(drop=True), partition_states=counts, summary=summary,
+        replicas=moving.reset_index(drop=True), partitions=moving_partitions.reset_index(drop=True),
+        topics=topic_rollup(moving_partitions), partition_states=counts, summary=summary,
         broker_throttles=tables.get("broker_throttles", pd.DataFrame(columns=["broker", "kind", "rate"])),
         topic_throttles=tables.get("topic_throttles", pd.DataFrame(columns=["topic", "kind", "value"])),
         last_poll_s=facts.ts_ms / 1000.0)
