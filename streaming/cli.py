@@ -29,6 +29,7 @@ COMMANDS = {
     "run": "The streaming job: progress to a Kafka topic and Prometheus, throttle cleanup.",
     "dashboards": "Write the Grafana dashboard JSON.",
 }
+DISTRIBUTION = "kafka-reassign-monitor"
 NO_CLUSTER = {"dashboards"}
 # Flags naming a topic that some commands add (reassign_common, run): checked against Kafka's rules here,
 # once, whichever command added them.
@@ -45,8 +46,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{one_line(f'{self.prog}: error: {message}')}\n")
 
 
+def _version():
+    """The installed distribution's version (pyproject.toml is its one definition)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(load=_module):
     parser = _Parser(prog="reassign-monitor", description="Progress, alerts and safe throttle cleanup for Kafka partition reassignments.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)

@@ -87,13 +87,14 @@ def _watch(admin, moves, source, output, interval_s):
 
 
 def run(args):
-    from streaming.core.report import FROM_FILE, ONGOING
-
     moves = None
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
-    source = ONGOING if moves is None else FROM_FILE
     admin = KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
+    # The report (pandas) loads only once the input is known good and the cluster answered.
+    from streaming.core.report import FROM_FILE, ONGOING
+
+    source = ONGOING if moves is None else FROM_FILE
     try:
         if args.watch:
             return _watch(admin, moves, source, args.output, args.watch)
