@@ -3,8 +3,8 @@
 
 from dataclasses import dataclass, field
 
-from sinks import throttle_entries as te
-from sinks.janitor import read_cluster
+from sinks.throttles import entries as te
+from sinks.throttles.read import read_cluster
 
 
 @dataclass

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from sinks.ownership import DONE, STARTED, KafkaOwnershipStore
+from sinks.throttles.ownership import DONE, STARTED
+from sinks.throttles.ownership_store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)

@@ -1,4 +1,4 @@
-"""The janitor's I/O flow (sinks.janitor) on an in-memory cluster and store: steady state costs nothing,
+"""The janitor's I/O flow (sinks.throttles.janitor) on an in-memory cluster and store: steady state costs nothing,
 removal is planned on a fresh read, read back, recorded as done, reported once in dry run, survives a
 restart, and every output is a valid progress-topic record."""
 
@@ -9,10 +9,13 @@ from dataclasses import replace
 import jsonschema
 import pytest
 
-from sinks import throttle_plan as tp
-from sinks.janitor import Janitor, throttle_record
-from sinks.ownership import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
 from sinks.records import SCHEMA_PATH
+from sinks.throttles import actions as ta
+from sinks.throttles import plan as tp
+from sinks.throttles.janitor import Janitor
+from sinks.throttles.ownership import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
+from sinks.throttles.report import throttle_record
+from streaming.vocabulary import config_keys as ck
 from tests.fake_throttle_cluster import FakeThrottleCluster
 
 MB = 1_000_000
@@ -41,7 +44,7 @@ def throttled(moving=False):
 
 def janitor(cluster, store, **policy):
     logged = []
-    return Janitor(cluster, store, tp.Policy(**policy), readback_timeout_s=0.5, log=logged.append), logged
+    return Janitor(cluster, store, ta.Policy(**policy), readback_timeout_s=0.5, log=logged.append), logged
 
 
 def test_steady_state_costs_no_admin_request():
@@ -99,12 +102,12 @@ def test_no_auto_remove_is_kept_by_the_job_and_released_by_verify():
     assert len(verify.sweep()) == 6 and store.latest["R1"].state == DONE
 
 
-@pytest.mark.parametrize("policy", [dict(dry_run=True), dict(cleanup=tp.OFF)], ids=["dry-run", "off"])
+@pytest.mark.parametrize("policy", [dict(dry_run=True), dict(cleanup=ta.OFF)], ids=["dry-run", "off"])
 def test_dry_run_reports_each_due_action_once_and_alters_nothing(policy):
     cluster, store = throttled(), MemoryStore.of(request())
     j, _ = janitor(cluster, store, **policy)
     first = j.on_batch(cluster.snapshot(), 1)
-    assert len(first) == 6 and all(o.action.action == tp.DRY_RUN for o in first)
+    assert len(first) == 6 and all(o.action.action == ta.DRY_RUN for o in first)
     assert j.on_batch(cluster.snapshot(), 2) == []
     assert cluster.alters == [] and store.writes == []
 
@@ -115,16 +118,16 @@ def test_refused_and_unconfirmed_alters_are_failed_actions_and_retried():
     cluster.ignore.add(("topic", "t"))
     j, _ = janitor(cluster, store)
     outputs = {(o.action.scope, o.action.name, o.action.kind): o.action for o in j.on_batch(cluster.snapshot(), 1)}
-    assert outputs[("broker", "1", "leader")].action == tp.FAILED
+    assert outputs[("broker", "1", "leader")].action == ta.FAILED
     assert "refused" in outputs[("broker", "1", "leader")].reason
-    assert outputs[("topic", "t", "leader")].action == tp.FAILED
+    assert outputs[("topic", "t", "leader")].action == ta.FAILED
     assert "read-back" in outputs[("topic", "t", "leader")].reason
-    assert outputs[("broker", "2", "leader")].action == tp.RESTORED
+    assert outputs[("broker", "2", "leader")].action == ta.RESTORED
     assert store.latest["R1"].state == STARTED  # not done: some of its throttles are still there
     cluster.refuse.clear()
     cluster.ignore.clear()
     retried = j.on_batch(cluster.snapshot(), 2)
-    assert {o.action.action for o in retried} == {tp.REMOVED} and len(retried) == 4
+    assert {o.action.action for o in retried} == {ta.REMOVED} and len(retried) == 4
     assert store.latest["R1"].state == DONE
 
 
@@ -148,7 +151,7 @@ def test_cluster_errors_skip_the_batch_without_raising():
 
 def test_all_policy_clears_everything_once_nothing_moves():
     cluster, store = throttled(), MemoryStore()
-    j, _ = janitor(cluster, store, cleanup=tp.ALL)
+    j, _ = janitor(cluster, store, cleanup=ta.ALL)
     assert len(j.on_batch(cluster.snapshot(), 1)) == 8
     assert cluster.rates == {} and all(not v for v in cluster.topics.values())
 
@@ -159,15 +162,15 @@ def test_alter_log_dirs_rate_waits_for_future_logs():
     j, _ = janitor(cluster, store)
     assert j.on_batch(cluster.snapshot(), 1) == []
     cluster.future.clear()
-    assert [o.action.action for o in j.on_batch(cluster.snapshot(), 2)] == [tp.REMOVED]
+    assert [o.action.action for o in j.on_batch(cluster.snapshot(), 2)] == [ta.REMOVED]
 
 
 ACTIONS = [
-    tp.ThrottleAction("topic", "t", "leader", tp.REMOVED, tp.SUBTRACT, ("0:1",), "0:1,3:3", None, "done", ("R1",)),
-    tp.ThrottleAction("broker", "2", "leader", tp.RESTORED, tp.SET, (), "1000000", "5000000", "done", ("R1", "R2")),
-    tp.ThrottleAction("broker", "1", "alter_log_dirs", tp.REMOVED, tp.DELETE, (), "1000000", None, "done", ()),
-    tp.as_dry_run(tp.ThrottleAction("topic", "t", "follower", tp.REMOVED, tp.DELETE, ("*",), "*", None, "all")),
-    tp.ThrottleAction("broker", "3", "follower", tp.FAILED, tp.DELETE, (), "1", None, "refused", ("R1",)),
+    ta.ThrottleAction("topic", "t", "leader", ta.REMOVED, ck.SUBTRACT, ("0:1",), "0:1,3:3", None, "done", ("R1",)),
+    ta.ThrottleAction("broker", "2", "leader", ta.RESTORED, ck.SET, (), "1000000", "5000000", "done", ("R1", "R2")),
+    ta.ThrottleAction("broker", "1", "alter_log_dirs", ta.REMOVED, ck.DELETE, (), "1000000", None, "done", ()),
+    tp.as_dry_run(ta.ThrottleAction("topic", "t", "follower", ta.REMOVED, ck.DELETE, ("*",), "*", None, "all")),
+    ta.ThrottleAction("broker", "3", "follower", ta.FAILED, ck.DELETE, (), "1", None, "refused", ("R1",)),
 ]
 
 

@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from sinks import throttle_plan as tp
-from sinks.janitor import Janitor
-from sinks.ownership import DONE, KafkaOwnershipStore
+from sinks.throttles import actions as ta
+from sinks.throttles.janitor import Janitor
+from sinks.throttles.ownership import DONE
+from sinks.throttles.ownership_store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster.poller import poll
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
@@ -95,14 +96,14 @@ def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
         admin = KafkaClusterAdmin(cluster.bootstrap)
         store = KafkaOwnershipStore(admin, own, create=True)
         try:
-            janitor = Janitor(admin, store, tp.Policy(), log=lambda _line: None)
+            janitor = Janitor(admin, store, ta.Policy(), log=lambda _line: None)
             return [o.action for o in janitor.on_batch(poll(admin, all_partitions=True), batch_id)], store.records()
         finally:
             admin.close()
 
     actions, records = batch(1)
     assert actions, "the restarted janitor removed nothing"
-    assert {a.action for a in actions} <= {tp.REMOVED, tp.RESTORED}
+    assert {a.action for a in actions} <= {ta.REMOVED, ta.RESTORED}
     # The auto request's own entries went; the manual (--no-auto-remove-throttle) request keeps its entries
     # and the rates its brokers share (1 is in both), so broker 2 (only the auto request's source) is freed.
     expect_throttles(cluster, [topic], {(topic, L): frozenset({"1:3"}), (topic, F): frozenset({"1:1"}),

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from sinks.ownership import DONE, KafkaOwnershipStore, Ownership
+from sinks.throttles.ownership import DONE, Ownership
+from sinks.throttles.ownership_store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose

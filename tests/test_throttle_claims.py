@@ -1,14 +1,14 @@
-"""What `execute` sets and claims (sinks.throttle_claims) and the ownership records (sinks.ownership). Pure."""
+"""What `execute` sets and claims (sinks.throttles.claims) and the ownership records (sinks.throttles.ownership). Pure."""
 
 from dataclasses import replace
 
 import pytest
 
-from sinks import throttle_entries as te
-from sinks.ownership import (DONE, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim, decode, encode,
-                             new_request_id)
-from sinks.throttle_claims import log_dir_moves, moves_for, throttle_setting
-from sinks.throttle_plan import ClusterView
+from sinks.throttles import entries as te
+from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
+from sinks.throttles.ownership import (DONE, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim, decode,
+                                       encode, new_request_id)
+from sinks.throttles.view import ClusterView
 from streaming.vocabulary.reassignment_file import PartitionMove
 
 MB = 1_000_000

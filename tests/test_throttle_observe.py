@@ -1,14 +1,14 @@
-"""Throttles observed appearing together with a reassignment another tool started (sinks.throttle_observe)."""
+"""Throttles observed appearing together with a reassignment another tool started (sinks.throttles.observe)."""
 
 import pytest
 
-from sinks import throttle_entries as te
-from sinks import throttle_plan as tp
-from sinks.ownership import OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
+from sinks.throttles import entries as te
+from sinks.throttles import view as tv
+from sinks.throttles.ownership import OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
 from tests.fake_throttle_cluster import FakeThrottleCluster
 from tests.test_janitor import janitor
 from tests.test_throttle_plan import cluster
-from sinks.throttle_observe import observe
+from sinks.throttles.observe import observe
 
 MB = 1_000_000
 L, F = "leader", "follower"
@@ -16,7 +16,7 @@ MOVE = ("t", 0, [2, 3, 1], [3], [1])  # t-0: 1,2 -> 2,3
 
 
 def views(*snapshots):
-    return [tp.view_of(s) for s in snapshots]
+    return [tv.view_of(s) for s in snapshots]
 
 
 def claims(record):
@@ -56,7 +56,7 @@ CASES = [
 
 @pytest.mark.parametrize("history, now, records, expected", CASES)
 def test_observe(history, now, records, expected):
-    found = observe(views(*history), tp.view_of(now), records, "X", 5)
+    found = observe(views(*history), tv.view_of(now), records, "X", 5)
     assert claims(found) == expected
     if found is not None:
         assert found.origin == OBSERVED and found.state == STARTED and found.auto_remove
@@ -85,7 +85,7 @@ def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
 
 from hypothesis import given  # noqa: E402
 
-from sinks.ownership import DONE  # noqa: E402
+from sinks.throttles.ownership import DONE  # noqa: E402
 from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
 
 
@@ -93,10 +93,10 @@ from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
 @given(states(), states())
 def test_observed_claims_only_what_newly_appeared_and_is_nobodys(before, now):
     (previous, _, _), (current, records, _) = before, now
-    found = observe([tp.view_of(previous)], tp.view_of(current), records, "X", 0)
+    found = observe([tv.view_of(previous)], tv.view_of(current), records, "X", 0)
     if found is None:
         return
-    old, new = tp.view_of(previous), tp.view_of(current)
+    old, new = tv.view_of(previous), tv.view_of(current)
     active = [r for r in records if r.state != DONE]
     for claim in found.entries:
         value = new.topic_values[(claim.topic, claim.kind)]

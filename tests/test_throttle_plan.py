@@ -1,4 +1,4 @@
-"""The throttle janitor's decision (sinks.throttle_plan): one table of cases per rule and policy, then
+"""The throttle janitor's decision (sinks.throttles.plan): one table of cases per rule and policy, then
 property tests over generated cluster states. Pure: snapshots and ownership records are plain data."""
 
 from dataclasses import replace
@@ -7,10 +7,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sinks import throttle_entries as te
-from sinks import throttle_plan as tp
-from sinks.ownership import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
+from sinks.throttles import actions as ta
+from sinks.throttles import bookkeeping as tb
+from sinks.throttles import entries as te
+from sinks.throttles import plan as tp
+from sinks.throttles import view as tv
+from sinks.throttles.ownership import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
+from sinks.throttles.apply import apply
+from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
+from tests.fake_throttle_cluster import FakeThrottleCluster
 
 NOW = 1_800_000_000_000
 L, F, D = "leader", "follower", "alter_log_dirs"
@@ -43,11 +49,21 @@ def owned(rid, state=STARTED, moves=(), entries=None, rates=None, auto_remove=Tr
         rates=tuple(RateClaim(b, k, r, prior) for (b, k), (r, prior) in (rates or {}).items()))
 
 
+def applied(snapshot, actions):
+    """The view after the janitor's `apply` carried out `actions` on an in-memory cluster holding the
+    snapshot's throttles (Kafka's IncrementalAlterConfigs semantics, tests.fake_throttle_cluster)."""
+    view = tv.view_of(snapshot)
+    fake = FakeThrottleCluster(brokers={b: b in view.alive for b in view.registered},
+                               topics=dict(view.topic_values), rates=dict(view.broker_rates))
+    apply(fake, actions, readback_timeout_s=0)
+    return replace(view, topic_values=fake.topics, broker_rates=fake.rates)
+
+
 def brief(actions):
     """Actions as comparable tuples: (scope, name, kind, action, what) - entries for topics, new value for brokers."""
     out = []
     for a in actions:
-        what = ",".join(a.entries) if a.scope == tp.TOPIC else (a.restored_value if a.op == tp.SET else "delete")
+        what = ",".join(a.entries) if a.scope == ck.TOPIC else (a.restored_value if a.op == ck.SET else "delete")
         out.append((a.scope, a.name, a.kind, a.action, what))
     return sorted(out)
 
@@ -62,97 +78,97 @@ A_ALL_REMOVED = [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "re
 
 CASES = [
     # --- the happy path ---
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], tp.Policy(), A_ALL_REMOVED, id="finished-move-all-owned-removed"),
-    pytest.param(cluster(), [A], tp.Policy(), [], id="nothing-set-nothing-to-do"),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(), A_ALL_REMOVED, id="finished-move-all-owned-removed"),
+    pytest.param(cluster(), [A], ta.Policy(), [], id="nothing-set-nothing-to-do"),
     # --- rule 1: an entry stays while its partition reassigns ---
-    pytest.param(cluster(reassigning=[("t", 0, [1, 2], [2])], topics=A_SET, rates=A_RATES), [A], tp.Policy(), [],
+    pytest.param(cluster(reassigning=[("t", 0, [1, 2], [2])], topics=A_SET, rates=A_RATES), [A], ta.Policy(), [],
                  id="rule1-entry-kept-while-partition-reassigns"),
     pytest.param(cluster(reassigning=[("t", 1, [3, 4], [4])], topics={("t", L): "0:1,1:3", ("t", F): "0:2,1:4"}),
                  [owned("A", moves=[("t", 0), ("t", 1)], entries={("t", L): "0:1,1:3", ("t", F): "0:2,1:4"})],
-                 tp.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
+                 ta.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule1-finished-partition-removed-while-sibling-moves"),
     pytest.param(cluster(reassigning=[("u", 0, [1, 2], [2])], topics=A_SET), [owned("A", moves=[("t", 0)], entries=A_SET)],
-                 tp.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
+                 ta.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule1-same-partition-number-of-other-topic-does-not-block"),
     # --- rule 2: a broker rate stays while a move uses the broker ---
-    pytest.param(cluster(reassigning=[("other", 0, [1, 3], [3])], topics=A_SET, rates=A_RATES), [A], tp.Policy(),
+    pytest.param(cluster(reassigning=[("other", 0, [1, 3], [3])], topics=A_SET, rates=A_RATES), [A], ta.Policy(),
                  [("broker", "2", F, "removed", "delete"), ("broker", "2", L, "removed", "delete"),
                   ("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule2-source-broker-of-foreign-move-kept"),
-    pytest.param(cluster(reassigning=[("other", 0, [3, 2], [2])], topics=A_SET, rates=A_RATES), [A], tp.Policy(),
+    pytest.param(cluster(reassigning=[("other", 0, [3, 2], [2])], topics=A_SET, rates=A_RATES), [A], ta.Policy(),
                  [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "removed", "delete"),
                   ("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule2-destination-broker-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES, dead=(2,)), [A], tp.Policy(),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES, dead=(2,)), [A], ta.Policy(),
                  [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "removed", "delete"),
                   ("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule2-offline-broker-rate-left-until-it-returns"),
     # --- rule 3: surgical ---
     pytest.param(cluster(topics={("t", L): "0:1,0:3,7:2", ("t", F): "0:2,0:4"}), [owned("A", moves=[("t", 0)], entries=A_SET)],
-                 tp.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
+                 ta.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule3-foreign-entries-left"),
     pytest.param(cluster(topics={("t", L): "*", ("t", F): "*"}), [owned("A", moves=[("t", 0)], entries=A_SET)],
-                 tp.Policy(), [], id="rule3-star-never-touched"),
-    pytest.param(cluster(topics={("t", L): "0:3", ("t", F): "9:9"}, rates={(1, L): 5 * MB}), [], tp.Policy(), [],
+                 ta.Policy(), [], id="rule3-star-never-touched"),
+    pytest.param(cluster(topics={("t", L): "0:3", ("t", F): "9:9"}, rates={(1, L): 5 * MB}), [], ta.Policy(), [],
                  id="rule3-nothing-owned-nothing-removed"),
-    pytest.param(cluster(rates={(1, L): 7 * MB}), [owned("A", rates={(1, L): (MB, None)})], tp.Policy(), [],
+    pytest.param(cluster(rates={(1, L): 7 * MB}), [owned("A", rates={(1, L): (MB, None)})], ta.Policy(), [],
                  id="rule3-rate-changed-by-someone-else-is-theirs"),
     # --- rule 4: ownership, priors, policies ---
     pytest.param(cluster(rates={(1, L): MB, (1, F): MB}), [owned("A", rates={(1, L): (MB, 5 * MB), (1, F): (MB, None)})],
-                 tp.Policy(), [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "restored", "5000000")],
+                 ta.Policy(), [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "restored", "5000000")],
                  id="rule4-prior-value-restored"),
-    pytest.param(cluster(rates={(1, L): MB}), [owned("A", rates={(1, L): (MB, MB)})], tp.Policy(), [],
+    pytest.param(cluster(rates={(1, L): MB}), [owned("A", rates={(1, L): (MB, MB)})], ta.Policy(), [],
                  id="rule4-prior-equal-to-current-nothing-to-do"),
     pytest.param(cluster(rates={(1, L): 2 * MB}),
                  [owned("A", rates={(1, L): (MB, 5 * MB)}, created=NOW - 90_000),
                   owned("B", rates={(1, L): (2 * MB, 5 * MB)}, created=NOW - 30_000)],
-                 tp.Policy(), [("broker", "1", L, "restored", "5000000")], id="rule4-shared-rate-restores-first-prior"),
+                 ta.Policy(), [("broker", "1", L, "restored", "5000000")], id="rule4-shared-rate-restores-first-prior"),
     pytest.param(cluster(reassigning=[("u", 0, [2, 3], [3])], rates={(1, L): MB, (2, L): MB}),
                  [owned("A", moves=[("t", 0)], rates={(1, L): (MB, None), (2, L): (MB, None)}),
                   owned("B", moves=[("u", 0)], rates={(2, L): (MB, None), (3, L): (MB, None)})],
-                 tp.Policy(), [("broker", "1", L, "removed", "delete")], id="rule4-overlap-second-move-keeps-shared-broker"),
+                 ta.Policy(), [("broker", "1", L, "removed", "delete")], id="rule4-overlap-second-move-keeps-shared-broker"),
     pytest.param(cluster(topics={("t", L): "0:1"}),
                  [owned("A", moves=[("t", 0)], entries={("t", L): "0:1"}),
                   owned("B", state=PENDING, moves=[("t", 0)], entries={("t", L): "0:1"}, created=NOW - 1000)],
-                 tp.Policy(), [], id="rule4-entry-shared-with-pending-request-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - 1000)], tp.Policy(), [],
+                 ta.Policy(), [], id="rule4-entry-shared-with-pending-request-kept"),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - 1000)], ta.Policy(), [],
                  id="rule4-pending-execute-in-grace-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - tp.PENDING_GRACE_MS - 1)],
-                 tp.Policy(), A_ALL_REMOVED, id="rule4-pending-past-grace-is-a-dead-execute"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], tp.Policy(), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - ta.PENDING_GRACE_MS - 1)],
+                 ta.Policy(), A_ALL_REMOVED, id="rule4-pending-past-grace-is-a-dead-execute"),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], ta.Policy(), [],
                  id="rule4-no-auto-remove-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], tp.Policy(release=frozenset({"A"})),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], ta.Policy(release=frozenset({"A"})),
                  A_ALL_REMOVED, id="rule4-no-auto-remove-released-by-verify"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False, state=ABORTED)], tp.Policy(),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False, state=ABORTED)], ta.Policy(),
                  A_ALL_REMOVED, id="rule4-aborted-execute-rolled-back"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=DONE)], tp.Policy(), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=DONE)], ta.Policy(), [],
                  id="rule4-done-record-claims-nothing"),
     pytest.param(cluster(topics={("t", L): "0:1,*x"} if False else {("t", L): "0:1,1:1"}, rates={(3, L): MB}),
-                 [], tp.Policy(cleanup=tp.ALL),
+                 [], ta.Policy(cleanup=ta.ALL),
                  [("broker", "3", L, "removed", "delete"), ("topic", "t", L, "removed", "0:1,1:1")],
                  id="policy-all-clears-everything-once-nothing-moves"),
-    pytest.param(cluster(topics={("t", L): "*"}), [], tp.Policy(cleanup=tp.ALL), [("topic", "t", L, "removed", "*")],
+    pytest.param(cluster(topics={("t", L): "*"}), [], ta.Policy(cleanup=ta.ALL), [("topic", "t", L, "removed", "*")],
                  id="policy-all-clears-star"),
     pytest.param(cluster(reassigning=[("u", 0, [2, 3], [3])], topics={("t", L): "0:1"}, rates={(1, L): MB}), [],
-                 tp.Policy(cleanup=tp.ALL), [], id="policy-all-waits-for-every-reassignment"),
+                 ta.Policy(cleanup=ta.ALL), [], id="policy-all-waits-for-every-reassignment"),
     pytest.param(cluster(topics={("t", L): "0:1"}), [replace(A, state=PENDING, created_ms=NOW - 1000)],
-                 tp.Policy(cleanup=tp.ALL), [], id="policy-all-waits-for-execute-in-flight"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], tp.Policy(cleanup=tp.OFF),
+                 ta.Policy(cleanup=ta.ALL), [], id="policy-all-waits-for-execute-in-flight"),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(cleanup=ta.OFF),
                  [(s, n, k, "dry_run", w) for s, n, k, _, w in A_ALL_REMOVED], id="policy-off-reports-only"),
     # --- rule 7: dry run ---
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], tp.Policy(dry_run=True),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(dry_run=True),
                  [(s, n, k, "dry_run", w) for s, n, k, _, w in A_ALL_REMOVED], id="rule7-dry-run-decides-and-reports"),
     # --- refusing to decide on an incomplete poll ---
-    pytest.param(cluster(topics=A_SET, rates=A_RATES, errors=("ListPartitionReassignments",)), [A], tp.Policy(), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES, errors=("ListPartitionReassignments",)), [A], ta.Policy(), [],
                  id="incomplete-poll-no-reassignment-list"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES, errors=("DescribeConfigs",)), [A], tp.Policy(cleanup=tp.ALL), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES, errors=("DescribeConfigs",)), [A], ta.Policy(cleanup=ta.ALL), [],
                  id="incomplete-poll-no-configs"),
     # --- the alter-log-dirs rate ---
-    pytest.param(cluster(rates={(1, D): MB}), [owned("A", rates={(1, D): (MB, None)})], tp.Policy(), [],
+    pytest.param(cluster(rates={(1, D): MB}), [owned("A", rates={(1, D): (MB, None)})], ta.Policy(), [],
                  id="log-dirs-unknown-rate-kept"),
-    pytest.param(cluster(rates={(1, D): MB}, future=(1,)), [owned("A", rates={(1, D): (MB, None)})], tp.Policy(), [],
+    pytest.param(cluster(rates={(1, D): MB}, future=(1,)), [owned("A", rates={(1, D): (MB, None)})], ta.Policy(), [],
                  id="log-dirs-future-log-rate-kept"),
-    pytest.param(cluster(rates={(1, D): MB}, future=()), [owned("A", rates={(1, D): (MB, None)})], tp.Policy(),
+    pytest.param(cluster(rates={(1, D): MB}, future=()), [owned("A", rates={(1, D): (MB, None)})], ta.Policy(),
                  [("broker", "1", D, "removed", "delete")], id="log-dirs-no-future-log-rate-removed"),
 ]
 
@@ -178,18 +194,18 @@ SETTLED = [
 
 @pytest.mark.parametrize("snapshot, records, expected", SETTLED)
 def test_settled(snapshot, records, expected):
-    assert tp.settled(snapshot, records[0], records) is expected
+    assert tb.settled(snapshot, records[0], records) is expected
 
 
 def test_confirmed_and_applied_agree():
     snapshot = cluster(topics={("t", L): "0:1,0:3", ("t", F): "0:2"}, rates={(1, L): MB, (1, F): MB})
     records = [owned("A", moves=[("t", 0)], entries=A_SET, rates={(1, L): (MB, 5 * MB), (1, F): (MB, None)})]
     actions = tp.plan(snapshot, records)
-    after = tp.applied(snapshot, actions)
+    after = applied(snapshot, actions)
     assert after.topic_values == {("t", L): "0:3", ("t", F): ""}
     assert after.broker_rates == {(1, L): 5 * MB}
-    assert all(tp.confirmed(a, after) for a in actions)
-    assert not any(tp.confirmed(a, snapshot) for a in actions)
+    assert all(tb.confirmed(a, after) for a in actions)
+    assert not any(tb.confirmed(a, snapshot) for a in actions)
 
 
 # ---- properties over generated cluster states ----
@@ -228,8 +244,8 @@ def states(draw):
             f"R{i}", state=draw(st.sampled_from([PENDING, STARTED, STARTED, ABORTED, DONE])),
             moves=draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(PARTITIONS)), unique=True, max_size=3)),
             entries=claims, rates=owned_rates, auto_remove=draw(st.booleans()),
-            created=NOW - draw(st.sampled_from([1000, tp.PENDING_GRACE_MS + 1]))))
-    policy = tp.Policy(cleanup=draw(st.sampled_from(tp.POLICIES)), dry_run=draw(st.booleans()),
+            created=NOW - draw(st.sampled_from([1000, ta.PENDING_GRACE_MS + 1]))))
+    policy = ta.Policy(cleanup=draw(st.sampled_from(ta.POLICIES)), dry_run=draw(st.booleans()),
                        release=frozenset(draw(st.lists(st.sampled_from(["R0", "R1", "R2"]), unique=True))))
     return snapshot, records, policy
 
@@ -241,10 +257,10 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @given(states())
 def test_no_action_touches_what_an_ongoing_move_needs(state):
     snapshot, records, policy = state
-    view = tp.view_of(snapshot)
+    view = tv.view_of(snapshot)
     for action in tp.plan(snapshot, records, policy):
-        if action.scope == tp.TOPIC:
-            if action.op == tp.DELETE:
+        if action.scope == ck.TOPIC:
+            if action.op == ck.DELETE:
                 assert not view.reassigning, "all-policy removal while something reassigns"
             for text in action.entries:
                 if text != "*":
@@ -261,14 +277,14 @@ def test_no_action_touches_what_an_ongoing_move_needs(state):
 @given(states())
 def test_owned_never_touches_star_foreign_or_unowned(state):
     snapshot, records, policy = state
-    policy = replace(policy, cleanup=tp.OWNED)
-    view = tp.view_of(snapshot)
+    policy = replace(policy, cleanup=ta.OWNED)
+    view = tv.view_of(snapshot)
     active = [r for r in records if r.state != DONE]
     claimed = {(c.topic, c.kind, c.partition, c.broker) for r in active for c in r.entries}
     claimed_rates = {(c.broker, c.kind): c for r in active for c in r.rates}
     for action in tp.plan(snapshot, records, policy):
-        if action.scope == tp.TOPIC:
-            assert action.op == tp.SUBTRACT
+        if action.scope == ck.TOPIC:
+            assert action.op == ck.SUBTRACT
             assert not te.is_all(view.topic_values.get((action.name, action.kind)))
             for text in action.entries:
                 assert text != "*"
@@ -283,16 +299,16 @@ def test_owned_never_touches_star_foreign_or_unowned(state):
 @given(states())
 def test_dry_run_and_off_only_report(state):
     snapshot, records, policy = state
-    for quiet in (replace(policy, dry_run=True), replace(policy, cleanup=tp.OFF)):
-        assert all(a.action == tp.DRY_RUN for a in tp.plan(snapshot, records, quiet))
+    for quiet in (replace(policy, dry_run=True), replace(policy, cleanup=ta.OFF)):
+        assert all(a.action == ta.DRY_RUN for a in tp.plan(snapshot, records, quiet))
 
 
 @PROPERTY
 @given(states())
 def test_applying_twice_removes_nothing_more(state):
     snapshot, records, policy = state
-    policy = replace(policy, dry_run=False, cleanup=tp.ALL if policy.cleanup == tp.ALL else tp.OWNED)
+    policy = replace(policy, dry_run=False, cleanup=ta.ALL if policy.cleanup == ta.ALL else ta.OWNED)
     first = tp.plan(snapshot, records, policy)
-    after = tp.applied(snapshot, first)
-    assert all(tp.confirmed(a, after) for a in first)
+    after = applied(snapshot, first)
+    assert all(tb.confirmed(a, after) for a in first)
     assert tp.plan(after, records, policy) == []

@@ -7,7 +7,7 @@ A `Grant` is one operation on one resource, so "drop one" is well defined. Topic
 defaults (`--progress-topic`, `--ownership-topic`); `grants(command, progress_topic=..., ...)` renames
 them. Describe on the progress and ownership topics is covered by Describe on Topic `*`, which every
 command needs anyway (Metadata hides the topics a principal may not describe).
-No consumer group appears: the ownership topic is read by assignment without a group (sinks.ownership).
+No consumer group appears: the ownership topic is read by assignment without a group (sinks.throttles.ownership_store).
 
 `refusal` (with streaming.vocabulary.client_config.principal_of) words an authorization refusal so that it names who was refused what on
 which resource (Kafka's answer names only the error).

@@ -39,8 +39,8 @@ def offline_originals(ongoing, alive, partitions):
 
 
 def run(args):
-    from sinks.janitor import Janitor
-    from sinks.throttle_plan import Policy
+    from sinks.throttles.actions import Policy
+    from sinks.throttles.janitor import Janitor
     from streaming.vocabulary.reassignment_file import load
 
     requested = None if args.all else [(m.topic, m.partition) for m in load(args.reassignment_json_file, require_replicas=False)]

@@ -87,8 +87,8 @@ def _some(items, shown=3):
 
 
 def _confirmed_set(setting, snapshot):
-    from sinks import throttle_entries as te
-    from sinks.throttle_plan import view_of
+    from sinks.throttles import entries as te
+    from sinks.throttles.view import view_of
 
     view = view_of(snapshot)
     missing = [f"{t} {k}: {te.format_entries(pairs - te.parse(view.topic_values.get((t, k))))}"
@@ -98,8 +98,8 @@ def _confirmed_set(setting, snapshot):
 
 
 def _set_throttles(admin, setting, timeout_s):
-    from sinks import throttle_entries as te
-    from sinks.janitor import read_cluster
+    from sinks.throttles import entries as te
+    from sinks.throttles.read import read_cluster
 
     changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
     changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
@@ -143,7 +143,7 @@ def _move_log_dirs(admin, log_dirs, timeout_s):
 
 
 def _throttle_lines(setting):
-    from sinks import throttle_entries as te
+    from sinks.throttles import entries as te
 
     config_key = throttle_config_key
     lines = [f"topic {t}: {config_key('topic', k)} += {te.format_entries(p)}" for (t, k), p in sorted(setting.appends.items())]
@@ -156,9 +156,9 @@ def _throttle_lines(setting):
 
 
 def run(args):
-    from sinks.ownership import PENDING, STARTED, Ownership, new_request_id
-    from sinks.throttle_claims import log_dir_moves, moves_for, throttle_setting
-    from sinks.throttle_plan import view_of
+    from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
+    from sinks.throttles.ownership import PENDING, STARTED, Ownership, new_request_id
+    from sinks.throttles.view import view_of
     from streaming.vocabulary.reassignment_file import load, to_json
 
     common.positive_rate("--throttle", args.throttle)
@@ -242,9 +242,10 @@ def run(args):
 
 def _abort(admin, store, record, error):
     """Take out exactly what this request set (its claims), through the janitor's own code."""
-    from sinks.janitor import Janitor, describe
-    from sinks.ownership import ABORTED
-    from sinks.throttle_plan import Policy
+    from sinks.throttles.actions import Policy
+    from sinks.throttles.janitor import Janitor
+    from sinks.throttles.ownership import ABORTED
+    from sinks.throttles.report import describe
 
     store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
     try:
@@ -257,7 +258,7 @@ def _abort(admin, store, record, error):
 def _document(record, rollback, setting, started, failed, unmoved, dry_run):
     import json
 
-    from sinks import throttle_entries as te
+    from sinks.throttles import entries as te
 
     return {
         "request_id": None if dry_run else record.request_id, "dry_run": dry_run,

@@ -32,7 +32,7 @@ def connect(args):
 
 def open_store(args, admin, create):
     """The ownership store, read through the command's own admin door."""
-    from sinks.ownership import KafkaOwnershipStore
+    from sinks.throttles.ownership_store import KafkaOwnershipStore
 
     return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
 
@@ -78,7 +78,7 @@ def action_json(action):
 
 
 def print_actions(actions, out=None):
-    from sinks.janitor import describe
+    from sinks.throttles.report import describe
 
     out = out or sys.stdout
     if not actions:

@@ -149,7 +149,7 @@ def preflight(config):
 
 
 def run(args):
-    from sinks.janitor import janitor_factory
+    from sinks.throttles.janitor import janitor_factory
     from streaming.spark.job import run as run_job
 
     config = config_from(args)

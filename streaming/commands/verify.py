@@ -51,8 +51,8 @@ def statuses(file_moves, snapshot):
 
 
 def run(args):
-    from sinks.janitor import Janitor
-    from sinks.throttle_plan import Policy
+    from sinks.throttles.actions import Policy
+    from sinks.throttles.janitor import Janitor
     from streaming.vocabulary.reassignment_file import load
 
     file_moves = load(args.reassignment_json_file)

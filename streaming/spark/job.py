@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from sinks import records
-from sinks.ownership import EXECUTE
+from sinks.throttles.ownership import EXECUTE
 from streaming.spark import codec
 from streaming.cluster.admin import PRODUCE
 from streaming.spark.checkpoint import local_path

@@ -14,9 +14,9 @@ The result is an `observed` Ownership record (auto-removal on), handled by the p
 Limit: a reassignment started and finished between two polls is never observed.
 """
 
-from sinks import throttle_entries as te
-from sinks.ownership import DONE, OBSERVED, STARTED, EntryClaim, Move, Ownership, RateClaim
-from sinks.throttle_plan import entry_owners, rate_owners
+from sinks.throttles import entries as te
+from sinks.throttles.ownership import (DONE, OBSERVED, STARTED, EntryClaim, Move, Ownership, RateClaim, entry_owners,
+                                       rate_owners)
 
 
 def started_moves(previous, view):

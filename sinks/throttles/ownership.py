@@ -11,32 +11,31 @@ someone else). A record claims:
   value was itself set by another active record of ours, the prior of that record is carried over,
   so the value restored at the end is the one that existed before any of our throttles.
 
-Store: a compacted Kafka topic (default streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is
-totally ordered, replication factor min(3, brokers)), key = request id, value = the record as JSON.
+Store: a compacted Kafka topic (sinks.throttles.ownership_store; default
+streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is totally ordered, replication factor
+min(3, brokers)), key = request id, value = the record as JSON (`encode`/`decode` here).
 The latest record per request id wins; `done` records stay as an audit trail (one per request).
 
 Request ids: `YYYYMMDDTHHMMSS.mmmZ-xxxx` (UTC, milliseconds, 4 random hex digits). `new_request_id`
 bumps the time past the newest id in the store, so ids sort in creation order (monotonic for one
 store); the random suffix keeps two concurrent `execute` runs apart.
 
-`OwnershipStore` is the small protocol the janitor needs; `MemoryStore` is the fake for tests.
+`entry_owners` and `rate_owners` index active records by what they claim (the plan, `execute` and the
+observer ask who owns an entry or a rate). `OwnershipStore` is the small protocol the janitor needs;
+`MemoryStore` is the fake for tests. Value types and pure functions only: the Kafka I/O is in
+sinks.throttles.ownership_store.
 """
 
 import json
 import secrets
-import sys
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
-from sinks.throttle_entries import entry, parse_entry
-from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
+from sinks.throttles.entries import entry, parse_entry
 
 SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
-OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
-# With acks=all a record is on two brokers before execute alters any config (capped at the replication
-# factor on smaller clusters, where Kafka would otherwise refuse every write).
-OWNERSHIP_MIN_INSYNC_REPLICAS = 2
 
 PENDING, STARTED, ABORTED, DONE = STATES = ("pending", "started", "aborted", "done")
 EXECUTE, OBSERVED = ORIGINS = ("execute", "observed")
@@ -146,6 +145,24 @@ def new_request_id(existing_ids, now_ms):
     return f"{stamp:%Y%m%dT%H%M%S}.{ms % 1000:03d}Z-{secrets.token_hex(2)}"
 
 
+def entry_owners(records):
+    """(topic, kind) -> (partition, broker) -> [records claiming it]."""
+    owners = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        for claim in record.entries:
+            owners[(claim.topic, claim.kind)][(claim.partition, claim.broker)].append(record)
+    return owners
+
+
+def rate_owners(records):
+    """(broker, kind) -> [(record, claim)], earliest request first."""
+    owners = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.created_ms, r.request_id)):
+        for claim in record.rates:
+            owners[(claim.broker, claim.kind)].append((record, claim))
+    return owners
+
+
 class OwnershipStore(Protocol):
     def refresh(self) -> None: ...  # read what others wrote since the last call
     def records(self) -> list[Ownership]: ...  # the latest record per request id, done ones included
@@ -171,48 +188,3 @@ class MemoryStore:
     def put(self, record):
         self.latest[record.request_id] = record
         self.writes.append(record)
-
-
-class KafkaOwnershipStore:
-    """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
-
-    Every read and write goes through the caller's admin door (streaming.cluster.admin.ClusterAdmin:
-    ensure_topic, produce, read_log), which retries transient errors and names the principal, operation
-    and topic of a refusal. The store holds nothing of its own to close."""
-
-    PARTITION = 0
-
-    def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
-        self.admin, self.topic = admin, topic
-        self._latest = {}
-        self._next = 0
-        if create:
-            ensure_ownership_topic(admin, topic)
-        self.refresh()
-
-    def refresh(self):
-        for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
-            self._apply(key.decode("utf-8"), value)
-            self._next = offset + 1
-
-    def _apply(self, key, value):
-        if value is None:
-            self._latest.pop(key, None)  # tombstone
-            return
-        try:
-            self._latest[key] = decode(value)
-        except (ValueError, KeyError) as error:  # a record we cannot read claims nothing we may touch
-            print(f"ownership topic {self.topic}: skipping unreadable record {key}: {error}", file=sys.stderr)
-
-    def records(self):
-        return sorted(self._latest.values(), key=lambda r: r.request_id)
-
-    def put(self, record):
-        self.admin.produce(self.topic, [(record.request_id, encode(record))])
-        self._latest[record.request_id] = record
-
-
-def ensure_ownership_topic(admin, topic):
-    """Create the ownership topic (compacted, one partition so it is totally ordered, RF min(3, brokers),
-    min.insync.replicas 2 where there are 3) unless it exists; wait until it has a leader."""
-    return admin.ensure_topic(topic, 1, OWNERSHIP_TOPIC_CONFIG, min_insync_replicas=OWNERSHIP_MIN_INSYNC_REPLICAS)

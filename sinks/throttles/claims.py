@@ -20,9 +20,9 @@ current value is ours), which the janitor restores when the broker no longer mov
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sinks import throttle_entries as te
-from sinks.ownership import EntryClaim, Move, RateClaim
-from sinks.throttle_plan import ALTER_LOG_DIRS, entry_owners, rate_owners
+from sinks.throttles import entries as te
+from sinks.throttles.actions import ALTER_LOG_DIRS
+from sinks.throttles.ownership import EntryClaim, Move, RateClaim, entry_owners, rate_owners
 from streaming.vocabulary.reassignment_file import ANY_LOG_DIR
 
 LEADER, FOLLOWER = "leader", "follower"
@@ -75,7 +75,7 @@ def throttle_brokers(moves):
 
 
 def throttle_setting(moves, view, active_records, throttle=None, log_dirs=None, log_dir_throttle=None):
-    """The setting for `moves` given the cluster `view` (sinks.throttle_plan.ClusterView) and our active
+    """The setting for `moves` given the cluster `view` (sinks.throttles.view.ClusterView) and our active
     ownership records. `throttle`/`log_dir_throttle` in bytes/s or None; `log_dirs` as log_dir_moves()."""
     appends, entries, foreign, stars = {}, [], {}, []
     rates = {}

@@ -1,0 +1,57 @@
+"""Carrying out a plan: one IncrementalAlterConfigs through the admin door it is given (SUBTRACT entries;
+DELETE or SET a rate), then read back until the cluster shows each action (broker configs propagate
+asynchronously). An action refused or not confirmed by the deadline comes back `failed`."""
+
+import sys
+import time
+
+from sinks.throttles.actions import FAILED, ThrottleAction
+from sinks.throttles.bookkeeping import confirmed
+from sinks.throttles.ownership import DONE
+from sinks.throttles.read import read_cluster
+from streaming.vocabulary.config_keys import SUBTRACT, TOPIC
+
+READBACK_TIMEOUT_S = 15.0
+READBACK_INTERVAL_S = 0.25
+
+
+def _stderr(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def failed(action, why):
+    return ThrottleAction(action.scope, action.name, action.kind, FAILED, action.op, action.entries,
+                          action.value, action.restored_value, f"{why} ({action.reason})", action.request_ids)
+
+
+def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):
+    """Carry out `actions` (a plan), then read back until the cluster shows each (or the deadline: the
+    action comes back `failed`). Idempotent: SUBTRACT of absent entries and DELETE of absent keys are
+    no-ops. Returns the outcomes and the last read-back, which also covers the topics `records` claim
+    (None when an action was not confirmed). `log` gets a line per failed read-back."""
+    outcome = {}
+    changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == SUBTRACT else a.restored_value)
+               for a in actions]
+    try:
+        refusals = admin.alter_throttles(changes)
+    except Exception as error:
+        refusals = [f"{type(error).__name__}: {error}"] * len(actions)
+    for action, refusal in zip(actions, refusals):
+        if refusal is not None:
+            outcome[action] = failed(action, f"refused: {refusal}")
+    attempted = [a for a in actions if a not in outcome]
+    topics = {a.name for a in attempted if a.scope == TOPIC} | {c.topic for r in records if r.state != DONE for c in r.entries}
+    deadline, after = time.monotonic() + readback_timeout_s, None
+    while attempted:
+        try:
+            after = read_cluster(admin, topics)
+            attempted = [a for a in attempted if not confirmed(a, after)]
+        except Exception as error:
+            after = None
+            log(f"read-back failed: {type(error).__name__}: {error}")
+        if not attempted or time.monotonic() > deadline:
+            break
+        time.sleep(READBACK_INTERVAL_S)
+    for action in attempted:
+        outcome[action] = failed(action, f"not confirmed by read-back within {readback_timeout_s:g}s")
+    return [outcome.get(a, a) for a in actions], (after if not attempted else None)

@@ -1,0 +1,156 @@
+"""The throttle janitor's orchestration: reads ownership, plans (sinks.throttles.plan, pure), applies with read-back.
+
+For the streaming job (driver side, inside foreachBatch; nothing here is pickled to executors):
+
+    janitor = janitor_factory(config, admin)   # config: JobConfig (bootstrap, command_config, timeout_s,
+                                               #   throttle_cleanup, dry_run, ownership_topic)
+    for action, key, value in janitor.on_batch(snapshot, batch_id):
+        keyed_records.append((key, value))     # a `throttle` record for the progress topic
+        throttle_actions.labels(scope=action.scope, action=action.action).inc()
+
+`Janitor.on_batch(snapshot, batch_id) -> list[JanitorOutput]`; each output is a named tuple
+(action: ThrottleAction, key: str, value: dict) with the key and value made by `throttle_record`
+(sinks.throttles.report). It never raises for a cluster problem (the query must keep running): a failed
+read is logged and retried next batch, a failed write is returned as a `failed` action. `snapshot` needs
+the tables brokers, reassignments, topic_throttles and broker_throttles, and for claimed alter-log-dirs
+rates the poll's future logs (log_dirs) and log_dirs_answered; and `errors`.
+
+What one batch does:
+1. Refresh the ownership records from Kafka (they were read fully at construction, so a job restarted
+   between a completion and the removal finishes the removal: rule 5). Compare the poll with the two
+   before it: throttles that appeared together with a reassignment started by another tool become an
+   `observed` ownership record (sinks.throttles.observe), written before anything is removed.
+2. Plan on the batch's snapshot. Steady state stops here: no extra admin request.
+3. If something is due: re-read the cluster (reassignments, throttle configs, log dirs where needed)
+   AFTER the ownership refresh and plan again on that (sinks.throttles.read). The batch's poll may predate
+   an `execute` that has since started; planning on the fresh read means a throttle is only removed when
+   a read taken after its ownership record was seen shows its partitions not moving.
+4. Apply each action with one IncrementalAlterConfigs (SUBTRACT entries; DELETE or SET a rate) and
+   read back until the cluster shows it (broker configs propagate asynchronously), else `failed`
+   (sinks.throttles.apply).
+5. Mark ownership records `done` once a fresh read shows nothing of theirs left
+   (sinks.throttles.bookkeeping.settled).
+Dry run and `--throttle-cleanup off` stop after step 2 and report each due action once (again only
+after it stopped being due for a batch), never writing to the cluster or the ownership topic.
+
+`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call.
+`sinks.throttles.apply.apply(admin, actions)` is step 4 alone (with read-back), for callers holding a
+plan of their own.
+
+Broker rates are handled per broker only: kafka-python (like confluent-kafka) cannot describe the
+cluster-default broker resource "", so a cluster-wide default rate is never set, read, or removed here.
+"""
+
+import sys
+import time
+from collections import deque
+from typing import NamedTuple
+
+from sinks.throttles.actions import ALL, Policy, ThrottleAction
+from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
+from sinks.throttles.bookkeeping import settled
+from sinks.throttles.observe import observe
+from sinks.throttles.ownership import DONE, new_request_id
+from sinks.throttles.ownership_store import KafkaOwnershipStore
+from sinks.throttles.plan import plan
+from sinks.throttles.read import read_for_plan
+from sinks.throttles.report import describe, describe_observed, throttle_record
+from sinks.throttles.view import view_of
+
+
+class JanitorOutput(NamedTuple):
+    action: ThrottleAction
+    key: str
+    value: dict
+
+
+class Janitor:
+    """See the module docstring. `admin`: streaming.cluster.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
+    through `alter_throttles`); `store`: OwnershipStore."""
+
+    def __init__(self, admin, store, policy=Policy(), readback_timeout_s=READBACK_TIMEOUT_S, log=None):
+        self.admin, self.store, self.policy = admin, store, policy
+        self.readback_timeout_s = readback_timeout_s
+        self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
+        self._reported = set()  # dry-run actions already reported while they stay due
+        self._history = deque(maxlen=2)  # the last complete views, to see throttles appear with a reassignment
+        self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
+
+    def on_batch(self, snapshot, batch_id):
+        try:
+            self.store.refresh()
+            self._observe(snapshot, self.store.records())
+            records = self.store.records() + self._observed
+            due = plan(snapshot, records, self.policy)
+            if not self.policy.acts:
+                self._observed = [r for r in self._observed if not settled(snapshot, r, records, self.policy)]
+                return self._outputs(self._new_reports(due), snapshot, batch_id)
+            if not due and not self._settle_candidates(snapshot, records):
+                return []
+            return self._act(records, batch_id, hint=due)
+        except Exception as error:  # the streaming query must survive a cluster hiccup: retry next batch
+            self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
+            return []
+
+    def sweep(self, batch_id=-1):
+        """Refresh ownership, read the cluster now, remove what is due, settle records. Raises on read errors."""
+        self.store.refresh()
+        records = self.store.records()
+        if not self.policy.acts:
+            fresh = read_for_plan(self.admin, records, self.policy, hint=None)
+            return self._outputs(plan(fresh, records, self.policy), fresh, batch_id)
+        return self._act(records, batch_id, hint=None)
+
+    def _observe(self, snapshot, records):
+        """Record throttles that appeared together with a reassignment this job saw start (rule 4)."""
+        if self.policy.cleanup == ALL:
+            return
+        view = view_of(snapshot)
+        if not view.complete:
+            self._history.clear()  # a gap: what looks new after it may just have been unseen
+            return
+        request_id = new_request_id([r.request_id for r in records], view.now_ms)
+        found = observe(list(self._history), view, records + self._observed, request_id, view.now_ms)
+        self._history.append(view)
+        if found is None:
+            return
+        if self.policy.acts:
+            self.store.put(found)
+        else:
+            self._observed.append(found)
+        self.log(describe_observed(found))
+
+    def _act(self, records, batch_id, hint):
+        fresh = read_for_plan(self.admin, records, self.policy, hint)
+        done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log)
+        self._settle(records, after or fresh)
+        return self._outputs(done, fresh, batch_id)
+
+    def _settle_candidates(self, snapshot, records):
+        return [r for r in records if r.state != DONE and settled(snapshot, r, records, self.policy)]
+
+    def _settle(self, records, now):
+        """Mark `done` the records that `now` - a read taken after the ownership refresh, never a batch's
+        older poll - shows settled."""
+        for owned in records:
+            if owned.state != DONE and settled(now, owned, records, self.policy):
+                self.store.put(owned.with_state(DONE, now.ts_ms, note="every claimed throttle is gone"))
+
+    def _new_reports(self, actions):
+        identities = {a: (a.scope, a.name, a.kind, a.op, a.entries, a.value, a.restored_value) for a in actions}
+        new = [a for a in actions if identities[a] not in self._reported]
+        self._reported = set(identities.values())
+        return new
+
+    def _outputs(self, actions, snapshot, batch_id):
+        ts_ms = int(time.time() * 1000)
+        cluster_id = snapshot.cluster_id if snapshot is not None else ""
+        for action in actions:
+            self.log(describe(action))
+        return [JanitorOutput(a, *throttle_record(a, ts_ms, batch_id, cluster_id)) for a in actions]
+
+
+def janitor_factory(config, admin):
+    """The Janitor the streaming job runs (driver side), from its JobConfig and the driver's admin."""
+    store = KafkaOwnershipStore(admin, config.ownership_topic, create=True)
+    return Janitor(admin, store, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))

@@ -1,0 +1,48 @@
+"""The cluster as the janitor's rules see it: `view_of(snapshot) -> ClusterView`, extracted once. Pure."""
+
+from dataclasses import dataclass, field
+
+# A poll missing any of these cannot tell what still moves or what is set: decide nothing on it.
+DECISION_APIS = ("DescribeCluster", "ListPartitionReassignments", "DescribeConfigs")
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the rules look at, extracted once from a Snapshot."""
+    now_ms: int
+    complete: bool
+    reassigning: frozenset  # (topic, partition)
+    moving_brokers: frozenset  # brokers in replicas/adding/removing of any ongoing reassignment
+    alive: frozenset
+    registered: frozenset
+    log_dirs_known: frozenset  # brokers whose log dirs this view holds (so future logs are known)
+    future_log_brokers: frozenset
+    topic_values: dict  # (topic, kind) -> raw value
+    broker_rates: dict  # (broker, kind) -> rate; per broker only (the cluster default is not handled)
+    ongoing: dict = field(default_factory=dict)  # (topic, partition) -> (replicas, adding, removing)
+
+
+def view_of(snapshot):
+    if isinstance(snapshot, ClusterView):
+        return snapshot
+    failed = {e.api for e in snapshot.errors}
+    ongoing = {(row["topic"], int(row["partition"])): tuple(
+                   tuple(int(b) for b in (row[c] if row[c] is not None else ())) for c in ("replicas", "adding", "removing"))
+               for row in snapshot["reassignments"].to_dict("records")}
+    brokers_moving = {b for lists in ongoing.values() for brokers in lists for b in brokers}
+    brokers = snapshot["brokers"]
+    log_dirs = snapshot["log_dirs"]
+    return ClusterView(
+        now_ms=int(snapshot.ts_ms),
+        complete=not (failed & set(DECISION_APIS)) and not brokers.empty,
+        reassigning=frozenset(ongoing),
+        moving_brokers=frozenset(brokers_moving),
+        alive=snapshot.alive_brokers(),
+        registered=frozenset(int(b) for b in brokers["broker"]),
+        log_dirs_known=snapshot.answered_brokers(),
+        future_log_brokers=frozenset(int(b) for b in log_dirs.loc[log_dirs["is_future"], "broker"]),
+        topic_values={(r["topic"], r["kind"]): r["value"] for r in snapshot["topic_throttles"].to_dict("records")},
+        broker_rates={(int(r["broker"]), r["kind"]): int(r["rate"])
+                      for r in snapshot["broker_throttles"].to_dict("records") if int(r["broker"]) >= 0},
+        ongoing=ongoing,
+    )
