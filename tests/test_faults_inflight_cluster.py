@@ -58,18 +58,6 @@ def adding_replicas(cluster, topic, partition=0):
     return []
 
 
-def registered(cluster):
-    """Brokers the cluster lists as alive (a killed one drops out once fenced, ~9 s); None on a failed read."""
-    try:
-        admin = cluster.admin()
-        try:
-            return {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
-        finally:
-            admin.close()
-    except Exception:  # the request went to the dead broker: the caller's wait tries again
-        return {-1}
-
-
 def cancel(cluster, tmp_path, topic):
     plan = tmp_path / "cancel.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0}]}))
@@ -254,7 +242,7 @@ def test_cancel_after_one_adding_replica_joined_the_isr(fault_cluster, fault_job
         wait_for(lambda: joins in isr(cluster, topic)[0], 40, interval_s=0.3,
                  message=f"broker {joins} to join the ISR while broker {killed} is down")
         in_isr_at_cancel = isr(cluster, topic)[0]
-        wait_for(lambda: killed not in registered(cluster), 30, message=f"broker {killed} fenced")  # an operator's view
+        # No wait for the dead broker to be fenced: an operator cancels a move to a dead broker at once.
         cancel(cluster, tmp_path, topic)
         replicas_after = wait_for(lambda: (lambda r: r if r == [source] else None)(isr(cluster, topic)[1]), 30,
                                   message=f"replicas back to [{source}]")
