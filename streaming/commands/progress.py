@@ -1,7 +1,7 @@
 """`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS]`: the one-shot report, or a
 live one. Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
-rendering from streaming.core.report. Nothing on this path imports Spark, so the one-shot starts in about a
-second.
+rendering from streaming.core.report. Nothing on the one-shot path imports Spark, grafanalib or rich (the
+live view's); its start-up is measured by bench/startup.py.
 
 Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
 input, 3 cluster unreachable or a request refused. A file that lists no partition reports nothing: 0.

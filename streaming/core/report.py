@@ -21,12 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from rich import box
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
-from streaming.core import history
+# rich (the live view) and the history step are imported by the functions that use them: the one-shot
+# report needs neither, and `progress` start-up pays for every module loaded here.
 from streaming.core.kip179 import BEHIND
 from streaming.core.progress import partition_rollup, reassignment_rollup
 from streaming.vocabulary.states import ReplicaState
@@ -57,6 +54,8 @@ class Report:
 def with_history(memory, rows, now_ms):
     """(memory, rows) with copy rate, ETA and the history states (STALLED, FALLING_BEHIND) for the moving
     rows; the others pass through. `memory` starts as history.empty_memory()."""
+    from streaming.core import history
+
     moving = rows.loc[rows["moving"]]
     if moving.empty:
         return memory, rows
@@ -209,6 +208,11 @@ def _by_severity(rows):
 def to_table(report, title=None, max_rows=None):
     """A rich renderable for the live view: the replica rows (worst state first; at most `max_rows`, the
     rest counted), then the summary line and any poll errors."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     # Light rules and wrapping text columns: a row must stay readable in an 80-column terminal.
     table = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
