@@ -46,19 +46,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{one_line(f'{self.prog}: error: {message}')}\n")
 
 
-def _version():
-    """The installed distribution's version (pyproject.toml is its one definition)."""
-    from importlib.metadata import PackageNotFoundError, version
+class _Version(argparse.Action):
+    """Looks the version up only when asked: importlib.metadata costs ~30 ms on every command otherwise."""
 
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown (not installed)"
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            shown = version(DISTRIBUTION)  # pyproject.toml is its one definition
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            shown = "unknown (not installed)"
+        print(f"{parser.prog} {shown}")
+        parser.exit(0)
 
 
 def build_parser(load=_module):
     parser = _Parser(prog="reassign-monitor", description="Progress, alerts and safe throttle cleanup for Kafka partition reassignments.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)

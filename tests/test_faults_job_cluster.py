@@ -9,6 +9,7 @@ import time
 import pytest
 from kafka import TopicPartition
 
+from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
     FIRST_POLL_S, LAST_POLL, TRIGGER_S, atoms, cleanup, execute, figure, moving, prepare, running, seconds_until)
 from tests.job_process import batch_lines, failures_after, last_batch
@@ -16,7 +17,6 @@ from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
-OWNERSHIP_TOPIC = "reassignment-monitor-throttles"  # sinks.ownership.DEFAULT_TOPIC: the job has no flag for it
 SETTLE_S = 90  # after the last restart: first poll, then the due removals of three requests
 
 

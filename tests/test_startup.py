@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pyspark", "grafanalib", "pandas")
+HEAVY = ("pyspark", "grafanalib", "pandas", "rich")  # rich: only the --watch live view draws with it
 
 CASES = [
     # id, argv, heavy modules it may load

@@ -25,7 +25,8 @@ from typing import Protocol
 
 from streaming.vocabulary import client_config
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, DELETE, OPS, TOPIC, TOPIC_THROTTLE_KEYS, throttle_config_key
-from streaming.vocabulary.errors import AUTHORIZATION, ClusterError, NotAuthorized, from_kafka_error, kind_of, kind_of_answer
+from streaming.vocabulary.errors import (AUTHORIZATION, ClusterError, NotAuthorized, Refused, Unreachable, from_kafka_error,
+                                         kind_of, kind_of_answer)
 from streaming.cluster.retry import retrying
 from streaming.vocabulary.defaults import TIMEOUT_S
 
@@ -184,6 +185,11 @@ class KafkaClusterAdmin:
 
         try:
             return retrying(attempt, doing or api, self._timeout_s, refresh=self._drop, on_retry=self._retried(api))
+        except (Unreachable, Refused) as error:
+            # Whatever left the client unable to answer (a broker paused or gone, connections stuck on it)
+            # must not outlive this call: the next one bootstraps afresh.
+            self._drop()
+            raise self._named(error, needs) from error.__cause__
         except ClusterError as error:
             raise self._named(error, needs) from error.__cause__
 
@@ -558,6 +564,7 @@ class KafkaClusterAdmin:
             return retrying(catch_up, f"reading {topic}", self._timeout_s, refresh=self._drop_reader,
                             on_retry=self._retried(READ))
         except ClusterError as error:
+            self._drop_reader()  # a reader that failed (e.g. stuck on a paused broker) is not reused
             raise self._named(error, ("Read", f"Topic {topic}")) from error.__cause__
 
     def close(self):

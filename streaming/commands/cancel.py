@@ -3,7 +3,7 @@
 Refuses (exit 2, nothing changed) without --force when an original replica's broker is not alive:
 the cancel would shrink the partition to replicas that cannot serve it (KAFKA-14424).
 Partitions of the file that are not reassigning are reported and skipped. After the cancel, the
-throttle janitor (sinks.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
+throttle janitor (sinks.throttles.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
 for completed ones - also those executed with --no-auto-remove-throttle, unless --preserve-throttles.
 Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 """

@@ -5,7 +5,7 @@ Order (each step only after the previous one succeeded):
    values, unknown topics / partitions / brokers, log dirs (absolute, present on the broker), and
    partitions already reassigning (allowed with --additional). Any problem: one line, exit 2.
 2. Write the ownership record (state `pending`): the exact entries and rates this request will set, each
-   prior rate it replaces, the moves, and whether auto-removal is off (sinks.ownership).
+   prior rate it replaces, the moves, and whether auto-removal is off (sinks.throttles.ownership).
 3. APPEND the throttled-replicas entries, SET the rates; read back until the cluster shows them.
 4. AlterPartitionReassignments. If nothing was accepted, or step 3 failed: mark the record `aborted`,
    take out exactly what step 3 set (the janitor's own code), exit 3.
@@ -16,7 +16,7 @@ Order (each step only after the previous one succeeded):
    a new replica does not exist yet, up to --timeout).
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
 A crash between 2 and 6 leaves a `pending` record: the janitor treats it as started after
-sinks.throttle_plan.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
+sinks.throttles.actions.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
 """
 
 import sys

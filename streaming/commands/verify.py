@@ -5,7 +5,7 @@ Status per partition: `complete` (not reassigning, replicas equal the target), `
 `unknown topic`, `unknown partition`. Exit 1 while any partition is in progress; otherwise 2 if the file
 names unknown topics/partitions, else 0 (a cancelled move is not "in progress": it never finishes).
 
-Then the janitor (sinks.janitor, `owned` policy, the same code the streaming job runs) removes every
+Then the janitor (sinks.throttles.janitor, `owned` policy, the same code the streaming job runs) removes every
 owned throttle that is due - for this file's partitions and any other finished request - restoring
 prior rates. Records of this file's partitions executed with --no-auto-remove-throttle are released
 too (an explicit verify asks for it), unless --preserve-throttles.

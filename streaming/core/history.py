@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from streaming.core.progress import KEY, eta_seconds, with_states
+from streaming.core.progress import eta_seconds, with_states
+from streaming.vocabulary.replica_row import KEY
 from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
 from streaming.vocabulary.states import ReplicaState
 

@@ -26,7 +26,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from streaming.core.progress import KEY, replica_progress, with_states
+from streaming.core.progress import replica_progress, with_states
+from streaming.vocabulary.replica_row import KEY
 from streaming.vocabulary.snapshot import table
 
 IN_SYNC = "In sync"

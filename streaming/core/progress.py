@@ -12,14 +12,11 @@ import pandas as pd
 
 from streaming.core.classify import classify
 from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
+from streaming.vocabulary.replica_row import CORE_FACTS, KEY, PARTITION_KEY, pandas_dtypes
 from streaming.vocabulary.states import FINISHED_STATES, NAME_OF, SEVERITY, ReplicaState
 
-KEY = ["topic", "partition", "broker", "intra_broker"]
-PARTITION_KEY = ["topic", "partition"]
-
-REPLICA_COLUMNS = KEY + ["numerator", "denominator", "progress", "in_isr", "leader", "destination_alive",
-                         "leader_alive", "offset_lag", "messages_behind_estimate", "finished", "in_replica_set",
-                         "still_reassigning", "being_removed"]
+REPLICA_COLUMNS = KEY + ["numerator", "denominator", "progress", "in_isr", "leader", "offset_lag",
+                         "messages_behind_estimate"] + list(CORE_FACTS)
 
 
 def _pairs(frame, list_column, as_name):
@@ -109,11 +106,7 @@ def replica_progress(snapshot):
     return moves[REPLICA_COLUMNS].astype(_DTYPES).reset_index(drop=True)
 
 
-_DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_broker": "bool",
-           "numerator": "Int64", "denominator": "Int64", "progress": "float64", "in_isr": "bool",
-           "leader": "int32", "destination_alive": "bool", "leader_alive": "bool", "offset_lag": "Int64",
-           "messages_behind_estimate": "float64", "finished": "bool", "in_replica_set": "bool",
-           "still_reassigning": "bool", "being_removed": "bool"}
+_DTYPES = pandas_dtypes(REPLICA_COLUMNS)
 
 
 def finished_replicas(tracked, snapshot, current=None):

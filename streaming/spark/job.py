@@ -20,6 +20,7 @@ from streaming.cluster.admin import PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.vocabulary import defaults
+from streaming.vocabulary.replica_row import NOT_NULL
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
@@ -125,8 +126,7 @@ class BatchHandler:
             return
         # Cluster rows share the frame, so integer columns arrive as floats: restore them.
         replicas = (rows.loc[rows["kind"] == REPLICA_KIND].drop(columns=["kind", "table", "payload"])
-                    .astype({"partition": "int32", "broker": "int32", "poll_id": "int64", "ts_ms": "int64",
-                             "state_since_ms": "int64", "in_isr": "bool", "intra_broker": "bool"}))
+                    .astype({**NOT_NULL, "poll_id": "int64", "ts_ms": "int64"}))
         output = assemble(replicas.reset_index(drop=True), tables, facts, batch_id, self._requests())
         keyed = list(output.records)
         if self.janitor is not None:

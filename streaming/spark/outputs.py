@@ -13,7 +13,8 @@ import pandas as pd
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
-from streaming.core.progress import PARTITION_KEY, partition_rollup, reassignment_rollup, topic_rollup
+from streaming.core.progress import partition_rollup, reassignment_rollup, topic_rollup
+from streaming.vocabulary.replica_row import PARTITION_KEY
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import FINISHED_STATES, worst
 

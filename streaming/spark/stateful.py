@@ -12,18 +12,16 @@ Everything here must be picklable: `make_tracker` closes over plain settings onl
 import pandas as pd
 
 from streaming.spark import codec
+from streaming.vocabulary.replica_row import spark_fields
 from streaming.core.history import Settings, empty_memory, step
 from streaming.core.progress import finished_replicas, replica_progress
 from streaming.vocabulary.snapshot import Snapshot
 from streaming.spark.source import CLUSTER_BUCKET
 
 STATE_SCHEMA = "memory binary"
-OUTPUT_SCHEMA = (
-    "kind string, poll_id long, ts_ms long, topic string, partition int, broker int, intra_broker boolean, "
-    "numerator long, denominator long, progress double, in_isr boolean, leader int, offset_lag long, "
-    "messages_behind_estimate double, copy_rate double, leader_rate double, eta_seconds double, "
-    "stalled_seconds double, state string, previous_state string, state_since_ms long, transition boolean, "
-    "table string, payload binary")
+# One frame carries both kinds of rows: replica rows (streaming.vocabulary.replica_row) and the cluster
+# bucket's tables passed through as (table, payload).
+OUTPUT_SCHEMA = f"kind string, poll_id long, ts_ms long, {spark_fields()}, table string, payload binary"
 OUTPUT_COLUMNS = [field.split(" ")[0] for field in OUTPUT_SCHEMA.split(", ")]
 REPLICA_KIND = "replica"
 CLUSTER_KIND = "cluster"

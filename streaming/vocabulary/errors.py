@@ -108,6 +108,7 @@ KAFKA_PYTHON_LOCAL = {
     "UnknownBrokerIdError": REFRESH,  # its metadata has not yet seen a broker that came back
     "MetadataEmptyBrokerList": REFRESH,
     "TooManyInFlightRequests": RETRY,
+    "Cancelled": REFRESH,  # its request died with a client another thread dropped as stale
     "KafkaTimeoutError": UNREACHABLE,
     "NoBrokersAvailable": UNREACHABLE,
 }
@@ -161,8 +162,12 @@ def kind_of(error):
         if cls.__name__ in KAFKA_PYTHON_LOCAL:
             return KAFKA_PYTHON_LOCAL[cls.__name__]
     errno = getattr(error, "errno", None)
-    if isinstance(errno, int) and errno > 0:
-        return PROTOCOL_CODES.get(errno, REFUSED)
+    if isinstance(errno, int) and errno > 0 and errno in PROTOCOL_CODES:
+        return PROTOCOL_CODES[errno]
+    if getattr(error, "invalid_metadata", False):  # kafka-python's own word, for errors the table lacks
+        return REFRESH
+    if getattr(error, "retriable", False):
+        return RETRY
     if isinstance(error, (ConnectionError, TimeoutError)):
         return UNREACHABLE
     return REFUSED
