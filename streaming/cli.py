@@ -30,6 +30,7 @@ COMMANDS = {
     "dashboards": "Write the Grafana dashboard JSON.",
 }
 DISTRIBUTION = "kafka-reassign-monitor"
+DOOR_COMMANDS = {"progress", "execute", "verify", "cancel"}  # run(args, connect): their admin is a parameter
 NO_CLUSTER = {"dashboards"}
 # Flags naming a topic that some commands add (reassign_common, run): checked against Kafka's rules here,
 # once, whichever command added them.
@@ -101,11 +102,16 @@ def _bug_line(error):
     return f"internal error ({detail}); run with --debug"
 
 
-def main(argv=None):
+def main(argv=None, connect=None):
+    """The CLI. `connect(args) -> ClusterAdmin` opens the door to the cluster for the commands that use
+    one (DOOR_COMMANDS): the Kafka admin by default; tests pass a fake cluster made of plain data."""
     args = build_parser().parse_args(argv)
     try:
         check_shared(args)
-        return _module(args.command).run(args)
+        command = _module(args.command)
+        if args.command in DOOR_COMMANDS:
+            return command.run(args, connect or _module("reassign_common").connect)
+        return command.run(args)
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # MonitorErrors are ours; anything else is a bug, still reported in one line

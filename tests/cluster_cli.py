@@ -16,12 +16,13 @@ BROKERS = (1, 2, 3)
 MB = 1_000_000
 
 
-def cli(*argv):
-    """(exit code, stdout, stderr) of `reassign-monitor ARGV`, run in this process."""
+def cli(*argv, connect=None):
+    """(exit code, stdout, stderr) of `reassign-monitor ARGV`, run in this process; `connect`: the admin door
+    (default: the real cluster's)."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            code = main([str(a) for a in argv])
+            code = main([str(a) for a in argv], connect=connect)
         except SystemExit as exit_:  # argparse usage errors
             code = exit_.code
     return code, out.getvalue(), err.getvalue()

@@ -14,6 +14,7 @@ from streaming import cli
 from streaming.commands import progress as progress_command
 from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
 from streaming.core.report import SCHEMA_PATH
+from tests.fake_cluster import FakeCluster
 from tests.kafka_fixtures import ROOT
 
 EXECUTABLE = ROOT / ".venv" / "bin" / "reassign-monitor"
@@ -146,77 +147,48 @@ def test_the_progress_path_never_imports_spark():
     assert result.returncode == 0, result.stderr
 
 
-class FakeAdmin:
-    """The ClusterAdmin protocol over plain data: t-0 moving from broker 1 to 2, 400 of 1000 bytes copied.
-    `fail` maps a method name to the exception it raises."""
+def moving(cluster):
+    """t-0 moving from broker 1 to 2: 400 of 1000 bytes copied."""
+    cluster.partitions[("t", 0)] = {"replicas": [2, 1], "isr": [1], "leader": 1}
+    cluster.reassigning[("t", 0)] = ([2, 1], [2], [1])
+    cluster.sizes = {("t", 0, 1): 1000, ("t", 0, 2): 400}
 
-    def __init__(self, moving=True, fail=None, offline=()):
-        self.requests = 0
-        self.moving = moving
-        self.fail = fail or {}
-        self.offline = set(offline)
-        self.closed = False
 
-    def _call(self, name):
-        self.requests += 1
-        if name in self.fail:
-            raise self.fail[name]
-
-    def describe_cluster(self):
-        self._call("describe_cluster")
-        return "fake", [{"broker": b, "alive": b not in self.offline} for b in (1, 2, 3)]
-
-    def list_reassignments(self):
-        self._call("list_reassignments")
-        return [{"topic": "t", "partition": 0, "replicas": [2, 1], "adding": [2], "removing": [1]}] if self.moving else []
-
-    def describe_partitions(self, topics):
-        self._call("describe_partitions")
-        replicas, isr = ([2, 1], [1]) if self.moving else ([2], [2])
-        return [{"topic": "t", "partition": 0, "leader": replicas[-1], "replicas": replicas, "isr": isr}]
-
-    def describe_log_dirs(self, broker):
-        self._call("describe_log_dirs")
-        sizes = {1: 1000, 2: 400} if self.moving else {2: 1000}
-        return [{"broker": broker, "log_dir": "/d", "topic": "t", "partition": 0, "size": sizes[broker],
-                 "offset_lag": 0, "is_future": False}] if broker in sizes else []
-
-    def list_offsets(self, leaders):
-        self._call("list_offsets")
-        return [{"topic": t, "partition": p, "log_start": 0, "log_end": 100} for t, p in leaders]
-
-    def describe_throttles(self, topics, brokers):
-        self._call("describe_throttles")
-        if self.offline & set(brokers):  # what Kafka answers for a fenced broker's configs
-            raise kafka.errors.UnknownBrokerIdError(str(sorted(self.offline & set(brokers))))
-        return [], []
-
-    def close(self):
-        self.closed = True
+def done(cluster):
+    """t-0 moved: on broker 2 alone."""
+    cluster.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    cluster.reassigning.clear()
+    cluster.sizes = {("t", 0, 2): 1000}
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    admins = []
+def fake():
+    """Makes the one fake cluster (tests.fake_cluster) from plain data; every one made must end closed."""
+    clusters = []
 
-    def install(**kwargs):
-        admin = FakeAdmin(**kwargs)
-        admins.append(admin)
-        monkeypatch.setattr(progress_command, "KafkaClusterAdmin", lambda *args: admin)
-        return admin
+    def make(moving_now=True, fail=None, offline=()):
+        cluster = FakeCluster(brokers={b: b not in offline for b in (1, 2, 3)}, fail=dict(fail or {}))
+        (moving if moving_now else done)(cluster)
+        clusters.append(cluster)
+        return cluster
 
-    yield install
-    assert all(a.closed for a in admins)
+    yield make
+    assert all(c.closed for c in clusters)
+
+
+def on(cluster, argv):
+    """`reassign-monitor ARGV` in this process, its door opening onto `cluster`."""
+    return cli.main(argv, connect=lambda _args: cluster)
 
 
 FAKE_RUNS = [
     # id, fake cluster, file entries (None: no file), exit code, statuses
     ("ongoing-moving", {}, None, EXIT_IN_PROGRESS, ["Behind: 600 bytes (60.0%)"]),
-    ("ongoing-quiet", {"moving": False}, None, EXIT_OK, []),
+    ("ongoing-quiet", {"moving_now": False}, None, EXIT_OK, []),
     ("file-moving", {}, [{"topic": "t", "partition": 0, "replicas": [2]}], EXIT_IN_PROGRESS,
      ["Behind: 600 bytes (60.0%)"]),
-    ("file-done", {"moving": False}, [{"topic": "t", "partition": 0, "replicas": [2]}], EXIT_OK, ["In sync"]),
-    ("file-unknown-only", {"moving": False}, [{"topic": "u", "partition": 0, "replicas": [2]}], EXIT_OK,
+    ("file-done", {"moving_now": False}, [{"topic": "t", "partition": 0, "replicas": [2]}], EXIT_OK, ["In sync"]),
+    ("file-unknown-only", {"moving_now": False}, [{"topic": "u", "partition": 0, "replicas": [2]}], EXIT_OK,
      ["Unknown topic"]),
     ("file-empty", {}, [], EXIT_OK, []),
 ]
@@ -225,11 +197,11 @@ FAKE_RUNS = [
 @pytest.mark.parametrize("cluster, entries, code, statuses",
                          [pytest.param(c, e, x, s, id=i) for i, c, e, x, s in FAKE_RUNS])
 def test_json_report_on_a_fake_cluster(tmp_path, capsys, fake, cluster, entries, code, statuses):
-    fake(**cluster)
+    made = fake(**cluster)
     arguments = ["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]
     if entries is not None:
         arguments += ["--reassignment-json-file", write(tmp_path, doc(*entries))]
-    assert cli.main(arguments) == code
+    assert on(made, arguments) == code
     document = json.loads(capsys.readouterr().out)
     jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
     assert [r["status"] for r in document["replicas"]] == statuses
@@ -237,23 +209,22 @@ def test_json_report_on_a_fake_cluster(tmp_path, capsys, fake, cluster, entries,
 
 
 def test_table_report_on_a_fake_cluster(capsys, fake):
-    fake()
-    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE]) == EXIT_IN_PROGRESS
+    assert on(fake(), ["progress", "--bootstrap-server", SOMEWHERE]) == EXIT_IN_PROGRESS
     out = capsys.readouterr().out
     assert "Behind: 600 bytes (60.0%)" in out and "400 B / 1.0 KB" in out
     assert "Moving: 1 replica in 1 partition" in out
 
 
 def test_watch_ends_when_nothing_moves(capsys, fake, monkeypatch):
-    admin = fake()
+    cluster = fake()
     polls = []
 
     def sleep(seconds):  # the second poll sees the move completed
         polls.append(seconds)
-        admin.moving = False
+        done(cluster)
 
     monkeypatch.setattr(progress_command.time, "sleep", sleep)
-    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE, "--watch", "2", "--output", "json"]) == EXIT_OK
+    assert on(cluster, ["progress", "--bootstrap-server", SOMEWHERE, "--watch", "2", "--output", "json"]) == EXIT_OK
     documents = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [d["in_progress"] for d in documents] == [True, False]
     assert len(polls) == 1 and 0 <= polls[0] <= 2
@@ -272,22 +243,20 @@ REFUSED = [
 
 @pytest.mark.parametrize("call, error, words", [pytest.param(c, e, w, id=i) for i, c, e, w in REFUSED])
 def test_refused_requests_exit_3(capsys, fake, call, error, words):
-    fake(fail={call: error})
-    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE]) == EXIT_CLUSTER
+    assert on(fake(fail={call: error}), ["progress", "--bootstrap-server", SOMEWHERE]) == EXIT_CLUSTER
     captured = capsys.readouterr()
     assert words in one_error_line(captured.err)
     assert captured.out == ""
 
 
 def test_an_offline_broker_costs_no_poll_error(capsys, fake):
-    fake(offline={3})
-    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]) == EXIT_IN_PROGRESS
+    assert on(fake(offline={3}), ["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]) == EXIT_IN_PROGRESS
     assert json.loads(capsys.readouterr().out)["errors"] == []
 
 
 def test_a_silent_broker_is_a_warning_not_a_failure(capsys, fake):
-    fake(fail={"describe_log_dirs": kafka.errors.KafkaTimeoutError("broker 2")})
-    assert cli.main(["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]) == EXIT_IN_PROGRESS
+    made = fake(fail={"describe_log_dirs": kafka.errors.KafkaTimeoutError("broker 2")})
+    assert on(made, ["progress", "--bootstrap-server", SOMEWHERE, "--output", "json"]) == EXIT_IN_PROGRESS
     document = json.loads(capsys.readouterr().out)
     assert document["replicas"][0]["status"] == "Behind: unknown"
     assert {e["api"] for e in document["errors"]} == {"DescribeLogDirs"}

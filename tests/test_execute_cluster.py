@@ -120,9 +120,24 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
     expect_throttles(cluster, [topic], {(topic, F): frozenset({"1:1"}), (2, L): 3 * MB})
 
 
-def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, clean, tmp_path, monkeypatch):
-    from streaming.commands import execute
-    from streaming.vocabulary.errors import ClusterError
+class RefusingStart:
+    """The real cluster's door, except that AlterPartitionReassignments is refused (after `check()`)."""
+
+    def __init__(self, admin, check):
+        self.admin, self.check = admin, check
+
+    def __getattr__(self, name):
+        return getattr(self.admin, name)
+
+    def start_reassignments(self, targets):
+        from streaming.vocabulary.errors import Refused
+
+        self.check()
+        raise Refused("AlterPartitionReassignments: refused (simulated)")
+
+
+def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, clean, tmp_path):
+    from streaming.commands.reassign_common import connect
 
     topic = cluster.create_topic(cluster.unique_topic("abort"), {0: [1]}, megabytes=0)
     own = ownership_topic()
@@ -131,14 +146,13 @@ def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, cl
                         broker_configs={2: {"follower.replication.throttled.rate": 7 * MB}})
     before = throttles(cluster, [topic])
 
-    def refused(admin, moves):
-        assert throttles(cluster, [topic]) != before  # the throttles were set before the start was attempted
-        raise ClusterError("AlterPartitionReassignments: refused (simulated)")
+    def throttles_were_set():  # before the start was attempted
+        assert throttles(cluster, [topic]) != before
 
-    monkeypatch.setattr(execute, "_start", refused)
     plan = write_plan(tmp_path / "move.json", [(topic, 0, [2])])
     code, _, err = cli("execute", "--bootstrap-server", cluster.bootstrap, "--ownership-topic", own,
-                       "--reassignment-json-file", plan, "--throttle", MB)
+                       "--reassignment-json-file", plan, "--throttle", MB,
+                       connect=lambda args: RefusingStart(connect(args), throttles_were_set))
     assert code == 3 and "refused (simulated)" in err
     expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
     store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)

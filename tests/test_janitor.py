@@ -16,7 +16,7 @@ from sinks.throttles.janitor import Janitor
 from sinks.throttles.ownership import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
 from sinks.throttles.report import throttle_record
 from streaming.vocabulary import config_keys as ck
-from tests.fake_throttle_cluster import FakeThrottleCluster
+from tests.fake_cluster import FakeCluster
 
 MB = 1_000_000
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -34,7 +34,7 @@ def request(rid="R1", state=STARTED, auto_remove=True, created_ms=None):
 
 def throttled(moving=False):
     """The cluster while (or after) R1 moved t-0 from 1 to 2; 3:3 is a foreign entry, 9 a foreign topic."""
-    cluster = FakeThrottleCluster(
+    cluster = FakeCluster(
         topics={("t", "leader"): "0:1,3:3", ("t", "follower"): "0:2", ("u", "leader"): "*"},
         rates={(1, "leader"): MB, (1, "follower"): MB, (2, "leader"): MB, (2, "follower"): MB, (3, "leader"): 9 * MB})
     if moving:
@@ -144,7 +144,7 @@ def test_cluster_errors_skip_the_batch_without_raising():
     cluster, store = throttled(), MemoryStore.of(request())
     j, logged = janitor(cluster, store)
     snapshot = cluster.snapshot()
-    cluster.fail_reads = True
+    cluster.fail["*"] = ConnectionError("cluster unreachable")
     assert j.on_batch(snapshot, 1) == []
     assert logged and "skipped" in logged[0]
 
@@ -157,7 +157,7 @@ def test_all_policy_clears_everything_once_nothing_moves():
 
 
 def test_alter_log_dirs_rate_waits_for_future_logs():
-    cluster = FakeThrottleCluster(rates={(1, "alter_log_dirs"): MB}, future={1})
+    cluster = FakeCluster(rates={(1, "alter_log_dirs"): MB}, future={1})
     store = MemoryStore.of(replace(request(), entries=(), rates=(RateClaim(1, "alter_log_dirs", MB, None),)))
     j, _ = janitor(cluster, store)
     assert j.on_batch(cluster.snapshot(), 1) == []

@@ -3,10 +3,11 @@ KAFKA-14424 refusal of cancel (an offline broker is not something to stage on th
 
 import pytest
 
-from streaming.commands import cancel, execute, reassign_common, verify
+from streaming.commands import cancel, execute, verify
 from streaming.vocabulary.reassignment_file import PartitionMove
 from streaming.vocabulary.snapshot import from_rows
 from tests.cluster_cli import cli
+from tests.fake_cluster import FakeCluster
 
 
 def snapshot(dead=()):
@@ -56,57 +57,46 @@ def test_verify_status(move, status):
     assert found == status
 
 
-class FakeAdmin:
-    """The write the cancel tests watch: cancel_reassignments, answered as accepted."""
-
-    def __init__(self):
-        self.cancels = []
-
-    def cancel_reassignments(self, partitions):
-        self.cancels.append(list(partitions))
-        return {key: None for key in partitions}
-
-    def close(self):
-        pass
+def fake_cluster(dead=()):
+    """The cluster of `snapshot()` as the one fake (tests.fake_cluster): cancel polls it for real."""
+    return FakeCluster(
+        brokers={b: b not in dead for b in (1, 2, 3)},
+        partitions={("t", 0): {"replicas": [2, 3, 1], "isr": [2, 1], "leader": 2},
+                    ("t", 1): {"replicas": [2], "isr": [2], "leader": 2}},
+        reassigning={("t", 0): ([2, 3, 1], [3], [1])})
 
 
-@pytest.fixture
-def fake_cluster(monkeypatch):
-    def install(dead=()):
-        admin = FakeAdmin()
-        monkeypatch.setattr(reassign_common, "connect", lambda args: admin)
-        monkeypatch.setattr(reassign_common, "strict_poll", lambda admin_, topics: snapshot(dead))
-        return admin
-    return install
-
-
-def test_cancel_refuses_when_an_original_replica_broker_is_offline(fake_cluster, tmp_path):
+def test_cancel_refuses_when_an_original_replica_broker_is_offline(tmp_path):
     admin = fake_cluster(dead=(1,))
-    code, out, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--preserve-throttles")
+    code, out, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--preserve-throttles",
+                         connect=lambda _args: admin)
     assert code == 2 and admin.cancels == [] and out == ""
     assert "KAFKA-14424" in err and "broker 1 offline" in err and len(err.strip().splitlines()) == 1
 
 
-def test_cancel_force_overrides_the_refusal(fake_cluster):
+def test_cancel_force_overrides_the_refusal():
     admin = fake_cluster(dead=(1,))
-    code, out, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--force", "--preserve-throttles")
+    code, out, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--force", "--preserve-throttles",
+                         connect=lambda _args: admin)
     assert code == 0, err
     assert admin.cancels == [[("t", 0)]]
     assert "cancelled" in out
 
 
-def test_cancel_ignores_an_offline_broker_that_was_being_added(fake_cluster):
+def test_cancel_ignores_an_offline_broker_that_was_being_added():
     admin = fake_cluster(dead=(3,))  # 3 is the adding replica: the cancel drops it anyway
-    code, _, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--preserve-throttles")
+    code, _, err = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--all", "--preserve-throttles",
+                       connect=lambda _args: admin)
     assert code == 0, err
     assert len(admin.cancels) == 1
 
 
-def test_cancel_of_partitions_not_reassigning_changes_nothing(fake_cluster, tmp_path):
+def test_cancel_of_partitions_not_reassigning_changes_nothing(tmp_path):
     admin = fake_cluster()
     plan = tmp_path / "p.json"
     plan.write_text('{"version": 1, "partitions": [{"topic": "t", "partition": 1}]}')
-    code, out, _ = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", plan)
+    code, out, _ = cli("cancel", "--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", plan,
+                       connect=lambda _args: admin)
     assert code == 0 and admin.cancels == [] and "not reassigning" in out
 
 

@@ -5,7 +5,7 @@ import pytest
 from sinks.throttles import entries as te
 from sinks.throttles import view as tv
 from sinks.throttles.ownership import OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
-from tests.fake_throttle_cluster import FakeThrottleCluster
+from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor
 from tests.test_throttle_plan import cluster
 from sinks.throttles.observe import observe
@@ -64,7 +64,7 @@ def test_observe(history, now, records, expected):
 
 
 def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
-    fake = FakeThrottleCluster(topics={("t", L): "5:1"}, rates={(2, L): 3 * MB})
+    fake = FakeCluster(topics={("t", L): "5:1"}, rates={(2, L): 3 * MB})
     store = MemoryStore()
     j, _ = janitor(fake, store)
     assert j.on_batch(fake.snapshot(), 1) == []

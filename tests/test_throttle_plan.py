@@ -16,7 +16,7 @@ from sinks.throttles.ownership import ABORTED, DONE, PENDING, STARTED, EntryClai
 from sinks.throttles.apply import apply
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
-from tests.fake_throttle_cluster import FakeThrottleCluster
+from tests.fake_cluster import FakeCluster
 
 NOW = 1_800_000_000_000
 L, F, D = "leader", "follower", "alter_log_dirs"
@@ -51,9 +51,9 @@ def owned(rid, state=STARTED, moves=(), entries=None, rates=None, auto_remove=Tr
 
 def applied(snapshot, actions):
     """The view after the janitor's `apply` carried out `actions` on an in-memory cluster holding the
-    snapshot's throttles (Kafka's IncrementalAlterConfigs semantics, tests.fake_throttle_cluster)."""
+    snapshot's throttles (Kafka's IncrementalAlterConfigs semantics, tests.fake_cluster)."""
     view = tv.view_of(snapshot)
-    fake = FakeThrottleCluster(brokers={b: b in view.alive for b in view.registered},
+    fake = FakeCluster(brokers={b: b in view.alive for b in view.registered},
                                topics=dict(view.topic_values), rates=dict(view.broker_rates))
     apply(fake, actions, readback_timeout_s=0)
     return replace(view, topic_values=fake.topics, broker_rates=fake.rates)

@@ -38,13 +38,11 @@ def offline_originals(ongoing, alive, partitions):
     return out
 
 
-def run(args):
-    from sinks.throttles.actions import Policy
-    from sinks.throttles.janitor import Janitor
+def run(args, connect):
     from streaming.vocabulary.reassignment_file import load
 
     requested = None if args.all else [(m.topic, m.partition) for m in load(args.reassignment_json_file, require_replicas=False)]
-    admin = common.connect(args)
+    admin = connect(args)
     try:
         snapshot = common.strict_poll(admin, [t for t, _ in requested or ()])
         ongoing = common.ongoing_of(snapshot)
@@ -52,51 +50,67 @@ def run(args):
         to_cancel = [key for key in requested if key in ongoing]
         offline = offline_originals(ongoing, snapshot.alive_brokers(), to_cancel)
         if offline and not args.force:
-            first, down = next(iter(sorted(offline.items())))
-            raise BadInput(
-                f"refusing to cancel {first[0]}-{first[1]}: original replica broker{'s' if len(down) > 1 else ''} "
-                f"{', '.join(map(str, down))} offline" + (f" (and {len(offline) - 1} more partitions)" if len(offline) > 1 else "")
-                + "; cancelling would leave the partition on brokers that cannot serve it (KAFKA-14424). "
-                "Bring the brokers back or use --force; nothing was changed")
-        results = admin.cancel_reassignments(to_cancel) if to_cancel else {}
-        rows = []
-        for key in requested:
-            if key not in ongoing:
-                rows.append((key, NOT_REASSIGNING, None))
-                continue
-            error = results.get(key, "no answer")
-            original = [b for b in ongoing[key]["replicas"] if b not in set(ongoing[key]["adding"])]
-            if error is None:
-                rows.append((key, CANCELLED, original))
-            elif error == NO_REASSIGNMENT_IN_PROGRESS:
-                rows.append((key, NOT_REASSIGNING, None))  # it finished between the poll and the cancel
-            else:
-                rows.append((key, f"failed: {error}", original))
-        outputs, note = [], None
+            raise BadInput(_refusal(offline))
+        rows = statuses(requested, ongoing, admin.cancel_reassignments(to_cancel) if to_cancel else {})
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
-        if cancelled and not args.preserve_throttles:
-            store = common.open_store(args, admin, create=False)
-            outputs = Janitor(admin, store, log=common.quiet, policy=Policy(release=common.releasing(store.records(), cancelled))).sweep()
-            note = common.publish_actions(args, admin, outputs)
+        outputs, note = ([], None) if not cancelled or args.preserve_throttles else _remove_throttles(args, admin, cancelled)
     finally:
         admin.close()
+    _print(args, rows, bool(offline) and args.force, [o.action for o in outputs], note, cancelled)
+    return EXIT_CLUSTER if any(status.startswith("failed") for _, status, _ in rows) else EXIT_OK
 
-    refused = any(status.startswith("failed") for _, status, _ in rows)
-    actions = [o.action for o in outputs]
+
+def _refusal(offline):
+    first, down = next(iter(sorted(offline.items())))
+    return (f"refusing to cancel {first[0]}-{first[1]}: original replica broker{'s' if len(down) > 1 else ''} "
+            f"{', '.join(map(str, down))} offline" + (f" (and {len(offline) - 1} more partitions)" if len(offline) > 1 else "")
+            + "; cancelling would leave the partition on brokers that cannot serve it (KAFKA-14424). "
+            "Bring the brokers back or use --force; nothing was changed")
+
+
+def statuses(requested, ongoing, results):
+    """(partition, status, original replicas) per requested partition, from the cancel's answers."""
+    rows = []
+    for key in requested:
+        if key not in ongoing:
+            rows.append((key, NOT_REASSIGNING, None))
+            continue
+        error = results.get(key, "no answer")
+        original = [b for b in ongoing[key]["replicas"] if b not in set(ongoing[key]["adding"])]
+        if error is None:
+            rows.append((key, CANCELLED, original))
+        elif error == NO_REASSIGNMENT_IN_PROGRESS:
+            rows.append((key, NOT_REASSIGNING, None))  # it finished between the poll and the cancel
+        else:
+            rows.append((key, f"failed: {error}", original))
+    return rows
+
+
+def _remove_throttles(args, admin, cancelled):
+    """The janitor's sweep for the cancelled partitions' owners; (outputs, note of the progress-topic write)."""
+    from sinks.throttles.actions import Policy
+    from sinks.throttles.janitor import Janitor
+
+    store = common.open_store(args, admin, create=False)
+    policy = Policy(release=common.releasing(store.records(), cancelled))
+    outputs = Janitor(admin, store, log=common.quiet, policy=policy).sweep()
+    return outputs, common.publish_actions(args, admin, outputs)
+
+
+def _print(args, rows, forced, actions, note, cancelled):
     if args.output == "json":
         common.print_json({
             "partitions": [{"topic": t, "partition": p, "status": s, "original_replicas": r} for (t, p), s, r in rows],
-            "forced": bool(offline) and args.force, "throttle_actions": [common.action_json(a) for a in actions],
+            "forced": forced, "throttle_actions": [common.action_json(a) for a in actions],
             "throttles_preserved": args.preserve_throttles, "note": note})
-    else:
-        common.table([(t, p, s, "" if r is None else ",".join(map(str, r))) for (t, p), s, r in rows],
-                     ("TOPIC", "PARTITION", "STATUS", "REVERTS TO"))
-        if not rows:
-            print("No reassignment is in progress.")
-        if args.preserve_throttles:
-            print("Throttles: preserved (--preserve-throttles).")
-        elif cancelled:
-            common.print_actions(actions)
-        if note:
-            print(f"Note: {note}")
-    return EXIT_CLUSTER if refused else EXIT_OK
+        return
+    common.table([(t, p, s, "" if r is None else ",".join(map(str, r))) for (t, p), s, r in rows],
+                 ("TOPIC", "PARTITION", "STATUS", "REVERTS TO"))
+    if not rows:
+        print("No reassignment is in progress.")
+    if args.preserve_throttles:
+        print("Throttles: preserved (--preserve-throttles).")
+    elif cancelled:
+        common.print_actions(actions)
+    if note:
+        print(f"Note: {note}")

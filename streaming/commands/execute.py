@@ -21,6 +21,7 @@ sinks.throttles.actions.PENDING_GRACE_MS and removes its throttles once its part
 
 import sys
 import time
+from typing import NamedTuple
 
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
@@ -155,111 +156,159 @@ def _throttle_lines(setting):
     return lines
 
 
-def run(args):
-    from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
-    from sinks.throttles.ownership import PENDING, STARTED, Ownership, new_request_id
-    from sinks.throttles.view import view_of
-    from streaming.vocabulary.reassignment_file import load, to_json
+class Request(NamedTuple):
+    """Everything execute will do, decided before anything is changed."""
+    moves: tuple
+    log_dirs: dict
+    setting: object  # sinks.throttles.claims.ThrottleSetting
+    rollback: str  # the current assignment, in Kafka's reassignment JSON
+    record: object  # the sinks.throttles.ownership.Ownership record it writes first
+    store: object
 
+
+def run(args, connect):
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
-    file_moves = load(args.reassignment_json_file)
-    if not file_moves:
-        raise BadInput(f"--reassignment-json-file {args.reassignment_json_file}: no partitions to move")
-    admin = common.connect(args)
+    file_moves = _file_moves(args.reassignment_json_file)
+    admin = connect(args)
     try:
-        snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
-        problems = validate(file_moves, snapshot, args.additional, _log_dirs_reader(admin))
-        if problems:
-            more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
-            raise BadInput(f"{problems[0]}{more}; nothing was changed")
-        ongoing = common.ongoing_of(snapshot)
-        moves = moves_for(file_moves, common.replicas_of(snapshot), ongoing)
-        log_dirs = log_dir_moves(file_moves)
-        store = common.open_store(args, admin, create=not args.dry_run)
-        active = [r for r in store.records() if r.active]
-        setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
-                                   args.replica_alter_log_dirs_throttle)
-        rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
-        now_ms = int(time.time() * 1000)
-        record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
-                           created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
-                           moves=moves, entries=setting.entries, rates=setting.rate_claims)
-        table = args.output == "table"
-        if table:
-            print(f"Current partition replica assignment\n\n{rollback}\n\n"
-                  "Save this to use as the --reassignment-json-file option during rollback")
-            for line in _throttle_lines(setting):
-                print(("Would set " if args.dry_run else "Throttle ") + line)
+        request = _request(args, admin, file_moves)
+        _print_plan(args, request)
         if args.dry_run:
-            if table:
-                print(f"Dry run: nothing was changed; would start {', '.join(f'{m.topic}-{m.partition}' for m in moves)}")
-            else:
-                common.print_json(_document(record, rollback, setting, [], [], [], dry_run=True))
             return EXIT_OK
-
-        store.put(record)
-        try:
-            if setting.appends or setting.rates:
-                _set_throttles(admin, setting, args.timeout)  # step 3
-            started, failed = _start(admin, moves)
-            if not started:
-                raise ClusterError("no partition reassignment was accepted: " +
-                                   ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in failed))
-        except Exception as error:
-            _abort(admin, store, record, error)
-            if isinstance(error, ClusterError):
-                raise
-            raise ClusterError(str(error)) from error
-        try:
-            if setting.appends or setting.rates:
-                _set_throttles(admin, setting, args.timeout)  # step 5
-        except Exception as error:  # the moves run: record them started (the janitor cleans up), then report
-            store.put(record.with_state(STARTED, time.time() * 1000, note=f"re-applying throttles failed: {error}"))
-            raise ClusterError(f"reassignment started (request {record.request_id}) but re-applying its throttles "
-                               f"failed: {error}") from error
-        store.put(record.with_state(STARTED, time.time() * 1000))
-        unmoved = _move_log_dirs(admin, log_dirs, args.timeout) if log_dirs else []
+        started, failed, unmoved = _carry_out(admin, request, args.timeout)
     finally:
         admin.close()
-
-    if table:
-        print(f"Successfully started partition reassignment{'s' if len(started) > 1 else ''} for "
-              f"{','.join(f'{m.topic}-{m.partition}' for m in started)}")
-        for m, error in failed:
-            print(f"Error: {m.topic}-{m.partition} was not started: {error}", file=sys.stderr)
-        for replica, error in unmoved:
-            print(f"Error: log dir move of {replica} not started: {error}", file=sys.stderr)
-        removal = ("kept (--no-auto-remove-throttle): verify or cancel of these partitions removes them"
-                   if args.no_auto_remove_throttle else "removed automatically as each move completes (run or verify)")
-        if setting.entries or setting.rate_claims:
-            print(f"Throttles: {removal}")
-        print(f"Request id: {record.request_id}")
-    else:
-        common.print_json(_document(record, rollback, setting, started, failed, unmoved, dry_run=False))
+    _print_outcome(args, request, started, failed, unmoved)
     return EXIT_OK if not failed and not unmoved else ClusterError.exit_code
 
 
+def _file_moves(path):
+    from streaming.vocabulary.reassignment_file import load
+
+    moves = load(path)
+    if not moves:
+        raise BadInput(f"--reassignment-json-file {path}: no partitions to move")
+    return moves
+
+
+def _request(args, admin, file_moves):
+    """Step 1: validate against the cluster, then decide the moves, throttles and ownership record."""
+    from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
+    from sinks.throttles.ownership import PENDING, Ownership, new_request_id
+    from sinks.throttles.view import view_of
+    from streaming.vocabulary.reassignment_file import to_json
+
+    snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
+    problems = validate(file_moves, snapshot, args.additional, _log_dirs_reader(admin))
+    if problems:
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        raise BadInput(f"{problems[0]}{more}; nothing was changed")
+    moves = moves_for(file_moves, common.replicas_of(snapshot), common.ongoing_of(snapshot))
+    log_dirs = log_dir_moves(file_moves)
+    store = common.open_store(args, admin, create=not args.dry_run)
+    active = [r for r in store.records() if r.active]
+    setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
+                               args.replica_alter_log_dirs_throttle)
+    now_ms = int(time.time() * 1000)
+    record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
+                       created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
+                       moves=moves, entries=setting.entries, rates=setting.rate_claims)
+    rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
+    return Request(moves, log_dirs, setting, rollback, record, store)
+
+
+def _carry_out(admin, request, timeout_s):
+    """Steps 2-6 of the module docstring. Returns (started, failed, unmoved log dirs)."""
+    from sinks.throttles.ownership import STARTED
+
+    setting, record, store = request.setting, request.record, request.store
+    store.put(record)
+    try:
+        if setting.appends or setting.rates:
+            _set_throttles(admin, setting, timeout_s)  # step 3
+        started, failed = _start(admin, request.moves)
+        if not started:
+            raise ClusterError("no partition reassignment was accepted: " +
+                               ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in failed))
+    except Exception as error:
+        left = _abort(admin, store, record, error)
+        message = str(error) if isinstance(error, ClusterError) else f"{type(error).__name__}: {error}"
+        raise ClusterError(message + (f"; rolling back was refused too, left in place: {left}" if left else
+                                      "; every throttle it had set was rolled back")) from error
+    try:
+        if setting.appends or setting.rates:
+            _set_throttles(admin, setting, timeout_s)  # step 5
+    except Exception as error:  # the moves run: record them started (the janitor cleans up), then report
+        store.put(record.with_state(STARTED, time.time() * 1000, note=f"re-applying throttles failed: {error}"))
+        raise ClusterError(f"reassignment started (request {record.request_id}) but re-applying its throttles "
+                           f"failed: {error}") from error
+    store.put(record.with_state(STARTED, time.time() * 1000))
+    unmoved = _move_log_dirs(admin, request.log_dirs, timeout_s) if request.log_dirs else []
+    return started, failed, unmoved
+
+
+def _print_plan(args, request):
+    if args.output != "table":
+        if args.dry_run:
+            common.print_json(_document(request, [], [], [], dry_run=True))
+        return
+    print(f"Current partition replica assignment\n\n{request.rollback}\n\n"
+          "Save this to use as the --reassignment-json-file option during rollback")
+    for line in _throttle_lines(request.setting):
+        print(("Would set " if args.dry_run else "Throttle ") + line)
+    if args.dry_run:
+        print(f"Dry run: nothing was changed; would start {', '.join(f'{m.topic}-{m.partition}' for m in request.moves)}")
+
+
+def _print_outcome(args, request, started, failed, unmoved):
+    if args.output != "table":
+        common.print_json(_document(request, started, failed, unmoved, dry_run=False))
+        return
+    print(f"Successfully started partition reassignment{'s' if len(started) > 1 else ''} for "
+          f"{','.join(f'{m.topic}-{m.partition}' for m in started)}")
+    for m, error in failed:
+        print(f"Error: {m.topic}-{m.partition} was not started: {error}", file=sys.stderr)
+    for replica, error in unmoved:
+        print(f"Error: log dir move of {replica} not started: {error}", file=sys.stderr)
+    removal = ("kept (--no-auto-remove-throttle): verify or cancel of these partitions removes them"
+               if args.no_auto_remove_throttle else "removed automatically as each move completes (run or verify)")
+    if request.setting.entries or request.setting.rate_claims:
+        print(f"Throttles: {removal}")
+    print(f"Request id: {request.record.request_id}")
+
+
 def _abort(admin, store, record, error):
-    """Take out exactly what this request set (its claims), through the janitor's own code."""
-    from sinks.throttles.actions import Policy
+    """Take out exactly what this request set (its claims), through the janitor's own code. Returns what
+    could not be taken out, in one line ("" when nothing is left); the janitor retries it later."""
+    from sinks.throttles.actions import FAILED, Policy
     from sinks.throttles.janitor import Janitor
     from sinks.throttles.ownership import ABORTED
     from sinks.throttles.report import describe
 
-    store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
     try:
-        for output in Janitor(admin, store, Policy(release=frozenset({record.request_id})), log=common.quiet).sweep():
-            print(f"Rolled back: {describe(output.action)}", file=sys.stderr)
-    except Exception as cleanup_error:  # report both; the janitor retries the aborted record later
-        print(f"Rollback of throttles incomplete ({cleanup_error}); the janitor will retry", file=sys.stderr)
+        store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
+        outputs = Janitor(admin, store, Policy(release=frozenset({record.request_id})), log=common.quiet).sweep()
+    except Exception as cleanup_error:  # nothing could be read or marked: every claim may still be set
+        return f"{_claims(record)} (rollback failed: {cleanup_error})"
+    for output in outputs:
+        print(f"Rolled back: {describe(output.action)}" if output.action.action != FAILED else
+              f"Not rolled back: {describe(output.action)}", file=sys.stderr)
+    return "; ".join(describe(o.action) for o in outputs if o.action.action == FAILED)
 
 
-def _document(record, rollback, setting, started, failed, unmoved, dry_run):
+def _claims(record):
+    entries = [f"topic {c.topic} {c.kind} {c.partition}:{c.broker}" for c in record.entries]
+    rates = [f"broker {c.broker} {c.kind} rate {c.rate}" for c in record.rates]
+    return ", ".join(entries + rates) or "nothing"
+
+
+def _document(request, started, failed, unmoved, dry_run):
     import json
 
     from sinks.throttles import entries as te
 
+    record, rollback, setting = request.record, request.rollback, request.setting
     return {
         "request_id": None if dry_run else record.request_id, "dry_run": dry_run,
         "rollback": json.loads(rollback), "auto_remove_throttle": record.auto_remove,

@@ -14,7 +14,6 @@ from contextlib import nullcontext
 # is built on each invocation, and a usage error should not wait for pandas.
 
 from streaming.vocabulary import durations, reassignment_file
-from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
@@ -86,11 +85,11 @@ def _watch(admin, moves, source, output, interval_s):
             time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
 
 
-def run(args):
+def run(args, connect):
     moves = None
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
-    admin = KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
+    admin = connect(args)
     # The report (pandas) loads only once the input is known good and the cluster answered.
     from streaming.core.report import FROM_FILE, ONGOING
 

@@ -25,6 +25,7 @@ def add_progress_topic(parser):
 
 
 def connect(args):
+    """The Kafka admin door for a command's flags (cli.main's default `connect`)."""
     from streaming.cluster.admin import KafkaClusterAdmin
 
     return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)

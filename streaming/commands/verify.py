@@ -50,13 +50,13 @@ def statuses(file_moves, snapshot):
     return out
 
 
-def run(args):
+def run(args, connect):
     from sinks.throttles.actions import Policy
     from sinks.throttles.janitor import Janitor
     from streaming.vocabulary.reassignment_file import load
 
     file_moves = load(args.reassignment_json_file)
-    admin = common.connect(args)
+    admin = connect(args)
     try:
         topics = [m.topic for m in file_moves]
         rows = statuses(file_moves, common.strict_poll(admin, topics))

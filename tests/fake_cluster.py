@@ -1,0 +1,160 @@
+"""The one admin fake: a cluster made of plain data that answers the whole ClusterAdmin protocol
+(streaming.cluster.admin), reads and writes alike. Tests build it from rows and pass it where the code
+takes an admin (`Janitor(admin, ...)`, `cli.main(argv, connect=lambda args: fake)`); nothing is patched.
+
+Writes follow Kafka's semantics: IncrementalAlterConfigs SUBTRACT leaves an empty list and APPEND merges,
+a cancel ends a reassignment back on its original replicas, produce appends to an in-memory topic log.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import kafka.errors
+
+from sinks.throttles import entries as te
+from sinks.throttles.read import read_cluster
+
+NO_REASSIGNMENT = "NoReassignmentInProgressError"
+
+
+@dataclass
+class FakeCluster:
+    brokers: dict = field(default_factory=lambda: {1: True, 2: True, 3: True})  # id -> alive
+    partitions: dict = field(default_factory=dict)  # (topic, partition) -> {"replicas", "isr", "leader"}
+    reassigning: dict = field(default_factory=dict)  # (topic, partition) -> (replicas, adding[, removing])
+    sizes: dict = field(default_factory=dict)  # (topic, partition, broker) -> bytes of its current log
+    topics: dict = field(default_factory=dict)  # (topic, kind) -> throttled-replicas value
+    rates: dict = field(default_factory=dict)  # (broker, kind) -> throttle rate
+    future: set = field(default_factory=set)  # brokers holding a future log (an intra-broker move)
+    refuse: set = field(default_factory=set)  # (scope, name) whose alters are refused
+    ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
+    fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
+    logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
+    requests: int = 0
+    retried: Counter = field(default_factory=Counter)
+    alters: list = field(default_factory=list)
+    cancels: list = field(default_factory=list)
+    starts: list = field(default_factory=list)
+    closed: bool = False
+
+    def _call(self, name):
+        failure = self.fail.get(name) or self.fail.get("*")
+        if failure is not None:
+            raise failure
+        self.requests += 1
+
+    # -- reads --
+
+    def describe_cluster(self):
+        self._call("describe_cluster")
+        return "fake", [{"broker": b, "alive": alive} for b, alive in sorted(self.brokers.items())]
+
+    def list_reassignments(self):
+        self._call("list_reassignments")
+        return [{"topic": t, "partition": p, "replicas": list(moving[0]), "adding": list(moving[1]),
+                 "removing": list(moving[2]) if len(moving) > 2 else []}
+                for (t, p), moving in sorted(self.reassigning.items())]
+
+    def describe_partitions(self, topics):
+        """The partitions given, and partition 0 on broker 1 of every throttled topic not given."""
+        self._call("describe_partitions")
+        known = dict(self.partitions)
+        for topic, _ in self.topics:
+            if not any(t == topic for t, _ in known):
+                known[(topic, 0)] = {"replicas": [1], "isr": [1], "leader": 1}
+        return [{"topic": t, "partition": p, "leader": row.get("leader", row["replicas"][0]),
+                 "replicas": list(row["replicas"]), "isr": list(row["isr"])}
+                for (t, p), row in sorted(known.items()) if topics is None or t in topics]
+
+    def describe_log_dirs(self, broker):
+        self._call("describe_log_dirs")
+        rows = [{"broker": broker, "log_dir": "/d", "topic": t, "partition": p, "size": size, "offset_lag": 0,
+                 "is_future": False} for (t, p, b), size in sorted(self.sizes.items()) if b == broker]
+        if broker in self.future:
+            rows.append({"broker": broker, "log_dir": "/d", "topic": "x", "partition": 0, "size": 1,
+                         "offset_lag": 0, "is_future": True})
+        return rows
+
+    def log_dir_paths(self, broker):
+        self._call("log_dir_paths")
+        return {"/d"}
+
+    def list_offsets(self, leaders):
+        self._call("list_offsets")
+        return [{"topic": t, "partition": p, "log_start": 0, "log_end": 100} for t, p in leaders]
+
+    def describe_throttles(self, topics, brokers):
+        self._call("describe_throttles")
+        fenced = [b for b in brokers if not self.brokers.get(b, False)]
+        if fenced:  # what Kafka answers for a fenced broker's configs
+            raise kafka.errors.UnknownBrokerIdError(str(sorted(fenced)))
+        topic_rows = [{"topic": t, "kind": k, "value": v} for (t, k), v in sorted(self.topics.items()) if t in topics and v]
+        broker_rows = [{"broker": b, "kind": k, "rate": r} for (b, k), r in sorted(self.rates.items()) if b in brokers]
+        return topic_rows, broker_rows
+
+    def topic_exists(self, name):
+        self._call("topic_exists")
+        return name in self.logs
+
+    def read_log(self, topic, partition, start):
+        self._call("read_log")
+        return [(offset, key.encode(), value) for offset, (key, value) in enumerate(self.logs.get(topic, []))
+                if offset >= start]
+
+    # -- writes --
+
+    def alter_throttles(self, changes):
+        return [self._alter(*change) for change in changes]
+
+    def _alter(self, scope, name, kind, op, value):
+        self.alters.append((scope, str(name), kind, op, value))
+        if (scope, str(name)) in self.refuse:
+            return "not authorized: User:fake lacks AlterConfigs on Cluster"
+        if (scope, str(name)) in self.ignore:
+            return None
+        if scope == "topic":
+            key = (name, kind)
+            if op == "delete":
+                self.topics.pop(key, None)
+            elif op in ("subtract", "append") and not te.is_all(self.topics.get(key)):
+                current, change = te.parse(self.topics.get(key)), te.parse(value)
+                self.topics[key] = te.format_entries(current - change if op == "subtract" else current | change)
+        else:
+            key = (int(name), kind)
+            if op == "delete":
+                self.rates.pop(key, None)
+            else:
+                self.rates[key] = int(value)
+        return None
+
+    def start_reassignments(self, targets):
+        self.starts.append(dict(targets))
+        return {key: None for key in targets}
+
+    def cancel_reassignments(self, partitions):
+        self.cancels.append(list(partitions))
+        answers = {}
+        for key in partitions:
+            moving = self.reassigning.pop(key, None)
+            answers[key] = None if moving is not None else NO_REASSIGNMENT
+        return answers
+
+    def alter_replica_log_dirs(self, wanted):
+        return {key: None for key in wanted}
+
+    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
+        created = name not in self.logs
+        self.logs.setdefault(name, [])
+        return created
+
+    def produce(self, topic, keyed_values, timeout_s=None):
+        self.logs.setdefault(topic, []).extend(keyed_values)
+
+    def close(self):
+        self.closed = True
+
+    # -- for tests --
+
+    def snapshot(self, now_ms=None):
+        """What a poll of every topic would show now (the streaming job's view: its future logs too)."""
+        return read_cluster(self, {t for t, _ in self.topics}, log_dir_brokers=set(self.brokers), now_ms=now_ms)
