@@ -138,15 +138,20 @@ class KafkaClusterAdmin:
             raise (diagnose(self._bootstrap, self._command_config, left)
                    or from_kafka_error(error, f"connecting to {self._bootstrap}")) from error
 
-    def _drop(self):
-        """Forget the kafka-python client: its metadata is stale. The next call bootstraps afresh."""
+    def _forget(self, client):
+        """Drop the client held in attribute `client`; the next call makes a new one."""
         with self._lock:
-            stale, self._kafka = self._kafka, None
+            stale = getattr(self, client)
+            setattr(self, client, None)
         if stale is not None:
             try:
                 stale.close()
             except Exception:  # a client that lost its brokers may fail to close; it is dropped either way
                 pass
+
+    def _drop(self):
+        """Forget the kafka-python client: its metadata is stale. The next call bootstraps afresh."""
+        self._forget("_kafka")
 
     def _confluent_admin(self):
         from confluent_kafka.admin import AdminClient
@@ -518,13 +523,7 @@ class KafkaClusterAdmin:
             return self._reader
 
     def _drop_reader(self):
-        with self._lock:
-            stale, self._reader = self._reader, None
-        if stale is not None:
-            try:
-                stale.close()
-            except Exception:  # a reader that lost its brokers may fail to close; it is dropped either way
-                pass
+        self._forget("_reader")
 
     def read_log(self, topic, partition, start):
         """Every record of `topic`/`partition` from offset `start` (or the log start, if later) to the end

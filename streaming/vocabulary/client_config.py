@@ -6,7 +6,7 @@ import os
 import stat
 
 from streaming.vocabulary.echo import shown
-from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.errors import BadInput, reading_input
 
 # Java/librdkafka property -> kafka-python keyword.
 KAFKA_PYTHON_KEYS = {
@@ -75,15 +75,8 @@ def _parse(lines):
 
 def read_properties(path):
     """The properties of `path`. Anything wrong with the file or a line: BadInput."""
-    flag = f"--command-config {shown(path, 200)}"
-    try:
+    with reading_input(f"--command-config {shown(path, 200)}"):
         return _parse(_text(path).splitlines())
-    except OSError as error:
-        raise BadInput(f"{flag}: {error.strerror or error}") from error
-    except ValueError as error:  # a path with a NUL byte
-        raise BadInput(f"{flag}: not a usable path ({error})") from error
-    except BadInput as error:
-        raise BadInput(f"{flag}: {error}") from error
 
 
 def kafka_python_settings(path):

@@ -18,6 +18,7 @@ the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which er
 """
 
 import re
+from contextlib import contextmanager
 
 EXIT_OK = 0
 EXIT_IN_PROGRESS = 1
@@ -197,6 +198,19 @@ def brief(error, limit=200):
     if not text or text == name or "Request '" in text or len(text) > limit:
         return name  # kafka-python's detail of a refused request is a dump of the whole request
     return f"{name}: {text}" if name not in text else text
+
+
+@contextmanager
+def reading_input(flag):
+    """Whatever goes wrong reading the operator's file named by `flag` becomes one BadInput naming it."""
+    try:
+        yield
+    except OSError as error:
+        raise BadInput(f"{flag}: {error.strerror or error}") from error
+    except ValueError as error:  # a path with a NUL byte
+        raise BadInput(f"{flag}: not a usable path ({error})") from error
+    except BadInput as error:
+        raise BadInput(f"{flag}: {error}") from error
 
 
 def from_kafka_error(error, doing):

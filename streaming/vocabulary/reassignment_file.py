@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 
 from streaming.vocabulary.echo import shown
-from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.errors import BadInput, reading_input
 from streaming.vocabulary.kafka_limits import INT32_MAX, topic_name_problem
 
 ANY_LOG_DIR = "any"
@@ -144,15 +144,8 @@ def _read(path):
 
 
 def load(path, require_replicas=True, allow_empty=False):
-    flag = f"--reassignment-json-file {shown(path, 200)}"
-    try:
+    with reading_input(f"--reassignment-json-file {shown(path, 200)}"):
         return parse(_read(path), require_replicas, allow_empty)
-    except OSError as error:
-        raise BadInput(f"{flag}: {error.strerror or error}") from error
-    except ValueError as error:  # a path with a NUL byte
-        raise BadInput(f"{flag}: not a usable path ({error})") from error
-    except BadInput as error:
-        raise BadInput(f"{flag}: {error}") from error
 
 
 def to_json(assignment):
