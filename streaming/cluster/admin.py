@@ -55,6 +55,9 @@ QUIET_LIBRDKAFKA.propagate = False
 
 UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
+# Without these two answers a move cannot be told from a finished or cancelled one: a poll missing
+# either must not update progress or history.
+REQUIRED_APIS = (LIST_REASSIGNMENTS, METADATA)
 POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, LIST_OFFSETS, DESCRIBE_CONFIGS)
 
 

@@ -17,13 +17,11 @@ from functools import partial
 
 from collections import Counter
 
-from streaming.cluster.admin import DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA
+from streaming.cluster.admin import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA,
+                                     REQUIRED_APIS)
 from streaming.vocabulary.errors import from_kafka_error
 from streaming.vocabulary.snapshot import PollError, Snapshot, combine, table
 
-# Without these two answers a move cannot be told from a finished or cancelled one: a poll missing
-# either must not update progress or history.
-REQUIRED_APIS = (LIST_REASSIGNMENTS, METADATA)
 
 
 def describe_cluster(admin):

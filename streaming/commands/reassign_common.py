@@ -6,12 +6,14 @@ Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark
 import json
 import sys
 
+from streaming.cluster.admin import DESCRIBE_CONFIGS, REQUIRED_APIS
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, ClusterError
 from streaming.vocabulary.kafka_limits import LONG_MAX
 
-DECISION_APIS = ("ListPartitionReassignments", "Metadata", "DescribeConfigs")
+# What a command's decision needs from its poll: what moves, and (execute, verify) the throttles set.
+DECISION_APIS = REQUIRED_APIS + (DESCRIBE_CONFIGS,)
 
 
 def add_ownership_topic(parser):
@@ -38,13 +40,13 @@ def open_store(args, admin, create):
     return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
 
 
-def strict_poll(admin, topics):
-    """A poll of the named topics that had every answer a decision needs (else ClusterError, exit 3)."""
+def strict_poll(admin, topics, needs=DECISION_APIS):
+    """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3)."""
     from streaming.cluster.poller import poll
 
     snapshot = poll(admin, topics=sorted(set(topics)))
     for error in snapshot.errors:
-        if error.api in DECISION_APIS:
+        if error.api in needs:
             raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api} failed: {error.message}")
     return snapshot
 
