@@ -186,14 +186,8 @@ def test_local_bad_input(case, tmp_path, busy_port):
     assert not problems(case, code, out, err, escaped), (problems(case, code, out, err, escaped), err[:2000])
 
 
-# verify reports unknown partitions in its table and exits 2 with nothing on stderr; the error line belongs
-# in streaming/commands/verify.py (strict: this fails as soon as verify prints it, so the mark is removed).
-NEEDS_VERIFY_ERROR_LINE = pytest.mark.xfail(strict=True, reason="verify exits 2 without an error line on stderr")
-
-
 def cluster_param(case):
-    marks = NEEDS_VERIFY_ERROR_LINE if case.id in ("verify-unknown-topic", "verify-unknown-partition") else ()
-    return pytest.param(case, id=case.id, marks=marks)
+    return pytest.param(case, id=case.id)
 
 
 @pytest.mark.parametrize("case", [cluster_param(c) for c in ON_CLUSTER])

@@ -1,9 +1,9 @@
 """`reassign-monitor verify`: per-partition completion of a reassignment file, then the throttle janitor.
 
 Status per partition: `complete` (not reassigning, replicas equal the target), `in progress`,
-`replicas differ` (not reassigning but the replica list is not the target: cancelled or replaced),
-`unknown topic`, `unknown partition`. Exit 1 while any partition is in progress; otherwise 2 if the file
-names unknown topics/partitions, else 0 (a cancelled move is not "in progress": it never finishes).
+`replicas differ` (not reassigning but the replica list is not the target: cancelled or replaced).
+Exit 1 while any partition is in progress, else 0 (a cancelled move is not "in progress": it never
+finishes). A file naming an unknown topic or partition is bad input: one line, exit 2, nothing removed.
 
 Then the janitor (sinks.throttles.janitor, `owned` policy, the same code the streaming job runs) removes every
 owned throttle that is due - for this file's partitions and any other finished request - restoring
@@ -14,7 +14,7 @@ too (an explicit verify asks for it), unless --preserve-throttles.
 import time
 
 from streaming.commands import reassign_common as common
-from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_IN_PROGRESS, EXIT_OK
+from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, BadInput
 
 COMPLETE, IN_PROGRESS, DIFFERS, UNKNOWN_TOPIC, UNKNOWN_PARTITION = (
     "complete", "in progress", "replicas differ", "unknown topic", "unknown partition")
@@ -60,6 +60,11 @@ def run(args, connect):
     try:
         topics = [m.topic for m in file_moves]
         rows = statuses(file_moves, common.strict_poll(admin, topics))
+        unknown = [f"unknown {'topic' if s == UNKNOWN_TOPIC else 'partition'} {m.topic}" +
+                   ("" if s == UNKNOWN_TOPIC else f"-{m.partition}") for m, s, _ in rows if s in (UNKNOWN_TOPIC, UNKNOWN_PARTITION)]
+        if unknown:  # bad input: said before anything is removed
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise BadInput(f"{unknown[0]}{more}; nothing was changed")
         deadline = time.monotonic() + METADATA_SETTLE_S
         while any(status == DIFFERS for _, status, _ in rows) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -75,8 +80,7 @@ def run(args, connect):
         admin.close()
 
     found = {status for _, status, _ in rows}
-    code = EXIT_IN_PROGRESS if IN_PROGRESS in found else (
-        EXIT_BAD_INPUT if found & {UNKNOWN_TOPIC, UNKNOWN_PARTITION} else EXIT_OK)
+    code = EXIT_IN_PROGRESS if IN_PROGRESS in found else EXIT_OK
     actions = [o.action for o in outputs]
     if args.output == "json":
         common.print_json({

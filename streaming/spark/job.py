@@ -242,7 +242,10 @@ def run(config, janitor_factory=None, out=sys.stderr):
         while not stop.is_set():
             query = start_query(spark, config, handler)
             while query.isActive and not stop.is_set():
-                query.awaitTermination(0.5)
+                try:
+                    query.awaitTermination(0.5)
+                except Exception:  # it raises once the query failed; query.exception() below says why
+                    break
             stop_between_batches(query)
             error = query.exception()
             if error is None or stop.is_set():
