@@ -4,11 +4,12 @@ The value schema ships as progress_record.schema.json beside this module; tests 
 """
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from streaming.vocabulary.json_values import json_value
 
 SCHEMA_ID = "kafka-reassign-monitor/progress/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
@@ -35,26 +36,10 @@ def throttle_key(scope, name):
     return f"throttle:{scope}:{name}"
 
 
-def _clean(value):
-    """JSON-safe scalars: NaN/NA -> null, numpy scalars -> Python."""
-    if value is None:
-        return None
-    try:
-        if value != value:  # NaN and pandas NA-like floats
-            return None
-    except (TypeError, ValueError):  # pandas.NA refuses comparison
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isinf(value):
-        return None
-    return value
-
-
 def record(kind, ts_ms, batch_id, cluster_id, message=None, state=None, **fields):
     value = {"schema": SCHEMA_ID, "kind": kind, "ts_ms": int(ts_ms), "batch_id": int(batch_id),
              "cluster_id": cluster_id, "state": state, "message": message}
-    value.update({name: _clean(v) for name, v in fields.items()})
+    value.update({name: json_value(v) for name, v in fields.items()})
     return value
 
 

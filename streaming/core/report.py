@@ -14,18 +14,17 @@ while watching.
 """
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
 from streaming.core.kip179 import BEHIND
 from streaming.core.progress import partition_rollup, reassignment_rollup
+from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.states import ReplicaState
 
 SCHEMA_ID = "kafka-reassign-monitor/progress-report/v1"
@@ -95,22 +94,13 @@ def build(snapshot, rows, source):
                   tuple(snapshot.errors))
 
 
-def _json_value(value):
-    """JSON-safe scalars: NaN / NA -> null, numpy scalars -> Python."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, (float, np.floating)) and (math.isnan(value) or math.isinf(value)):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
 def to_document(report):
     rows = report.replicas.reindex(columns=REPLICA_FIELDS)
-    replicas = [{name: _json_value(value) for name, value in zip(REPLICA_FIELDS, values)}
+    replicas = [{name: json_value(value) for name, value in zip(REPLICA_FIELDS, values)}
                 for values in rows.itertuples(index=False, name=None)]
     return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster_id": report.cluster_id,
             "source": report.source, "in_progress": report.in_progress, "replicas": replicas,
-            "summary": {k: _json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
+            "summary": {k: json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
             "errors": [{"api": e.api, "message": e.message} for e in report.errors]}
 
 
