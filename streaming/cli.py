@@ -18,8 +18,8 @@ import traceback
 from streaming.vocabulary import client_config, defaults
 
 from streaming.commands import flags
-from streaming.vocabulary.echo import one_line
-from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, BadInput, MonitorError
+from streaming.vocabulary.echo import first_line, one_line
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, MonitorError
 
 COMMANDS = {
     "progress": "One-shot progress report of ongoing reassignments (live with --watch).",
@@ -34,7 +34,6 @@ DOOR_COMMANDS = {"progress", "execute", "verify", "cancel"}  # run(args, connect
 NO_CLUSTER = {"dashboards"}
 # Flags naming a topic that some commands add (reassign_common, run): checked against Kafka's rules here,
 # once, whichever command added them.
-TOPIC_FLAGS = ("progress_topic", "ownership_topic")
 BUG_DETAIL_LIMIT = 300
 
 
@@ -80,26 +79,16 @@ def build_parser(load=_module):
 
 
 def check_shared(args):
-    """What the parser cannot check alone: the --command-config file and topic-naming flags."""
+    """What the parser cannot check alone: the --command-config file."""
     if getattr(args, "command_config", None) is not None:
         client_config.read_properties(args.command_config)
-    for dest in TOPIC_FLAGS:
-        value = getattr(args, dest, None)
-        if value is not None:
-            try:
-                flags.topic_name(value)
-            except argparse.ArgumentTypeError as error:
-                raise BadInput(f"--{dest.replace('_', '-')}: {error}") from None
 
 
 def _bug_line(error):
     """An unexpected exception in one line: its type and the first line of its text, bounded (a Java
     exception's text carries the whole stack)."""
-    text = str(error).strip().splitlines()
-    detail = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-    if len(detail) > BUG_DETAIL_LIMIT:
-        detail = detail[:BUG_DETAIL_LIMIT] + "..."
-    return f"internal error ({detail}); run with --debug"
+    text = first_line(error, BUG_DETAIL_LIMIT)
+    return f"internal error ({type(error).__name__}{': ' + text if text else ''}); run with --debug"
 
 
 def main(argv=None, connect=None):

@@ -94,9 +94,15 @@ def running_job(cluster, directory, *flags):
 
 def read_topic(bootstrap, topic, timeout_s=20):
     """Every (key, value dict) in the topic, from the beginning to the current end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+    return [(key.decode(), json.loads(value)) for key, value in read_raw({"bootstrap.servers": bootstrap}, topic,
+                                                                         timeout_s)]
+
+
+def read_raw(settings, topic, timeout_s=20):
+    """Every (key bytes, value bytes) in the topic, from the beginning to the current end, read through
+    librdkafka with client `settings` (any codec, any security protocol)."""
+    consumer = Consumer({**settings, "group.id": f"test-{uuid.uuid4().hex}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "enable.partition.eof": True, "log_level": 0})
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = list(metadata.topics[topic].partitions)
@@ -111,7 +117,7 @@ def read_topic(bootstrap, topic, timeout_s=20):
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     done.add(message.partition())
                 continue
-            out.append((message.key().decode(), json.loads(message.value())))
+            out.append((message.key() or b"", message.value() or b""))
         return out
     finally:
         consumer.close()

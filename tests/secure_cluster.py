@@ -4,7 +4,6 @@ streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
-import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -116,28 +115,7 @@ def _binding(principal, grant):
 
 
 def topic_bytes(cluster, topic, timeout_s=20):
-    """Every key and value in `topic` (read as the super user), as one bytes blob for grepping. Through
-    librdkafka: the progress topic is lz4-compressed, which kafka-python cannot read without lz4."""
-    import uuid
+    """Every key and value in `topic` (read as the super user), as one bytes blob for grepping."""
+    from tests.job_process import read_raw
 
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({**cluster.settings(), "group.id": f"test-{uuid.uuid4().hex}", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "enable.partition.eof": True, "log_level": 0})
-    try:
-        partitions = list(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        done, out = set(), []
-        deadline = time.monotonic() + timeout_s
-        while len(done) < len(partitions) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    done.add(message.partition())
-                continue
-            out.append((message.key() or b"") + b"=" + (message.value() or b""))
-        return b"\n".join(out)
-    finally:
-        consumer.close()
+    return b"\n".join(key + b"=" + value for key, value in read_raw(cluster.settings(), topic, timeout_s))

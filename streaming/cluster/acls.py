@@ -9,15 +9,14 @@ them. Describe on the progress and ownership topics is covered by Describe on To
 command needs anyway (Metadata hides the topics a principal may not describe).
 No consumer group appears: the ownership topic is read by assignment without a group (sinks.throttles.ownership_store).
 
-`refusal` (with streaming.vocabulary.client_config.principal_of) words an authorization refusal so that it names who was refused what on
-which resource (Kafka's answer names only the error).
+The admin door (streaming.cluster.admin) words a refusal so that it names who lacked which operation on
+which resource; Kafka's answer names only the error.
 """
 
 import sys
 from dataclasses import dataclass, field
 
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
-from streaming.vocabulary.errors import NotAuthorized, brief, from_kafka_error
 
 CLUSTER, TOPIC = "Cluster", "Topic"
 ANY_TOPIC = "*"
@@ -139,16 +138,6 @@ def grants(command, progress_topic=PROGRESS_TOPIC, ownership_topic=OWNERSHIP_TOP
 def union(commands, **topics):
     wanted = tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
     return tuple(g for g in wanted if not implied(g, wanted))
-
-
-def refusal(error, doing, operation, resource, principal):
-    """Our exception for a library error raised while `doing` something that needs `operation` on
-    `resource`; an authorization refusal names the principal, the operation and the resource."""
-    failure = from_kafka_error(error, doing)
-    if isinstance(failure, NotAuthorized):
-        who = principal or "this client's principal"
-        return NotAuthorized(f"{doing}: not authorized: {who} lacks {operation} on {resource} ({brief(error)})")
-    return failure
 
 
 # -- the README text --

@@ -170,12 +170,6 @@ class KafkaClusterAdmin:
         with self._lock:
             self.requests += requests
 
-    def _retried(self, api):
-        def count(_error, _kind):
-            with self._lock:
-                self.retried[api] += 1
-        return count
-
     def _named(self, error, needs):
         """A refusal by the authorizer, naming who lacks which operation on what (`needs`)."""
         if isinstance(error, NotAuthorized) and needs is not None:
@@ -184,32 +178,35 @@ class KafkaClusterAdmin:
             return NotAuthorized(f"{error}: {who} lacks {operation} on {resource}")
         return error
 
+    def _retrying(self, api, attempt, doing, needs, drop=None):
+        """`attempt()` with retries inside the deadline, errors mapped once and refusals named (`needs`:
+        the operation and resource the call needs). `drop` forgets the client the attempt used: before a
+        retry when its picture of the cluster is stale, and after a failure, so whatever left it unable to
+        answer (a broker paused or gone, connections stuck on it) does not outlive the call."""
+        def count(_error, _kind):
+            with self._lock:
+                self.retried[api] += 1
+
+        try:
+            return retrying(attempt, doing or api, self._timeout_s, refresh=drop, on_retry=count)
+        except ClusterError as error:
+            if drop is not None and isinstance(error, (Unreachable, Refused)):
+                drop()
+            raise self._named(error, needs) from error.__cause__
+
     def _call(self, api, work, requests=1, doing=None, needs=None):
-        """`work(kafka_python_client)` with retries inside the deadline; errors mapped once. `needs`:
-        (operation, resource) the call needs, named when the authorizer refuses it."""
+        """`work(kafka_python_client)`, through `_retrying`."""
         def attempt():
             self._count(requests)
             return work(self._connect())
-
-        try:
-            return retrying(attempt, doing or api, self._timeout_s, refresh=self._drop, on_retry=self._retried(api))
-        except (Unreachable, Refused) as error:
-            # Whatever left the client unable to answer (a broker paused or gone, connections stuck on it)
-            # must not outlive this call: the next one bootstraps afresh.
-            self._drop()
-            raise self._named(error, needs) from error.__cause__
-        except ClusterError as error:
-            raise self._named(error, needs) from error.__cause__
+        return self._retrying(api, attempt, doing, needs, drop=self._drop)
 
     def _confluent_call(self, api, work, doing=None, needs=None):
+        """`work(confluent_admin_client)`, through `_retrying` (librdkafka reconnects by itself)."""
         def attempt():
             self._count()
             return work(self._confluent_admin())
-
-        try:
-            return retrying(attempt, doing or api, self._timeout_s, on_retry=self._retried(api))
-        except ClusterError as error:
-            raise self._named(error, needs) from error.__cause__
+        return self._retrying(api, attempt, doing, needs)
 
     # -- reads --
 
@@ -562,12 +559,7 @@ class KafkaClusterAdmin:
                 reader.unsubscribe()
             return records
 
-        try:
-            return retrying(catch_up, f"reading {topic}", self._timeout_s, refresh=self._drop_reader,
-                            on_retry=self._retried(READ))
-        except ClusterError as error:
-            self._drop_reader()  # a reader that failed (e.g. stuck on a paused broker) is not reused
-            raise self._named(error, ("Read", f"Topic {topic}")) from error.__cause__
+        return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"), drop=self._drop_reader)
 
     def close(self):
         self._drop_reader()

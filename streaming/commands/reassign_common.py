@@ -7,6 +7,7 @@ import json
 import sys
 
 from streaming.cluster.admin import DESCRIBE_CONFIGS, REQUIRED_APIS
+from streaming.commands import flags
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, ClusterError
@@ -17,12 +18,12 @@ DECISION_APIS = REQUIRED_APIS + (DESCRIBE_CONFIGS,)
 
 
 def add_ownership_topic(parser):
-    parser.add_argument("--ownership-topic", default=OWNERSHIP_TOPIC, metavar="NAME",
+    parser.add_argument("--ownership-topic", type=flags.topic_name, default=OWNERSHIP_TOPIC, metavar="NAME",
                         help=f"compacted topic recording which throttles this tool set (default {OWNERSHIP_TOPIC})")
 
 
 def add_progress_topic(parser):
-    parser.add_argument("--progress-topic", default=PROGRESS_TOPIC, metavar="NAME",
+    parser.add_argument("--progress-topic", type=flags.topic_name, default=PROGRESS_TOPIC, metavar="NAME",
                         help="throttle actions are also written here as `throttle` records when the topic exists")
 
 

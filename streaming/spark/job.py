@@ -20,6 +20,7 @@ from streaming.cluster.admin import PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.vocabulary import defaults
+from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.replica_row import NOT_NULL
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
@@ -250,7 +251,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
             error = query.exception()
             if error is None or stop.is_set():
                 break
-            print(f"reassign-monitor: streaming query failed ({_one_line(error)}); restarting from the checkpoint "
+            print(f"reassign-monitor: streaming query failed ({first_line(getattr(error, 'desc', None) or error) or type(error).__name__}); restarting from the checkpoint "
                   f"in {pause_s:g}s", file=out, flush=True)
             stop.wait(pause_s)
             pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
@@ -261,9 +262,3 @@ def run(config, janitor_factory=None, out=sys.stderr):
         if spark is not None:
             spark.stop()
     return 0
-
-
-def _one_line(error):
-    """The first line of a StreamingQueryException's description (its cause), without the Java stack."""
-    text = getattr(error, "desc", None) or str(error)
-    return " ".join(text.strip().splitlines()[0].split())[:300] if text.strip() else type(error).__name__

@@ -65,15 +65,6 @@ def cached_admin(options):
     return _admins[key]
 
 
-def _drop_admin(options):
-    admin = _admins.pop(_admin_key(options), None)
-    if admin is not None:
-        try:
-            admin.close()
-        except Exception:  # closing a broken client must not hide the poll error being reported
-            pass
-
-
 def poll_facts(cluster_id, ts_ms, requests, duration_s, errors, retries=None):
     facts = {"cluster_id": cluster_id, "ts_ms": ts_ms, "requests": requests, "duration_s": duration_s,
              "errors": json.dumps([{"api": e.api, "message": e.message} for e in errors]),
@@ -154,8 +145,8 @@ class PollStreamReader(DataSourceStreamReader):
         ts_ms = int(time.time() * 1000)
         try:
             snapshot = poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True)
-        except Exception as error:  # any failure becomes a reported poll error; the query lives on
-            _drop_admin(self.options)
+        except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
+            # admin door has dropped whatever client went stale, so the cached door is reused next poll)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)
         return iter([to_batch(poll_rows(partition.poll_id, snapshot, self.buckets))])
 

@@ -27,6 +27,14 @@ def one_line(text, limit=1000):
     return line if len(line) <= limit else f"{line[:limit]}... ({len(line) - limit} more characters)"
 
 
+def first_line(text, limit=300):
+    """The first line of an error's text (a Java exception's text carries its whole stack), whitespace
+    collapsed, cut to `limit` characters; "" when there is none."""
+    lines = str(text).strip().splitlines()
+    line = " ".join(lines[0].split()) if lines else ""
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
 def shown(text, limit=60):
     """`text` as a message may quote it: at most `limit` characters, the rest counted, not printed."""
     text = str(text)
