@@ -44,11 +44,11 @@ class SecureCluster(LocalCluster):
         return client_config.read_properties(config_path)["sasl.password"]
 
     def settings(self):
-        return client_config.confluent_settings(str(self.admin_config), self.bootstrap)
+        return client_config.confluent_settings(client_config.read_properties(self.admin_config), self.bootstrap)
 
     def admin(self):
         return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000,
-                                **client_config.kafka_python_settings(str(self.admin_config)))
+                                **client_config.kafka_python_settings(client_config.read_properties(self.admin_config)))
 
     def confluent_admin(self):
         return AdminClient({**self.settings(), "log_level": 0})
@@ -95,7 +95,7 @@ class SecureCluster(LocalCluster):
     def _authenticates(self, config):
         """Metadata answered by each broker in turn (SCRAM credentials reach each broker on its own)."""
         for port in (self.base_port + n for n in (1, 2, 3)):
-            client = AdminClient({**client_config.confluent_settings(str(config), f"127.0.0.1:{port}"), "log_level": 0})
+            client = AdminClient({**client_config.confluent_settings(client_config.read_properties(config), f"127.0.0.1:{port}"), "log_level": 0})
             try:
                 client.list_topics(timeout=3)
             except Exception:  # not yet known on that broker

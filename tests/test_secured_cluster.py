@@ -14,6 +14,7 @@ from sinks.throttles.ownership_store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
+from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
 from tests.job_process import CLI, JobProcess, free_port
@@ -319,7 +320,7 @@ def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
     config = _config_variant(secure_cluster, tmp_path, case_id, change)
     bootstrap = f"127.0.0.1:{secure_cluster.base_port + port_offset}"
     started = time.monotonic()
-    found = diagnose(bootstrap, str(config), TIMEOUT_S)
+    found = diagnose(bootstrap, client_config.read_properties(config), TIMEOUT_S)
     assert time.monotonic() - started < TIMEOUT_S + 1
     assert type(found) is expected, found
     assert all(f in str(found) for f in fragments), str(found)

@@ -2,8 +2,7 @@
 
 from dataclasses import dataclass, field
 
-# A poll missing any of these cannot tell what still moves or what is set: decide nothing on it.
-DECISION_APIS = ("DescribeCluster", "ListPartitionReassignments", "DescribeConfigs")
+from streaming.vocabulary.kafka_apis import DECISION_APIS
 
 
 @dataclass(frozen=True)

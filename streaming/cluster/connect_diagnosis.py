@@ -28,12 +28,11 @@ TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
-def diagnose(bootstrap, command_config, timeout_s):
+def diagnose(bootstrap, properties, timeout_s):
     """The ClusterError (Unreachable, TlsFailed or AuthenticationFailed) that says why connecting to
-    `bootstrap` ("host:port,...") with the `--command-config` file `command_config` (None: plaintext)
+    `bootstrap` ("host:port,...") with the `--command-config` properties `properties` ({}: plaintext)
     fails. Returns within `timeout_s` (plus one socket timeout at most); never raises for a cluster problem."""
     deadline = time.monotonic() + timeout_s
-    properties = client_config.read_properties(command_config) if command_config else {}
     protocol = properties.get("security.protocol", "PLAINTEXT").upper()
     addresses = [_address(a) for a in bootstrap.split(",") if a.strip()]
 
@@ -51,7 +50,7 @@ def diagnose(bootstrap, command_config, timeout_s):
 
     problem = _tls_problem(reachable, properties, protocol, deadline)
     if problem is None and protocol in SASL_PROTOCOLS:
-        problem = _sasl_problem(bootstrap, command_config, properties, deadline)
+        problem = _sasl_problem(bootstrap, properties, deadline)
     return problem or Unreachable(
         f"connecting to {bootstrap}: no usable answer within the timeout, although TCP"
         f"{', TLS' if protocol in TLS_PROTOCOLS else ''}{' and authentication' if protocol in SASL_PROTOCOLS else ''}"
@@ -113,13 +112,13 @@ def _tls_problem(address, properties, protocol, deadline):
     return None
 
 
-def _sasl_problem(bootstrap, command_config, properties, deadline):
+def _sasl_problem(bootstrap, properties, deadline):
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     principal = f"user {properties.get('sasl.username', '(no sasl.username)')} with {properties.get('sasl.mechanism', 'GSSAPI')}"
     reported = []
-    settings = {**client_config.confluent_settings(command_config, bootstrap), "log_level": 0,
+    settings = {**client_config.confluent_settings(properties, bootstrap), "log_level": 0,
                 "error_cb": reported.append}
     try:
         client = AdminClient(settings)

@@ -17,8 +17,8 @@ from functools import partial
 
 from collections import Counter
 
-from streaming.cluster.admin import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA,
-                                     REQUIRED_APIS)
+from streaming.vocabulary.kafka_apis import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS,
+                                             METADATA, REQUIRED_APIS)
 from streaming.vocabulary.errors import from_kafka_error
 from streaming.vocabulary.snapshot import PollError, Snapshot, combine, table
 

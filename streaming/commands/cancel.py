@@ -9,7 +9,7 @@ Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 """
 
 from streaming.commands import reassign_common as common
-from streaming.cluster.admin import REQUIRED_APIS
+from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput, ClusterError
 
 CANCELLED, NOT_REASSIGNING = "cancelled", "not reassigning"

@@ -33,7 +33,8 @@ def add_arguments(parser):
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
     from streaming.core.kip179 import listed_replicas, ongoing_replicas
-    from streaming.cluster.poller import REQUIRED_APIS, poll
+    from streaming.cluster.poller import poll
+    from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 
     snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else (), throttles=False)
     for error in snapshot.errors:

@@ -6,15 +6,13 @@ Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark
 import json
 import sys
 
-from streaming.cluster.admin import DESCRIBE_CONFIGS, REQUIRED_APIS
 from streaming.commands import flags
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, ClusterError
+from streaming.vocabulary.kafka_apis import DECISION_APIS
 from streaming.vocabulary.kafka_limits import LONG_MAX
 
-# What a command's decision needs from its poll: what moves, and (execute, verify) the throttles set.
-DECISION_APIS = REQUIRED_APIS + (DESCRIBE_CONFIGS,)
 
 
 def add_ownership_topic(parser):

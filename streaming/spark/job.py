@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.throttles.ownership import EXECUTE
 from streaming.spark import codec
-from streaming.cluster.admin import PRODUCE
+from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.vocabulary import defaults
@@ -219,7 +219,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
-    from streaming.cluster.admin import POLL_APIS, KafkaClusterAdmin
+    from streaming.cluster.admin import KafkaClusterAdmin
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)

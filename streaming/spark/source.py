@@ -35,6 +35,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from streaming.spark import codec
 from streaming.cluster.poller import poll, usable
+from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
 from streaming.vocabulary.snapshot import BROKER_KEYED, PollError, Snapshot
 
 SOURCE_NAME = "kafka_reassignment_poll"
@@ -113,7 +114,7 @@ def poll_rows(poll_id, snapshot, buckets):
 
 def failed_poll(ts_ms, error, duration_s):
     return Snapshot(ts_ms=ts_ms, cluster_id="", duration_s=duration_s,
-                    errors=(PollError.of("DescribeCluster", error),))
+                    errors=(PollError.of(DESCRIBE_CLUSTER, error),))
 
 
 def to_batch(rows):

@@ -74,29 +74,26 @@ def _parse(lines):
 
 
 def read_properties(path):
-    """The properties of `path`. Anything wrong with the file or a line: BadInput."""
+    """The properties of `path` ({} for None, no file: plaintext). Anything wrong with the file or a line
+    (an empty path too): BadInput. Read once per client; the settings below are derived from what it returns."""
+    if path is None:
+        return {}
     with reading_input(f"--command-config {shown(path, 200)}"):
         return _parse(_text(path).splitlines())
 
 
-def kafka_python_settings(path):
-    if not path:
-        return {}
-    properties = read_properties(path)
+def kafka_python_settings(properties):
     settings = {KAFKA_PYTHON_KEYS[k]: v for k, v in properties.items() if KAFKA_PYTHON_KEYS[k]}
     if properties.get("ssl.endpoint.identification.algorithm") == "":
         settings["ssl_check_hostname"] = False
     return settings
 
 
-def confluent_settings(path, bootstrap_servers):
-    settings = {"bootstrap.servers": bootstrap_servers}
-    if path:
-        settings.update(read_properties(path))
-    return settings
+def confluent_settings(properties, bootstrap_servers):
+    return {"bootstrap.servers": bootstrap_servers, **properties}
 
 
-def principal_of(command_config):
-    """`User:NAME` of the command config's SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
-    name = read_properties(command_config).get("sasl.username") if command_config else None
+def principal_of(properties):
+    """`User:NAME` of the SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
+    name = properties.get("sasl.username")
     return f"User:{name}" if name else None

@@ -1,0 +1,177 @@
+"""The door's calls on the project's own topics (progress, ownership): create one and wait for its
+leaders, ask whether one exists, write keyed records, and read a partition back without a consumer group."""
+
+import time
+
+from streaming.cluster.door import QUIET_LIBRDKAFKA
+from streaming.vocabulary.errors import ClusterError, from_kafka_error
+from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
+
+
+class OwnTopics:
+    """Mixed into the door (streaming.cluster.door.Door): uses its clients, `_confluent_call`, `_metadata`,
+    `_retrying` and `_named`."""
+
+    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
+        """Create `name` (RF min(3, brokers); min.insync.replicas capped at that) unless it exists; either
+        way return only once every partition has a leader, so a write or read right after does not meet
+        UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE. True when this call created it."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        metadata = self._metadata()
+        created = False
+        if name not in metadata.topics:
+            replication = min(3, len(metadata.brokers))
+            if min_insync_replicas is not None:
+                config = {**config, "min.insync.replicas": str(min(min_insync_replicas, replication))}
+            topic = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config)
+
+            def create(admin):
+                try:
+                    admin.create_topics([topic], request_timeout=self._timeout_s)[name].result(self._timeout_s)
+                except KafkaException as error:
+                    if error.args[0].name() != "TOPIC_ALREADY_EXISTS":  # another instance won the race
+                        raise
+                    return False
+                return True
+
+            created = self._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
+                                           needs=("Create", f"Topic {name}"))
+        self._await_leaders(name)
+        return created
+
+    def _await_leaders(self, name):
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            metadata = self._metadata()
+            topic = metadata.topics.get(name)
+            if topic is not None and topic.error is None and topic.partitions and \
+                    all(p.leader >= 0 for p in topic.partitions.values()):
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {name}: no leader for every partition within {self._timeout_s:g}s")
+            time.sleep(0.1)
+
+    def topic_exists(self, name):
+        metadata = self._metadata()
+        return name in metadata.topics
+
+    def _producer_client(self):
+        from confluent_kafka import Producer
+
+        with self._lock:
+            if self._producer is None:
+                self._fatal = None
+                # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
+                # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
+                # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
+                # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
+                # refused) is said only there; later calls say only "_FATAL".
+                self._producer = Producer({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA,
+                                           "error_cb": self._client_error, "enable.idempotence": True,
+                                           "acks": "all", "linger.ms": 20, "compression.type": "zstd",
+                                           "message.timeout.ms": int(max(self._timeout_s, 1.0) * 1000)})
+            return self._producer
+
+    def _client_error(self, error):
+        if error.fatal():
+            self._fatal = error
+
+    def _produce_failure(self, error, topic):
+        """Our exception for a failed write; a producer that met a fatal error is dropped (it cannot send
+        again), and its fatal error, the cause, is what is reported."""
+        cause = self._fatal or error
+        if self._fatal is not None:
+            with self._lock:
+                self._producer = None
+        return self._named(from_kafka_error(cause, f"writing to {topic}"), ("Write", f"Topic {topic}"))
+
+    def produce(self, topic, keyed_values, timeout_s=None):
+        """Write (key str, value bytes) pairs to `topic` and return once every one is acknowledged by the
+        in-sync replicas; raise our exception for the first that was not (the rest may have been written:
+        every record of this project is keyed, so writing it again supersedes)."""
+        from confluent_kafka import KafkaException
+
+        producer = self._producer_client()
+        failures = []
+
+        def delivered(error, _message):
+            if error is not None:
+                failures.append(error)
+
+        try:
+            for key, value in keyed_values:
+                while True:
+                    try:
+                        producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
+                        break
+                    except BufferError:  # local queue full: let deliveries drain, then retry this record
+                        producer.poll(0.1)
+                producer.poll(0)
+            self._count()
+            unsent = producer.flush(timeout_s or self._timeout_s)
+        except (KafkaException, SystemError) as error:
+            # SystemError: confluent-kafka reports an error raised while it ran a callback this way; the
+            # error itself is its __context__.
+            raise self._produce_failure(error.__context__ or error if isinstance(error, SystemError) else error,
+                                        topic) from error
+        if failures or self._fatal is not None:
+            raise self._produce_failure(failures[0] if failures else self._fatal, topic)
+        if unsent != 0:
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
+
+    def _reader_client(self):
+        from kafka import KafkaConsumer
+
+        with self._lock:
+            if self._reader is None:
+                timeout_ms = int(self._timeout_s * 1000)
+                # No group (group_id=None): it assigns and seeks, never sends FindCoordinator or commits, so
+                # it needs Read and Describe on the topic and no ACL on a consumer group. fetch_max_wait_ms
+                # short: a catch-up poll should not wait for records that will not come.
+                self._reader = KafkaConsumer(
+                    bootstrap_servers=self._bootstrap, client_id="reassign-monitor-reader", group_id=None,
+                    enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
+                    fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
+                    **self._settings)
+            return self._reader
+
+    def _drop_reader(self):
+        self._forget("_reader")
+
+    def read_log(self, topic, partition, start):
+        """Every record of `topic`/`partition` from offset `start` (or the log start, if later) to the end
+        as of this call: [(offset, key bytes, value bytes or None)]. A topic that does not exist has none."""
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+
+        def catch_up():
+            reader = self._reader_client()
+            self._count(2)
+            if partition not in (reader.partitions_for_topic(topic) or ()):
+                return []
+            timeout_ms = int(self._timeout_s * 1000)
+            low = reader.beginning_offsets([tp], timeout_ms)[tp]
+            high = reader.end_offsets([tp], timeout_ms)[tp]
+            position = max(start, low)
+            records = []
+            if position >= high:
+                return records
+            reader.assign([tp])  # assigned only while catching up: nothing is fetched in between
+            try:
+                reader.seek(tp, position)
+                deadline = time.monotonic() + self._timeout_s
+                while position < high:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"at offset {position} of {high}")
+                    self._count()
+                    for message in reader.poll(timeout_ms=500).get(tp, ()):
+                        records.append((message.offset, message.key, message.value))
+                        position = message.offset + 1
+            finally:
+                reader.unsubscribe()
+            return records
+
+        return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"), drop=self._drop_reader)

@@ -1,0 +1,158 @@
+"""The door's reads: who is alive, what moves, partitions, log dirs, offsets and throttle configs, as
+plain rows. kafka-python serves all but Metadata: it is the only Python client with DescribeLogDirs and
+the KIP-455 reassignment APIs; confluent-kafka's Metadata decodes in C (38 ms against kafka-python's 177 ms
+at 10,000 partitions)."""
+
+from collections import defaultdict
+
+from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.errors import AUTHORIZATION, NotAuthorized, kind_of
+from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
+                                             LIST_REASSIGNMENTS)
+
+UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
+BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
+
+
+class Reads:
+    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_metadata`."""
+
+    def describe_cluster(self):
+        def work(kafka):
+            cluster = kafka.describe_cluster()
+            return cluster["cluster_id"], [{"broker": b["broker_id"], "alive": not b.get("is_fenced", False)}
+                                           for b in cluster["brokers"]]
+        return self._call(DESCRIBE_CLUSTER, work, needs=("Describe", "Cluster"))
+
+    def list_reassignments(self):
+        def work(kafka):
+            ongoing = kafka.list_partition_reassignments()
+            return [{"topic": tp.topic, "partition": tp.partition, "replicas": r["replicas"],
+                     "adding": r["adding_replicas"], "removing": r["removing_replicas"]} for tp, r in ongoing.items()]
+        return self._call(LIST_REASSIGNMENTS, work, needs=("Describe", "Cluster"))
+
+    def describe_partitions(self, topics):
+        """Leader, replicas and ISR of every partition of `topics` (None: of all topics). Always asks
+        for all topics: naming one makes Metadata auto-create it on brokers that allow that."""
+        metadata = self._metadata()
+        wanted = None if topics is None else set(topics)
+        return [{"topic": topic.topic, "partition": p.id, "leader": p.leader, "replicas": list(p.replicas),
+                 "isr": list(p.isrs)}
+                for topic in metadata.topics.values() if topic.error is None and (wanted is None or topic.topic in wanted)
+                for p in topic.partitions.values()]
+
+    def _log_dirs(self, broker):
+        return self._call(DESCRIBE_LOG_DIRS, lambda kafka: kafka.describe_log_dirs(brokers=[broker]),
+                          needs=("Describe", "Cluster"))
+
+    def describe_log_dirs(self, broker):
+        rows = []
+        for response in self._log_dirs(broker):
+            for log_dir in response["log_dirs"]:
+                if log_dir["error_code"] != 0:
+                    continue  # an offline log dir holds no readable replicas
+                for topic in log_dir["topics"]:
+                    for p in topic["partitions"]:
+                        rows.append({"broker": response["broker"], "log_dir": log_dir["log_dir"],
+                                     "topic": topic["name"], "partition": p["partition_index"],
+                                     "size": p["partition_size"], "offset_lag": p["offset_lag"],
+                                     "is_future": p["is_future_key"]})
+        return rows
+
+    def log_dir_paths(self, broker):
+        """The online log dirs of `broker` (for validating a reassignment file's log_dirs)."""
+        return {d["log_dir"] for r in self._log_dirs(broker) for d in r["log_dirs"] if d["error_code"] == 0}
+
+    def list_offsets(self, leaders):
+        """Log start and end offsets of the partitions in `leaders` ((topic, partition) -> leader id, from
+        the poll's Metadata). kafka-python's list_partition_offsets looks the leaders up with a Metadata
+        request of its own on every call: at 10,000 partitions its two calls took 564 ms, these requests
+        192 ms. It offers no public way to send a built request, so this uses its network manager.
+        A partition whose leader answered with an error (it moved since the Metadata) is left out:
+        unknown in this poll, not fatal to the rest."""
+        from kafka.admin import OffsetSpec
+
+        by_leader = defaultdict(list)
+        for (topic, partition), leader in leaders.items():
+            by_leader[leader].append((topic, partition))
+
+        def work(kafka):
+            manager = kafka._manager
+
+            async def ask_every_leader():
+                pending = [(spec, manager.send(_list_offsets_request(tps, spec), node_id=leader))
+                           for leader, tps in by_leader.items() for spec in (OffsetSpec.EARLIEST, OffsetSpec.LATEST)]
+                found = {OffsetSpec.EARLIEST: {}, OffsetSpec.LATEST: {}}
+                for spec, response in pending:
+                    found[spec].update(_offsets_in(await response))
+                return found
+
+            return manager.run(ask_every_leader)
+
+        found = self._call(LIST_OFFSETS, work, requests=2 * len(by_leader), needs=("Describe", "the moving topics"))
+        start, end = found[OffsetSpec.EARLIEST], found[OffsetSpec.LATEST]
+        return [{"topic": t, "partition": p, "log_start": start[t, p], "log_end": end[t, p]}
+                for t, p in leaders if (t, p) in start and (t, p) in end]
+
+    def describe_throttles(self, topics, brokers):
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+        resources += [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
+        if not resources:
+            return [], []
+        described = self._call(DESCRIBE_CONFIGS, lambda kafka: self._describe_configs(kafka, resources),
+                               requests=1 + len(brokers))
+        topic_rows = [{"topic": topic, "kind": kind, "value": configs[key]["value"]}
+                      for topic, configs in described.get("topic", {}).items()
+                      for kind, key in TOPIC_THROTTLE_KEYS.items() if configs.get(key, {}).get("value")]
+        broker_rows = [{"broker": int(broker), "kind": kind, "rate": int(configs[key]["value"])}
+                       for broker, configs in described.get("broker", {}).items()
+                       for kind, key in BROKER_THROTTLE_KEYS.items() if configs.get(key, {}).get("value")]
+        return topic_rows, broker_rows
+
+    def _describe_configs(self, kafka, resources):
+        """DescribeConfigs that fails on a refused resource. kafka-python's describe_configs drops each
+        resource's error code: a broker resource the principal may not describe comes back empty, which
+        would read as "no throttle" (verify would then leave throttles behind, and execute record no prior
+        rate). Sent like kafka-python does, each broker resource to its broker, through its network manager.
+        A topic deleted since the Metadata (UNKNOWN_TOPIC_OR_PARTITION) simply has no throttles."""
+        import kafka.errors as kerrors
+
+        brokers, others = kafka._group_config_resources(resources)
+        manager = kafka._manager
+
+        async def ask():
+            sent = [manager.send(kafka._describe_configs_request(rs), node_id=b) for b, rs in brokers.items()]
+            if others:
+                sent.append(manager.send(kafka._describe_configs_request(others)))
+            return [await response for response in sent]
+
+        responses = manager.run(ask)
+        for response in responses:
+            for result in response.results:
+                if result.error_code in (0, UNKNOWN_TOPIC_OR_PARTITION):
+                    continue
+                error = kerrors.for_code(result.error_code)(result.error_message or "")
+                if kind_of(error) == AUTHORIZATION:
+                    resource = "Cluster" if result.resource_type == BROKER_RESOURCE else f"Topic {result.resource_name}"
+                    raise NotAuthorized(f"{DESCRIBE_CONFIGS}: not authorized: "
+                                        f"{self._principal or 'this client principal'} lacks DescribeConfigs on {resource}")
+                raise error
+        return kafka._describe_configs_process_responses(responses)
+
+
+def _list_offsets_request(partitions, spec):
+    from kafka.protocol.consumer import ListOffsetsRequest
+
+    by_topic = defaultdict(list)
+    for topic, partition in partitions:
+        by_topic[topic].append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+            partition_index=partition, timestamp=spec))
+    return ListOffsetsRequest(isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=parts)
+                                                          for topic, parts in by_topic.items()])
+
+
+def _offsets_in(response):
+    return {(topic.name, p.partition_index): p.offset
+            for topic in response.topics for p in topic.partitions if p.error_code == 0}

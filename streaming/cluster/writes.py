@@ -1,0 +1,78 @@
+"""The door's writes: throttle configs, reassignments (start and cancel) and log-dir moves. Each is
+idempotent, so a retry after a lost answer is harmless; each answers, per item, None or Kafka's refusal."""
+
+from streaming.vocabulary.config_keys import DELETE, OPS, TOPIC, throttle_config_key
+from streaming.vocabulary.errors import AUTHORIZATION, kind_of_answer
+from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS
+
+
+def _error_name(error):
+    """A per-resource answer of kafka-python (None, an error class or an instance) as None or its name."""
+    if error is None:
+        return None
+    name = getattr(error, "__name__", None) or type(error).__name__
+    return None if name == "NoError" else name
+
+
+
+class Writes:
+    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_principal`."""
+
+    def alter_throttles(self, changes):
+        """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python
+        sends one request per broker for broker resources, one for topics). Returns, per change, None or
+        Kafka's refusal. `op`: one of streaming.vocabulary.config_keys.OPS. Changes of one resource travel together,
+        so a refusal applies to all of them. raise_on_unknown=False: kafka-python otherwise rejects
+        throttle keys as unknown."""
+        from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+        library_op = {op: getattr(AlterConfigOp, op.upper()) for op in OPS}
+        resources = {}
+        for scope, name, kind, op, value in changes:
+            configs = resources.setdefault((scope, str(name)), {})
+            configs[throttle_config_key(scope, kind)] = (library_op[op], None if op == DELETE else str(value))
+        if not resources:
+            return []
+        request = [ConfigResource(ConfigResourceType.TOPIC if scope == TOPIC else ConfigResourceType.BROKER, name,
+                                  configs=configs) for (scope, name), configs in resources.items()]
+        brokers = sum(1 for scope, _ in resources if scope != TOPIC)
+        outcome = self._call(ALTER_CONFIGS, lambda kafka: kafka.alter_configs(request, raise_on_unknown=False),
+                             requests=brokers + (len(resources) > brokers))
+        answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
+        return [None if answers[(scope, str(name))] == "OK" else self._refusal(answers[(scope, str(name))], scope, name)
+                for scope, name, _, _, _ in changes]
+
+    def _refusal(self, answer, scope, name):
+        """kafka-python's per-resource answer of alter_configs ("[Error 31] Name: detail") as one short line;
+        a refusal by the authorizer names who lacks AlterConfigs on what (broker configs live on the Cluster)."""
+        if kind_of_answer(answer) == AUTHORIZATION:
+            resource = f"Topic {name}" if scope == TOPIC else "Cluster"
+            return f"not authorized: {self._principal or 'this client principal'} lacks AlterConfigs on {resource}"
+        text = " ".join(str(answer).split())
+        return text if len(text) <= 200 else text[:200] + "..."
+
+    def _alter_reassignments(self, targets, doing):
+        from kafka import TopicPartition
+
+        request = {TopicPartition(t, p): (None if target is None else list(target)) for (t, p), target in targets.items()}
+        answer = self._call(ALTER_REASSIGNMENTS, lambda kafka: kafka.alter_partition_reassignments(request), doing=doing,
+                            needs=("Alter", "Cluster"))
+        return {key: (_error_name(answer[TopicPartition(*key)]) if TopicPartition(*key) in answer else "no answer")
+                for key in targets}
+
+    def start_reassignments(self, targets):
+        """(topic, partition) -> None when accepted, else the error's name."""
+        return self._alter_reassignments(targets, ALTER_REASSIGNMENTS)
+
+    def cancel_reassignments(self, partitions):
+        """(topic, partition) -> None when cancelled, else the error's name (NoReassignmentInProgressError
+        when it finished meanwhile)."""
+        return self._alter_reassignments({key: None for key in partitions}, f"{ALTER_REASSIGNMENTS} (cancel)")
+
+    def alter_replica_log_dirs(self, wanted):
+        """(topic, partition, broker) -> None when the broker accepted the log dir, else the error's name."""
+        from kafka import TopicPartitionReplica
+
+        request = {TopicPartitionReplica(t, p, b): d for (t, p, b), d in wanted.items()}
+        answer = self._call(ALTER_LOG_DIRS, lambda kafka: kafka.alter_replica_log_dirs(request), needs=("Alter", "Cluster"))
+        return {key: _error_name(answer.get(TopicPartitionReplica(*key), "no answer")) for key in wanted}
