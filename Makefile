@@ -26,7 +26,7 @@ prometheus:
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
 
 test: venv jars prometheus
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15
 
 demo: venv jars prometheus
 	$(PY) deploy/demo.py

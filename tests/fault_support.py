@@ -90,13 +90,31 @@ def atoms(cluster, topics):
     return out
 
 
-def execute(cluster, tmp_path, moves, throttle=RATE, *extra):
-    """`reassign-monitor execute` in this process; moves: [(topic, partition, replicas)] -> request id."""
+class BeforeFirstConfigChange:
+    """The real admin door, with `action()` run once just before its first IncrementalAlterConfigs: a fault
+    placed between what a command wrote before (its ownership record) and its first config change."""
+
+    def __init__(self, door, action):
+        self._door, self._action, self.fired = door, action, False
+
+    def alter_throttles(self, changes):
+        if not self.fired:
+            self.fired = True
+            self._action()
+        return self._door.alter_throttles(changes)
+
+    def __getattr__(self, name):
+        return getattr(self._door, name)
+
+
+def execute(cluster, tmp_path, moves, throttle=RATE, *extra, connect=None):
+    """`reassign-monitor execute` in this process; moves: [(topic, partition, replicas)] -> request id.
+    `connect`: the admin door (default: the real cluster's)."""
     plan = tmp_path / f"plan-{time.monotonic_ns()}.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": list(r)} for t, p, r in moves]}))
     code, out, err = cli("execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan,
-                         "--throttle", throttle, "--output", "json", "--timeout", "15", *extra)
+                         "--throttle", throttle, "--output", "json", "--timeout", "15", *extra, connect=connect)
     assert code == 0, f"execute exited {code}: {err.strip()}"
     return json.loads(out)["request_id"]
 

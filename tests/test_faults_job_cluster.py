@@ -9,9 +9,11 @@ import time
 import pytest
 from kafka import TopicPartition
 
+from streaming.commands.reassign_common import connect as connect_door
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
-    FIRST_POLL_S, LAST_POLL, TRIGGER_S, atoms, cleanup, execute, figure, moving, prepare, running, seconds_until)
+    FIRST_POLL_S, LAST_POLL, TRIGGER_S, BeforeFirstConfigChange, atoms, cleanup, execute, figure, moving, prepare,
+    running, seconds_until)
 from tests.job_process import batch_lines, failures_after, last_batch
 from tests.kafka_fixtures import wait_for
 
@@ -20,13 +22,11 @@ pytestmark = pytest.mark.cluster
 SETTLE_S = 90  # after the last restart: first poll, then the due removals of three requests
 
 
-def test_job_sigkilled_at_random_moments_leaves_no_owned_throttle(fault_cluster, fault_job, tmp_path, monkeypatch):
+def test_job_sigkilled_at_random_moments_leaves_no_owned_throttle(fault_cluster, fault_job, tmp_path):
     """Five kills at the moments a crash hurts most, their timing drawn from a seeded random generator
     (the seed is printed): between execute's ownership write and its config change, during start-up,
     mid-move, at a move's completion, and right after the janitor's first removal (before it can mark the
     ownership record done). After the last restart no owned throttle may remain and no foreign one change."""
-    import streaming.commands.execute as execute_command
-
     seed = int(os.environ.get("FAULT_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     cluster, job, created, kills = fault_cluster, running(fault_job), [], []
@@ -43,18 +43,14 @@ def test_job_sigkilled_at_random_moments_leaves_no_owned_throttle(fault_cluster,
         before = atoms(cluster, created)  # every throttle that exists now is foreign
 
         # 1. Between execute's ownership write (done) and its first config change (about to happen).
-        original = execute_command._set_throttles
         hooked = []
 
-        def kill_first(*args, **kwargs):
-            if not hooked:
-                hooked.append(atoms(cluster, created) - before)  # nothing of ours set yet: the kill point is real
-                kill("between execute's ownership write and its config change")
-            return original(*args, **kwargs)
+        def kill_first():
+            hooked.append(atoms(cluster, created) - before)  # nothing of ours set yet: the kill point is real
+            kill("between execute's ownership write and its config change")
 
-        monkeypatch.setattr(execute_command, "_set_throttles", kill_first)
-        execute(cluster, tmp_path, [(topics["a"], 0, [1, 2])])
-        monkeypatch.undo()
+        execute(cluster, tmp_path, [(topics["a"], 0, [1, 2])],
+                connect=lambda args: BeforeFirstConfigChange(connect_door(args), kill_first))
         assert hooked == [set()], f"the job was not killed between the ownership write and the config change: {hooked}"
 
         # 2. During start-up, at a random moment.
