@@ -11,7 +11,6 @@ import kafka.errors
 import pytest
 
 from streaming import cli
-from streaming.commands import progress as progress_command
 from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
 from streaming.core.report import SCHEMA_PATH
 from tests.fake_cluster import FakeCluster
@@ -215,19 +214,32 @@ def test_table_report_on_a_fake_cluster(capsys, fake):
     assert "Moving: 1 replica in 1 partition" in out
 
 
-def test_watch_ends_when_nothing_moves(capsys, fake, monkeypatch):
-    cluster = fake()
-    polls = []
+class CompletedAfterFirstPoll:
+    """A fake cluster whose move completes once the first poll is over (at the second DescribeCluster)."""
 
-    def sleep(seconds):  # the second poll sees the move completed
-        polls.append(seconds)
-        done(cluster)
+    def __init__(self, cluster):
+        self.cluster, self.polls = cluster, 0
 
-    monkeypatch.setattr(progress_command.time, "sleep", sleep)
-    assert on(cluster, ["progress", "--bootstrap-server", SOMEWHERE, "--watch", "2", "--output", "json"]) == EXIT_OK
+    def describe_cluster(self):
+        self.polls += 1
+        if self.polls == 2:
+            done(self.cluster)
+        return self.cluster.describe_cluster()
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+def test_watch_ends_when_nothing_moves(capsys, fake):
+    cluster = CompletedAfterFirstPoll(fake())
+    interval_s = 0.3
+    started = time.monotonic()
+    code = on(cluster, ["progress", "--bootstrap-server", SOMEWHERE, "--watch", str(interval_s), "--output", "json"])
+    elapsed = time.monotonic() - started
+    assert code == EXIT_OK
     documents = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [d["in_progress"] for d in documents] == [True, False]
-    assert len(polls) == 1 and 0 <= polls[0] <= 2
+    assert cluster.polls == 2 and elapsed >= interval_s  # one wait of one interval between the two polls
 
 
 REFUSED = [
