@@ -235,9 +235,15 @@ def test_the_sample_covers_every_category():
 
 # --- generated: malformed documents and property files -----------------------------------------------------------
 
+
+def json_containers(inner):
+    """Lists and objects of `inner` (a named function: hypothesis checks that it uses its argument by reading
+    its source, which it can misread for a lambda among others)."""
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+
+
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                           max_leaves=8)
+                           json_containers, max_leaves=8)
 bad_topics = (st.text(min_size=1, max_size=20).filter(lambda t: not re.fullmatch(r"[a-zA-Z0-9._-]+", t))
               | st.just("") | st.sampled_from([".", ".."]) | st.text("ab", min_size=250, max_size=300)
               | json_values.filter(lambda v: not isinstance(v, str)))
