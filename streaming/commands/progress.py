@@ -15,6 +15,7 @@ from contextlib import nullcontext
 
 from streaming.vocabulary import durations, reassignment_file
 from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
+from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
 WATCH_BOUNDS_S = (0.1, durations.DAY_S)
@@ -34,7 +35,6 @@ def _rows(admin, moves):
     """This poll's snapshot and report rows."""
     from streaming.core.kip179 import listed_replicas, ongoing_replicas
     from streaming.cluster.poller import poll
-    from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 
     snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else (), throttles=False)
     for error in snapshot.errors:
