@@ -9,12 +9,12 @@ ordinary prometheus_client objects on the same registry. Names and labels: sinks
 import threading
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
+from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
 
 DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
@@ -42,10 +42,8 @@ REPLICA_GAUGES = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES
                   (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
                   (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
                   (m.REPLICA_STALLED, "stalled_seconds"))
-ROLLUP_GAUGES = ((m.REPLICA_COPIED_BYTES, "bytes_done"), (m.REPLICA_TARGET_BYTES, "bytes_total"),
-                 (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
-                 (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
-                 (m.REPLICA_STALLED, "stalled_seconds"))
+ROLLUP_COLUMN = {"numerator": "bytes_done", "denominator": "bytes_total"}
+ROLLUP_GAUGES = tuple((metric, ROLLUP_COLUMN.get(column, column)) for metric, column in REPLICA_GAUGES)
 DETAIL_ROWS = {"replica": ("replicas", REPLICA_GAUGES), "partition": ("partitions", ROLLUP_GAUGES),
                "topic": ("topics", ROLLUP_GAUGES)}
 
@@ -64,10 +62,10 @@ def samples(picture, detail="replica"):
         for row in rows.to_dict("records"):
             labels = tuple(str(row[k]) for k in keys)
             for metric, column in per_row:
-                value = row[column]
-                if column == "bytes_total" and not value > 0:
+                value = json_value(row[column])
+                if column == "bytes_total" and not (value or 0) > 0:
                     continue  # a rollup with no known target: absent, as a replica's null denominator is
-                if value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value)):
+                if value is not None:
                     out.append((metric, keys, labels, float(value)))
             out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))
                     for name in STATE_NAMES if ReplicaState[name] not in FINISHED_STATES]

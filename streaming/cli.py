@@ -15,9 +15,8 @@ import importlib
 import sys
 import traceback
 
-from streaming.vocabulary import client_config, defaults
-
 from streaming.commands import flags
+from streaming.vocabulary import client_config, defaults
 from streaming.vocabulary.echo import first_line, one_line
 from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, MonitorError
 
@@ -32,8 +31,6 @@ COMMANDS = {
 DISTRIBUTION = "kafka-reassign-monitor"
 DOOR_COMMANDS = {"progress", "execute", "verify", "cancel"}  # run(args, connect): their admin is a parameter
 NO_CLUSTER = {"dashboards"}
-# Flags naming a topic that some commands add (reassign_common, run): checked against Kafka's rules here,
-# once, whichever command added them.
 BUG_DETAIL_LIMIT = 300
 
 

@@ -61,9 +61,12 @@ class LocalCluster:
             self.produce(name, list(assignment), megabytes, record_bytes)
         return name
 
+    def settings(self):
+        """librdkafka settings reaching this cluster (the secured cluster adds its credentials)."""
+        return {"bootstrap.servers": self.bootstrap}
+
     def produce(self, topic, partitions, megabytes, record_bytes=10_000):
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20, "acks": "all",
-                             "compression.type": "none"})
+        producer = Producer({**self.settings(), "linger.ms": 20, "acks": "all", "compression.type": "none"})
         count = int(megabytes * 1_000_000 / record_bytes)
         for partition in partitions:
             for _ in range(count):

@@ -6,7 +6,6 @@ import secrets
 import shutil
 from pathlib import Path
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
@@ -52,17 +51,6 @@ class SecureCluster(LocalCluster):
 
     def confluent_admin(self):
         return AdminClient({**self.settings(), "log_level": 0})
-
-    def produce(self, topic, partitions, megabytes, record_bytes=10_000):
-        import os
-
-        producer = Producer({**self.settings(), "linger.ms": 20, "acks": "all", "compression.type": "none"})
-        for partition in partitions:
-            for _ in range(int(megabytes * 1_000_000 / record_bytes)):
-                producer.produce(topic, os.urandom(record_bytes), partition=partition)
-                producer.poll(0)
-        if producer.flush(60) != 0:
-            raise RuntimeError("records left unsent")
 
     def principal(self, name, grants, directory):
         """A SCRAM user `name` holding exactly `grants` (streaming.cluster.acls.Grant), usable once authentication

@@ -26,6 +26,17 @@ def copying(job, topic, broker=DESTINATION, at_least=1_500_000):
              message=f"over {at_least} bytes copied to broker {broker}")
 
 
+def copying_move(cluster, job, tmp_path, created):
+    """A fresh topic (added to `created`) whose partition 0 moves from SOURCE to DESTINATION under a throttle,
+    once the job shows bytes copied: (topic, the throttles that were set before the move's execute)."""
+    topic = prepare(cluster, SOURCE, OTHER, megabytes=MEGABYTES)
+    created.append(topic)
+    before = atoms(cluster, [topic])
+    execute(cluster, tmp_path, [(topic, 0, [SOURCE, DESTINATION])])
+    copying(job, topic)
+    return topic, before
+
+
 def isr(cluster, topic, partition=0):
     """(sorted ISR, sorted replicas) of one partition; retried while a dead broker refuses the first try."""
     def read():
@@ -90,12 +101,8 @@ LEAVING = {
 def test_replica_leaving_adding_list_without_joining_isr_is_cancelled(fault_cluster, fault_job, tmp_path, case):
     cluster, job, created = fault_cluster, running(fault_job), []
     try:
-        topic = prepare(cluster, SOURCE, OTHER, megabytes=MEGABYTES)
-        created.append(topic)
         start_batch = last_batch(job.log())
-        before = atoms(cluster, [topic])
-        execute(cluster, tmp_path, [(topic, 0, [SOURCE, DESTINATION])])
-        copying(job, topic)
+        topic, before = copying_move(cluster, job, tmp_path, created)
         LEAVING[case](cluster, tmp_path, topic)
         in_isr_after, replicas_after = isr(cluster, topic)
         # The case's premise, from the cluster: broker 2 is no longer being added, and not in the ISR.
@@ -177,13 +184,9 @@ def test_in_flight_change_never_breaks_the_job(fault_cluster, fault_job, tmp_pat
     change, tracked, survives = IN_FLIGHT[case]
     cluster, job, created = fault_cluster, running(fault_job), []
     try:
-        topic = prepare(cluster, SOURCE, OTHER, megabytes=MEGABYTES)
-        created.append(topic)
         log_from = len(job.log())
-        before = atoms(cluster, [topic])
+        topic, before = copying_move(cluster, job, tmp_path, created)
         broker_rates_before = {a for a in before if isinstance(a[0], int)}
-        execute(cluster, tmp_path, [(topic, 0, [SOURCE, DESTINATION])])
-        copying(job, topic)
         change(cluster, tmp_path, topic)
         changed_batch = last_batch(job.log())
 

@@ -4,8 +4,9 @@ asynchronously). An action refused or not confirmed by the deadline comes back `
 
 import sys
 import time
+from dataclasses import replace
 
-from sinks.throttles.actions import FAILED, ThrottleAction
+from sinks.throttles.actions import FAILED
 from sinks.throttles.bookkeeping import confirmed
 from sinks.throttles.ownership import DONE
 from sinks.throttles.read import read_cluster
@@ -20,8 +21,7 @@ def _stderr(line):
 
 
 def failed(action, why):
-    return ThrottleAction(action.scope, action.name, action.kind, FAILED, action.op, action.entries,
-                          action.value, action.restored_value, f"{why} ({action.reason})", action.request_ids)
+    return replace(action, action=FAILED, reason=f"{why} ({action.reason})")
 
 
 def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):

@@ -36,9 +36,14 @@ from streaming.vocabulary.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELET
 
 # ---- the rules: each returns why a throttle must stay (a one-line reason), or None ----
 
+def being_executed(record, view, policy):
+    """A `pending` record younger than the grace period: its `execute` may still be setting throttles."""
+    return record.state == PENDING and view.now_ms - record.created_ms < policy.pending_grace_ms
+
+
 def owner_lets_go(record, view, policy):
     """None when `record` no longer needs its throttles kept for its own sake (rule 4), else why."""
-    if record.state == PENDING and view.now_ms - record.created_ms < policy.pending_grace_ms:
+    if being_executed(record, view, policy):
         return f"request {record.request_id} is still being executed"
     if not record.auto_remove and record.state != ABORTED and record.request_id not in policy.release:
         return f"request {record.request_id} was executed with --no-auto-remove-throttle"
@@ -128,7 +133,7 @@ def _plan_owned(view, records, policy):
 
 
 def execute_in_flight(view, records, policy):
-    return any(r.state == PENDING and view.now_ms - r.created_ms < policy.pending_grace_ms for r in records)
+    return any(being_executed(r, view, policy) for r in records)
 
 
 def _plan_all(view, records, policy):

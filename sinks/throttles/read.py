@@ -6,7 +6,7 @@ import time
 from sinks.throttles.actions import ALL, ALTER_LOG_DIRS
 from sinks.throttles.ownership import DONE
 from streaming.vocabulary.config_keys import TOPIC
-from streaming.vocabulary.snapshot import Snapshot, table
+from streaming.vocabulary.snapshot import Snapshot, alive_brokers, table
 
 
 def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
@@ -14,7 +14,7 @@ def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
     and the log dirs of `log_dir_brokers` (future logs only). Raises on any failed request."""
     cluster_id, brokers = admin.describe_cluster()
     reassignments = admin.list_reassignments()
-    alive = sorted(b["broker"] for b in brokers if b["alive"])
+    alive = alive_brokers(brokers)
     topic_rows, broker_rows = admin.describe_throttles(sorted(set(topics)), alive)
     log_dirs, answered = [], set()
     for broker in sorted(set(log_dir_brokers) & set(alive)):

@@ -1,6 +1,7 @@
 """What the janitor says: one line per action (`describe`, for stderr and the record's message), the
 progress-topic `throttle` record of an action (`throttle_record`, sinks.records shape), and the line
-logged when throttles set by another tool are observed (`describe_observed`). Pure."""
+logged when throttles set by another tool are observed (`describe_observed`), and what a record claims
+(`describe_claims`). Pure."""
 
 from sinks.records import THROTTLE_KIND, record, throttle_key
 from sinks.throttles.actions import DRY_RUN, FAILED
@@ -33,8 +34,13 @@ def throttle_record(action, ts_ms, batch_id, cluster_id):
     return throttle_key(action.scope, action.name), value
 
 
+def describe_claims(record):
+    """The throttles an ownership record claims, in one line ("nothing" when it claims none)."""
+    claims = [f"topic {c.topic} {c.kind} {c.partition}:{c.broker}" for c in record.entries]
+    claims += [f"broker {c.broker} {c.kind} rate {c.rate}" for c in record.rates]
+    return ", ".join(claims) or "nothing"
+
+
 def describe_observed(found):
     """One line naming the claims of an `observed` ownership record."""
-    claims = [f"{c.topic} {c.kind} {c.partition}:{c.broker}" for c in found.entries]
-    claims += [f"broker {c.broker} {c.kind} rate" for c in found.rates]
-    return f"observed with reassignments started by another tool ({found.request_id}): {', '.join(claims)}"
+    return f"observed with reassignments started by another tool ({found.request_id}): {describe_claims(found)}"

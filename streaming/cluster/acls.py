@@ -58,10 +58,15 @@ def _poll(progress_topic, ownership_topic):
     )
 
 
-def _janitor(progress_topic, ownership_topic):
+def _throttle_removal(progress_topic, ownership_topic):
     return (
         _topic(ANY_TOPIC, "AlterConfigs", "subtracting `partition:broker` entries from the topics' throttled-replicas lists"),
         _cluster("AlterConfigs", "removing or restoring broker throttle rates (broker configs authorize on the Cluster)"),
+    )
+
+
+def _janitor(progress_topic, ownership_topic):
+    return _throttle_removal(progress_topic, ownership_topic) + (
         _topic(ownership_topic, "Write", "marking ownership records `done` once their throttles are gone"),
     )
 
@@ -89,7 +94,7 @@ def _execute(progress_topic, ownership_topic):
 
 
 def _verify(progress_topic, ownership_topic):
-    return _poll(progress_topic, ownership_topic) + _janitor(progress_topic, ownership_topic)[:2] + (
+    return _poll(progress_topic, ownership_topic) + _throttle_removal(progress_topic, ownership_topic) + (
         _topic(ownership_topic, "Read", "which throttles this tool owns"),
         _topic(ownership_topic, "Write", "marking ownership records `done` once their throttles are gone"),
         _topic(progress_topic, "Write", "`throttle` records of the actions taken, when the progress topic exists "

@@ -36,6 +36,11 @@ QUIET_LIBRDKAFKA.addHandler(logging.NullHandler())
 QUIET_LIBRDKAFKA.propagate = False
 
 
+def config_acl_resource(is_broker, name):
+    """The ACL resource a config authorizes on: broker configs on the Cluster, a topic's on the topic."""
+    return "Cluster" if is_broker else f"Topic {name}"
+
+
 class Door:
     """The clients (kafka-python, and confluent-kafka's admin client, producer and a reader, each made on
     first use) and the call path. Construction reads the command config once and bootstraps (bounded by
@@ -115,12 +120,14 @@ class Door:
         with self._lock:
             self.requests += requests
 
+    def _lacks(self, operation, resource):
+        """Who lacks what, as every refusal by the authorizer says it."""
+        return f"{self._principal or 'this client principal'} lacks {operation} on {resource}"
+
     def _named(self, error, needs):
         """A refusal by the authorizer, naming who lacks which operation on what (`needs`)."""
         if isinstance(error, NotAuthorized) and needs is not None:
-            operation, resource = needs
-            who = self._principal or "this client's principal"
-            return NotAuthorized(f"{error}: {who} lacks {operation} on {resource}")
+            return NotAuthorized(f"{error}: {self._lacks(*needs)}")
         return error
 
     def _retrying(self, api, attempt, doing, needs, drop=None):

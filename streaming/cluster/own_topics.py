@@ -38,24 +38,21 @@ class OwnTopics:
 
             created = self._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
                                            needs=("Create", f"Topic {name}"))
-        self._await_leaders(name)
+        self._await_leaders(name, metadata)
         return created
 
-    def _await_leaders(self, name):
+    def _await_leaders(self, name, metadata):
+        """Return once `name` has a leader for every partition, asking again from `metadata`, the answer at
+        hand (a topic that exists with its leaders costs no second request)."""
         deadline = time.monotonic() + self._timeout_s
-        while True:
-            metadata = self._metadata()
-            topic = metadata.topics.get(name)
-            if topic is not None and topic.error is None and topic.partitions and \
-                    all(p.leader >= 0 for p in topic.partitions.values()):
-                return
+        while not _led(metadata.topics.get(name)):
             if time.monotonic() > deadline:
                 raise ClusterError(f"topic {name}: no leader for every partition within {self._timeout_s:g}s")
             time.sleep(0.1)
+            metadata = self._metadata()
 
     def topic_exists(self, name):
-        metadata = self._metadata()
-        return name in metadata.topics
+        return name in self._metadata().topics
 
     def _producer_client(self):
         from confluent_kafka import Producer
@@ -175,3 +172,9 @@ class OwnTopics:
             return records
 
         return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"), drop=self._drop_reader)
+
+
+def _led(topic):
+    """Whether a topic's metadata shows it without error and with a leader for every partition."""
+    return topic is not None and topic.error is None and bool(topic.partitions) and \
+        all(p.leader >= 0 for p in topic.partitions.values())

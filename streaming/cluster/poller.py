@@ -11,17 +11,15 @@ DescribeCluster failing fails the poll: without it nothing is known, not even wh
 """
 
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 
-from collections import Counter
-
+from streaming.vocabulary.errors import from_kafka_error
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS,
                                              METADATA, REQUIRED_APIS)
-from streaming.vocabulary.errors import from_kafka_error
-from streaming.vocabulary.snapshot import PollError, Snapshot, combine, table
-
+from streaming.vocabulary.snapshot import PollError, Snapshot, alive_brokers, combine, table
 
 
 def describe_cluster(admin):
@@ -30,10 +28,6 @@ def describe_cluster(admin):
         return admin.describe_cluster()
     except Exception as error:
         raise from_kafka_error(error, "describing the cluster") from error
-
-
-def alive_brokers(brokers):
-    return sorted(b["broker"] for b in brokers if b["alive"])
 
 
 def usable(cluster_id, errors):

@@ -5,6 +5,7 @@ at 10,000 partitions)."""
 
 from collections import defaultdict
 
+from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.errors import AUTHORIZATION, NotAuthorized, kind_of
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
@@ -15,7 +16,7 @@ BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
 
 
 class Reads:
-    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_metadata`."""
+    """Mixed into the door (streaming.cluster.door.Door): uses its `_call`, `_metadata` and `_lacks`."""
 
     def describe_cluster(self):
         def work(kafka):
@@ -135,9 +136,8 @@ class Reads:
                     continue
                 error = kerrors.for_code(result.error_code)(result.error_message or "")
                 if kind_of(error) == AUTHORIZATION:
-                    resource = "Cluster" if result.resource_type == BROKER_RESOURCE else f"Topic {result.resource_name}"
-                    raise NotAuthorized(f"{DESCRIBE_CONFIGS}: not authorized: "
-                                        f"{self._principal or 'this client principal'} lacks DescribeConfigs on {resource}")
+                    resource = config_acl_resource(result.resource_type == BROKER_RESOURCE, result.resource_name)
+                    raise NotAuthorized(f"{DESCRIBE_CONFIGS}: not authorized: {self._lacks('DescribeConfigs', resource)}")
                 raise error
         return kafka._describe_configs_process_responses(responses)
 

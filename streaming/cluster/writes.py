@@ -1,9 +1,13 @@
 """The door's writes: throttle configs, reassignments (start and cancel) and log-dir moves. Each is
 idempotent, so a retry after a lost answer is harmless; each answers, per item, None or Kafka's refusal."""
 
+from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import DELETE, OPS, TOPIC, throttle_config_key
+from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.errors import AUTHORIZATION, kind_of_answer
 from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS
+
+REFUSAL_LIMIT = 200  # characters of a refusal's text kept in its one line
 
 
 def _error_name(error):
@@ -14,9 +18,8 @@ def _error_name(error):
     return None if name == "NoError" else name
 
 
-
 class Writes:
-    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_principal`."""
+    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_lacks`."""
 
     def alter_throttles(self, changes):
         """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python
@@ -46,10 +49,8 @@ class Writes:
         """kafka-python's per-resource answer of alter_configs ("[Error 31] Name: detail") as one short line;
         a refusal by the authorizer names who lacks AlterConfigs on what (broker configs live on the Cluster)."""
         if kind_of_answer(answer) == AUTHORIZATION:
-            resource = f"Topic {name}" if scope == TOPIC else "Cluster"
-            return f"not authorized: {self._principal or 'this client principal'} lacks AlterConfigs on {resource}"
-        text = " ".join(str(answer).split())
-        return text if len(text) <= 200 else text[:200] + "..."
+            return f"not authorized: {self._lacks('AlterConfigs', config_acl_resource(scope != TOPIC, name))}"
+        return first_line(answer, REFUSAL_LIMIT)
 
     def _alter_reassignments(self, targets, doing):
         from kafka import TopicPartition

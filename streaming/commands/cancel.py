@@ -89,18 +89,12 @@ def statuses(requested, ongoing, results):
 
 
 def _remove_throttles(args, admin, cancelled):
-    """The janitor's sweep for the cancelled partitions' owners; (outputs, note of the progress-topic write)."""
-    from sinks.throttles.actions import Policy
-    from sinks.throttles.janitor import Janitor
-
+    """The janitor's sweep for the cancelled partitions' owners: (outputs, note)."""
     try:
-        store = common.open_store(args, admin, create=False)
-        policy = Policy(release=common.releasing(store.records(), cancelled))
-        outputs = Janitor(admin, store, log=common.quiet, policy=policy).sweep()
+        return common.sweep_released(args, admin, cancelled)
     except ClusterError as error:  # the cancel stands; the records in Kafka keep the removal due
         return [], (f"throttles not removed yet ({error}); `reassign-monitor run` or `verify` of these partitions "
                     "removes them once the cluster answers")
-    return outputs, common.publish_actions(args, admin, outputs)
 
 
 def _print(args, rows, forced, actions, note, cancelled):

@@ -284,23 +284,17 @@ def _abort(admin, store, record, error):
     from sinks.throttles.actions import FAILED, Policy
     from sinks.throttles.janitor import Janitor
     from sinks.throttles.ownership import ABORTED
-    from sinks.throttles.report import describe
+    from sinks.throttles.report import describe, describe_claims
 
     try:
         store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
         outputs = Janitor(admin, store, Policy(release=frozenset({record.request_id})), log=common.quiet).sweep()
     except Exception as cleanup_error:  # nothing could be read or marked: every claim may still be set
-        return f"{_claims(record)} (rollback failed: {cleanup_error})"
+        return f"{describe_claims(record)} (rollback failed: {cleanup_error})"
     for output in outputs:
         print(f"Rolled back: {describe(output.action)}" if output.action.action != FAILED else
               f"Not rolled back: {describe(output.action)}", file=sys.stderr)
     return "; ".join(describe(o.action) for o in outputs if o.action.action == FAILED)
-
-
-def _claims(record):
-    entries = [f"topic {c.topic} {c.kind} {c.partition}:{c.broker}" for c in record.entries]
-    rates = [f"broker {c.broker} {c.kind} rate {c.rate}" for c in record.rates]
-    return ", ".join(entries + rates) or "nothing"
 
 
 def _document(request, started, failed, unmoved, dry_run):

@@ -14,7 +14,8 @@ from contextlib import nullcontext
 # is built on each invocation, and a usage error should not wait for pandas.
 
 from streaming.vocabulary import durations, reassignment_file
-from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, Refused
+from streaming.commands import reassign_common as common
+from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
@@ -34,12 +35,9 @@ def add_arguments(parser):
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
     from streaming.core.kip179 import listed_replicas, ongoing_replicas
-    from streaming.cluster.poller import poll
 
-    snapshot = poll(admin, topics=frozenset(m.topic for m in moves) if moves is not None else (), throttles=False)
-    for error in snapshot.errors:
-        if error.api in REQUIRED_APIS:  # the report would be wrong, not incomplete: a refused request, exit 3
-            raise Refused(f"{error.api}: {error.message}")
+    topics = [m.topic for m in moves] if moves is not None else []
+    snapshot = common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False)
     rows = ongoing_replicas(snapshot) if moves is None else listed_replicas(moves, snapshot)
     return snapshot, rows
 

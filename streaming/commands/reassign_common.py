@@ -14,15 +14,13 @@ from streaming.vocabulary.kafka_apis import DECISION_APIS
 from streaming.vocabulary.kafka_limits import LONG_MAX
 
 
-
 def add_ownership_topic(parser):
     parser.add_argument("--ownership-topic", type=flags.topic_name, default=OWNERSHIP_TOPIC, metavar="NAME",
                         help=f"compacted topic recording which throttles this tool set (default {OWNERSHIP_TOPIC})")
 
 
-def add_progress_topic(parser):
-    parser.add_argument("--progress-topic", type=flags.topic_name, default=PROGRESS_TOPIC, metavar="NAME",
-                        help="throttle actions are also written here as `throttle` records when the topic exists")
+def add_progress_topic(parser, help_text="throttle actions are also written here as `throttle` records when the topic exists"):
+    parser.add_argument("--progress-topic", type=flags.topic_name, default=PROGRESS_TOPIC, metavar="NAME", help=help_text)
 
 
 def connect(args):
@@ -39,14 +37,15 @@ def open_store(args, admin, create):
     return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
 
 
-def strict_poll(admin, topics, needs=DECISION_APIS):
-    """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3)."""
+def strict_poll(admin, topics, needs=DECISION_APIS, throttles=True):
+    """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3: a decision
+    or a report on a poll missing one would be wrong, not incomplete). `throttles` as poller.poll."""
     from streaming.cluster.poller import poll
 
-    snapshot = poll(admin, topics=sorted(set(topics)))
+    snapshot = poll(admin, topics=sorted(set(topics)), throttles=throttles)
     for error in snapshot.errors:
         if error.api in needs:
-            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api} failed: {error.message}")
+            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api}: {error.message}")
     return snapshot
 
 
@@ -60,6 +59,19 @@ def ongoing_of(snapshot):
     """(topic, partition) -> {"replicas", "adding", "removing"} of each ongoing reassignment."""
     return {(r["topic"], int(r["partition"])): {k: [int(b) for b in r[k]] for k in ("replicas", "adding", "removing")}
             for r in snapshot["reassignments"].to_dict("records")}
+
+
+def sweep_released(args, admin, partitions, dry_run=False):
+    """The janitor's sweep with the records moving `partitions` released (an explicit verify or cancel of
+    them overrides --no-auto-remove-throttle), its actions then written to the progress topic:
+    (janitor outputs, note of that write or None)."""
+    from sinks.throttles.actions import Policy
+    from sinks.throttles.janitor import Janitor
+
+    store = open_store(args, admin, create=False)
+    policy = Policy(dry_run=dry_run, release=releasing(store.records(), partitions))
+    outputs = Janitor(admin, store, log=quiet, policy=policy).sweep()
+    return outputs, publish_actions(args, admin, outputs)
 
 
 def releasing(records, partitions):

@@ -13,7 +13,6 @@ import tempfile
 
 from streaming.vocabulary import defaults, durations
 from streaming.spark.checkpoint import local_path
-from streaming.commands import flags
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
@@ -39,7 +38,7 @@ def add_arguments(parser):
                         help="Spark master (default local[*]); use '' under spark-submit, which sets it")
     parser.add_argument("--checkpoint-location", default=defaults.CHECKPOINT_LOCATION, metavar="DIR",
                         help="durable directory: rates, states and the batch log survive restarts")
-    parser.add_argument("--progress-topic", type=flags.topic_name, default=defaults.PROGRESS_TOPIC, metavar="NAME")
+    common.add_progress_topic(parser, help_text="compacted topic the progress records go to (created if absent)")
     parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
     parser.add_argument("--metrics-address", default=defaults.METRICS_ADDRESS, help="address /metrics listens on")
     parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default=defaults.METRICS_DETAIL,

@@ -51,8 +51,6 @@ def statuses(file_moves, snapshot):
 
 
 def run(args, connect):
-    from sinks.throttles.actions import Policy
-    from sinks.throttles.janitor import Janitor
     from streaming.vocabulary.reassignment_file import load
 
     file_moves = load(args.reassignment_json_file)
@@ -71,11 +69,8 @@ def run(args, connect):
             rows = statuses(file_moves, common.strict_poll(admin, topics))
         outputs, note = [], None
         if not args.preserve_throttles:
-            store = common.open_store(args, admin, create=False)
-            release = common.releasing(store.records(), [(m.topic, m.partition) for m, _, _ in rows])
-            janitor = Janitor(admin, store, log=common.quiet, policy=Policy(dry_run=args.dry_run, release=release))
-            outputs = janitor.sweep()
-            note = common.publish_actions(args, admin, outputs)
+            outputs, note = common.sweep_released(args, admin, [(m.topic, m.partition) for m, _, _ in rows],
+                                                  dry_run=args.dry_run)
     finally:
         admin.close()
 

@@ -43,11 +43,11 @@ class JobConfig:
     ownership_topic: str = defaults.OWNERSHIP_TOPIC
     metrics_port: int = defaults.METRICS_PORT
     metrics_address: str = defaults.METRICS_ADDRESS
-    metrics_detail: str = "replica"
+    metrics_detail: str = defaults.METRICS_DETAIL
     trigger_interval_s: float = defaults.TRIGGER_INTERVAL_S
     stall_after_s: float = defaults.STALL_AFTER_S
     rate_window_s: float = defaults.RATE_WINDOW_S
-    throttle_cleanup: str = "owned"
+    throttle_cleanup: str = defaults.THROTTLE_CLEANUP
     dry_run: bool = False
     quiet: bool = False
 

@@ -6,6 +6,7 @@ poll facts. The driver's batch handler (streaming.spark.job) only performs the I
 """
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -41,13 +42,10 @@ def poll_facts(frame):
     part of the poll. Parts run in parallel, so the poll took as long as the slowest; requests add up;
     errors in order; the cluster id from the part that described the cluster."""
     errors = tuple(PollError(e["api"], e["message"]) for text in frame["errors"] for e in json.loads(text))
-    retries = {}
-    for text in frame["retries"] if "retries" in frame else ():
-        for api, count in json.loads(text).items():
-            retries[api] = retries.get(api, 0) + int(count)
+    retries = sum((Counter(json.loads(text)) for text in (frame["retries"] if "retries" in frame else ())), Counter())
     cluster_ids = [c for c in frame["cluster_id"] if c]
     return PollFacts(cluster_ids[0] if cluster_ids else "", int(frame["ts_ms"].min()), int(frame["requests"].sum()),
-                     float(frame["duration_s"].max()), errors, retries)
+                     float(frame["duration_s"].max()), errors, dict(retries))
 
 
 @dataclass(frozen=True)

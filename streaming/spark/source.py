@@ -35,6 +35,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from streaming.spark import codec
 from streaming.cluster.poller import poll, usable
+from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
 from streaming.vocabulary.snapshot import BROKER_KEYED, PollError, Snapshot
 
@@ -54,7 +55,7 @@ _admins = {}  # per worker process: (bootstrap, command_config, timeout) -> Kafk
 
 
 def _admin_key(options):
-    return options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", "10"))
+    return options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", TIMEOUT_S))
 
 
 def cached_admin(options):

@@ -3,10 +3,10 @@ into the settings of each client library we use. Only the keys below are underst
 is bad input, so a typo cannot silently drop security settings."""
 
 import os
-import stat
 
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
+from streaming.vocabulary.operator_file import read_text
 
 # Java/librdkafka property -> kafka-python keyword.
 KAFKA_PYTHON_KEYS = {
@@ -30,19 +30,6 @@ ALLOWED_VALUES = {
 FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
 # A client config is a handful of lines; a cap keeps a wrong path (a log, /dev/zero) out of memory.
 MAX_FILE_BYTES = 1024 * 1024
-
-
-def _text(path):
-    with open(path, "rb") as handle:
-        if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-            raise IsADirectoryError(21, "Is a directory")
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"larger than {MAX_FILE_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:  # never quote the bytes: they may be part of a password
-        raise BadInput(f"not UTF-8 text (byte {error.start})") from error
 
 
 def _parse(lines):
@@ -79,7 +66,7 @@ def read_properties(path):
     if path is None:
         return {}
     with reading_input(f"--command-config {shown(path, 200)}"):
-        return _parse(_text(path).splitlines())
+        return _parse(read_text(path, MAX_FILE_BYTES).splitlines())
 
 
 def kafka_python_settings(properties):

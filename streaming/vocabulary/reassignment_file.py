@@ -10,13 +10,12 @@ ids outside int32; duplicate partitions or brokers; an empty list of partitions 
 """
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
 from streaming.vocabulary.kafka_limits import INT32_MAX, topic_name_problem
+from streaming.vocabulary.operator_file import read_text
 
 ANY_LOG_DIR = "any"
 # Kafka's own tool has no limit; 100,000 moves are about 8 MB of JSON. A cap keeps /dev/zero or a wrong
@@ -125,27 +124,9 @@ def parse(text, require_replicas=True, allow_empty=False):
     return moves
 
 
-def _read(path):
-    """The file's text: at most MAX_FILE_BYTES of UTF-8 from anything but a directory (pipes such as
-    <(jq ...) included, so the size is checked on what was read, not only on what stat says)."""
-    with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(21, "Is a directory")
-        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
-            raise BadInput(f"{info.st_size} bytes: larger than {MAX_FILE_BYTES} bytes")
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"larger than {MAX_FILE_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise BadInput(f"not UTF-8 text (byte {error.start})") from error
-
-
 def load(path, require_replicas=True, allow_empty=False):
     with reading_input(f"--reassignment-json-file {shown(path, 200)}"):
-        return parse(_read(path), require_replicas, allow_empty)
+        return parse(read_text(path, MAX_FILE_BYTES), require_replicas, allow_empty)
 
 
 def to_json(assignment):

@@ -7,6 +7,7 @@ by that key and hands each bucket its own slice plus the whole broker-keyed tabl
 the answer of one admin API, so the parts of a poll, made concurrently, concatenate (`combine`).
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -55,6 +56,11 @@ def table(name, rows):
     return pa.Table.from_pylist(list(rows), schema=SCHEMAS[name]).to_pandas()
 
 
+def alive_brokers(brokers):
+    """The ids of DescribeCluster's brokers (rows {"broker", "alive"}) that are alive, sorted."""
+    return sorted(b["broker"] for b in brokers if b["alive"])
+
+
 @dataclass(frozen=True)
 class PollError:
     api: str
@@ -95,13 +101,10 @@ def combine(parts, ts_ms, duration_s):
     names = {name for part in parts for name in part.tables}
     tables = {name: pd.concat([p.tables[name] for p in parts if name in p.tables], ignore_index=True)
               for name in names}
-    retries = {}
-    for part in parts:
-        for api, count in part.retries.items():
-            retries[api] = retries.get(api, 0) + count
+    retries = sum((Counter(part.retries) for part in parts), Counter())
     return Snapshot(ts_ms=ts_ms, cluster_id=next((p.cluster_id for p in parts if p.cluster_id), ""), tables=tables,
                     requests=sum(p.requests for p in parts), errors=tuple(e for p in parts for e in p.errors),
-                    duration_s=duration_s, retries=retries)
+                    duration_s=duration_s, retries=dict(retries))
 
 
 def from_rows(ts_ms, cluster_id, **rows):
