@@ -9,7 +9,6 @@ ordinary prometheus_client objects on the same registry. Names and labels: sinks
 import threading
 from dataclasses import dataclass, field
 
-import pandas as pd
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
@@ -23,16 +22,17 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 @dataclass(frozen=True)
 class Picture:
-    """What one batch knows: moving replica rows (streaming.core.history report columns), their partition
-    and topic rollups (streaming.core.progress: the same rollup the progress records carry), partition
-    counts per state, the cluster summary, throttle tables, last poll time."""
-    replicas: pd.DataFrame = field(default_factory=pd.DataFrame)
-    partitions: pd.DataFrame = field(default_factory=pd.DataFrame)
-    topics: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """What one batch knows, as tuples of row dicts: moving replica rows (streaming.core.history report
+    columns), their partition and topic rollups (streaming.core.progress: the same rollup the progress
+    records carry), partition counts per state, the cluster summary, throttle tables (snapshot rows),
+    last poll time."""
+    replicas: tuple = ()
+    partitions: tuple = ()
+    topics: tuple = ()
     partition_states: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
-    broker_throttles: pd.DataFrame = field(default_factory=pd.DataFrame)
-    topic_throttles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    broker_throttles: tuple = ()
+    topic_throttles: tuple = ()
     last_poll_s: float | None = None
 
 
@@ -44,6 +44,7 @@ REPLICA_GAUGES = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES
                   (m.REPLICA_STALLED, "stalled_seconds"))
 ROLLUP_COLUMN = {"numerator": "bytes_done", "denominator": "bytes_total"}
 ROLLUP_GAUGES = tuple((metric, ROLLUP_COLUMN.get(column, column)) for metric, column in REPLICA_GAUGES)
+MOVING_STATE_NAMES = tuple(name for name in STATE_NAMES if ReplicaState[name] not in FINISHED_STATES)
 DETAIL_ROWS = {"replica": ("replicas", REPLICA_GAUGES), "partition": ("partitions", ROLLUP_GAUGES),
                "topic": ("topics", ROLLUP_GAUGES)}
 
@@ -57,18 +58,16 @@ def samples(picture, detail="replica"):
     keys = DETAIL_KEYS[detail]
     out = []
     table, per_row = DETAIL_ROWS[detail]
-    rows = getattr(picture, table)
-    if not rows.empty:
-        for row in rows.to_dict("records"):
-            labels = tuple(str(row[k]) for k in keys)
-            for metric, column in per_row:
-                value = json_value(row[column])
-                if column == "bytes_total" and not (value or 0) > 0:
-                    continue  # a rollup with no known target: absent, as a replica's null denominator is
-                if value is not None:
-                    out.append((metric, keys, labels, float(value)))
-            out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))
-                    for name in STATE_NAMES if ReplicaState[name] not in FINISHED_STATES]
+    for row in getattr(picture, table):
+        labels = tuple(str(row[k]) for k in keys)
+        for metric, column in per_row:
+            value = json_value(row[column])
+            if column == "bytes_total" and not (value or 0) > 0:
+                continue  # a rollup with no known target: absent, as a replica's null denominator is
+            if value is not None:
+                out.append((metric, keys, labels, float(value)))
+        out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))
+                for name in MOVING_STATE_NAMES]
     out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0))) for name in STATE_NAMES]
     summary = picture.summary
     if summary:
@@ -76,9 +75,9 @@ def samples(picture, detail="replica"):
         out.append((m.COPY_RATE, (), (), float(summary["rate_bytes_per_sec"] or 0.0)))
         if summary.get("eta_seconds") is not None:
             out.append((m.ETA, (), (), float(summary["eta_seconds"])))
-    for row in picture.broker_throttles.to_dict("records"):
+    for row in picture.broker_throttles:
         out.append((m.BROKER_THROTTLE_RATE, ("broker", "kind"), (str(row["broker"]), row["kind"]), float(row["rate"])))
-    for row in picture.topic_throttles.to_dict("records"):
+    for row in picture.topic_throttles:
         out.append((m.TOPIC_THROTTLED_REPLICAS, ("topic", "kind"), (row["topic"], row["kind"]),
                     float(_throttled_entries(row["value"]))))
     if picture.last_poll_s is not None:

@@ -1,14 +1,10 @@
 """The pure progress core (streaming.core.progress) on plain data: a table of cases, then properties."""
 
-import math
-
-import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.core.progress import finished_replicas, partition_rollup, replica_progress, with_states
+from streaming.core.progress import REPLICA_COLUMNS, finished_replicas, partition_rollup, replica_progress, with_states
 from streaming.vocabulary.snapshot import from_rows
 from streaming.vocabulary.states import ReplicaState
 
@@ -42,7 +38,7 @@ def move(*, leader_bytes=LEADER_BYTES, copied=None, isr=(1,), alive=(1, 2, 3), a
 def only_row(snapshot):
     rows = with_states(replica_progress(snapshot))
     assert len(rows) == 1, rows
-    return rows.iloc[0]
+    return rows[0]
 
 
 NULL = None
@@ -72,12 +68,12 @@ CASES = [
 def test_replica_progress(snapshot, expected):
     row = only_row(snapshot)
     numerator, denominator, progress, in_isr, state = expected
-    assert (None if pd.isna(row["numerator"]) else int(row["numerator"])) == numerator
-    assert (None if pd.isna(row["denominator"]) else int(row["denominator"])) == denominator
-    assert (None if math.isnan(row["progress"]) else row["progress"]) == pytest.approx(progress)
-    assert bool(row["in_isr"]) == in_isr
+    assert row["numerator"] == numerator
+    assert row["denominator"] == denominator
+    assert row["progress"] == pytest.approx(progress)
+    assert row["in_isr"] == in_isr
     assert row["state"] == state
-    assert (row["topic"], row["partition"], row["broker"], bool(row["intra_broker"])) == (TOPIC, 0, 2, False)
+    assert (row["topic"], row["partition"], row["broker"], row["intra_broker"]) == (TOPIC, 0, 2, False)
 
 
 def test_messages_behind_estimate_is_the_missing_share_of_the_offset_span():
@@ -86,7 +82,7 @@ def test_messages_behind_estimate_is_the_missing_share_of_the_offset_span():
 
 
 def test_messages_behind_estimate_is_null_without_offsets():
-    assert math.isnan(only_row(move(copied=400))["messages_behind_estimate"])
+    assert only_row(move(copied=400))["messages_behind_estimate"] is None
 
 
 def test_intra_broker_future_log_reports_offset_lag():
@@ -95,10 +91,10 @@ def test_intra_broker_future_log_reports_offset_lag():
               {"broker": 3, "log_dir": "/b", "topic": "u", "partition": 5, "size": 500, "offset_lag": 42,
                "is_future": True}]
     rows = with_states(replica_progress(move(copied=400, extra_log_dirs=future)))
-    intra = rows.loc[rows["intra_broker"]].iloc[0]
+    intra = next(row for row in rows if row["intra_broker"])
     assert (intra["topic"], intra["partition"], intra["broker"], intra["leader"]) == ("u", 5, 3, 3)
-    assert (int(intra["numerator"]), int(intra["denominator"]), intra["progress"]) == (500, 2000, 0.25)
-    assert int(intra["offset_lag"]) == 42
+    assert (intra["numerator"], intra["denominator"], intra["progress"]) == (500, 2000, 0.25)
+    assert intra["offset_lag"] == 42
     assert intra["state"] == "COPYING"
     assert len(rows) == 2  # and the inter-broker move is still there
 
@@ -121,13 +117,13 @@ def test_finished_moves(replicas_after, state):
         log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
     gone = with_states(finished_replicas(tracked, after))
     assert len(gone) == 1
-    assert gone.iloc[0]["state"] == state
-    assert bool(gone.iloc[0]["finished"])
+    assert gone[0]["state"] == state
+    assert gone[0]["finished"] is True
 
 
 def test_a_move_still_under_way_is_not_finished():
     tracked = replica_progress(move(copied=400))
-    assert finished_replicas(tracked, move(copied=600)).empty
+    assert finished_replicas(tracked, move(copied=600)) == []
 
 
 # Properties over random partitions: leader bytes, copied bytes, ISR membership, liveness, answers.
@@ -166,15 +162,12 @@ def random_snapshot(case):
 @given(cluster_case)
 def test_progress_properties(case):
     rows = replica_progress(random_snapshot(case))
-    progress = rows["progress"].to_numpy()
-    known = ~np.isnan(progress)
-    assert ((progress[known] >= 0) & (progress[known] <= 1)).all()
-    assert (progress[rows["in_isr"].to_numpy()] == 1.0).all()
-    denominators = rows["denominator"].dropna()
-    assert (denominators >= 1).all()
+    assert all(list(row) == REPLICA_COLUMNS for row in rows)
+    assert all(0 <= row["progress"] <= 1 for row in rows if row["progress"] is not None)
+    assert all(row["progress"] == 1.0 for row in rows if row["in_isr"])
+    assert all(row["denominator"] >= 1 for row in rows if row["denominator"] is not None)
     # A null denominator means progress cannot be known, unless ISR membership settles it.
-    unknown_total = rows["denominator"].isna().to_numpy() & ~rows["in_isr"].to_numpy()
-    assert np.isnan(progress[unknown_total]).all()
+    assert all(row["progress"] is None for row in rows if row["denominator"] is None and not row["in_isr"])
 
 
 @settings(max_examples=60, deadline=None)
@@ -183,12 +176,13 @@ def test_partition_rollup_properties(case):
     replicas = with_states(replica_progress(random_snapshot(case)))
     partitions = partition_rollup(replicas)
     assert len(partitions) == len(case["partitions"])
-    for p in partitions.to_dict("records"):
-        mine = replicas.loc[(replicas["topic"] == p["topic"]) & (replicas["partition"] == p["partition"])]
-        totals = mine["denominator"].astype("float64")
-        done = np.where(mine["in_isr"], totals, np.minimum(mine["numerator"].astype("float64"), totals))
-        assert p["bytes_total"] == pytest.approx(np.nansum(totals))
-        assert p["bytes_done"] == pytest.approx(np.nansum(done))
+    for p in partitions:
+        mine = [r for r in replicas if (r["topic"], r["partition"]) == (p["topic"], p["partition"])]
+        totals = [r["denominator"] for r in mine]
+        done = [total if r["in_isr"] else None if None in (r["numerator"], total) else min(r["numerator"], total)
+                for r, total in zip(mine, totals)]
+        assert p["bytes_total"] == pytest.approx(sum(t for t in totals if t is not None))
+        assert p["bytes_done"] == pytest.approx(sum(d for d in done if d is not None))
         assert p["bytes_done"] <= p["bytes_total"]
         assert p["replicas"] == len(mine)
-        assert p["state"] == max(ReplicaState[s] for s in mine["state"]).name
+        assert p["state"] == max(ReplicaState[r["state"]] for r in mine).name

@@ -116,8 +116,8 @@ def test_table_shows_poll_errors_as_warnings():
 
 def moved(copied, ts_ms):
     """SNAPSHOT with broker 2's copy of t-0 at `copied` bytes, taken at `ts_ms`."""
-    logs = SNAPSHOT["log_dirs"].copy()
-    logs.loc[(logs["broker"] == 2) & (logs["partition"] == 0), "size"] = copied
+    logs = [{**log, "size": copied} if (log["broker"], log["partition"]) == (2, 0) else log
+            for log in SNAPSHOT["log_dirs"]]
     return replace(SNAPSHOT, ts_ms=ts_ms, tables={**SNAPSHOT.tables, "log_dirs": logs})
 
 
@@ -126,19 +126,29 @@ def test_watch_history_gives_rates_and_eta_and_keeps_row_order():
     memory = history.empty_memory()
     first = moved(400, 10_000)
     memory, rows = with_history(memory, listed_replicas(moves, first), first.ts_ms)
-    assert rows["rate_bytes_per_sec"].isna().all()
+    assert all(row["rate_bytes_per_sec"] is None for row in rows)
     second = moved(500, 20_000)
     memory, rows = with_history(memory, listed_replicas(moves, second), second.ts_ms)
-    assert list(zip(rows["partition"], rows["broker"])) == [(0, 2), (0, 1), (1, 3)]
-    adding = rows.iloc[0]
+    assert [(row["partition"], row["broker"]) for row in rows] == [(0, 2), (0, 1), (1, 3)]
+    adding = rows[0]
     assert adding["rate_bytes_per_sec"] == pytest.approx(10.0)
     assert adding["eta_seconds"] == pytest.approx(50.0)
-    assert rows.iloc[2]["status"] == "In sync"
+    assert rows[2]["status"] == "In sync"
     report = build(second, rows, FROM_FILE)
     assert report.summary["rate_bytes_per_sec"] == pytest.approx(10.0)
     assert report.summary["eta_seconds"] == pytest.approx(50.0)
     jsonschema.validate(to_document(report), SCHEMA)
     assert "10 B/s" in rendered(to_table(report)) and "50s" in rendered(to_table(report))
+
+
+def test_watch_history_passes_the_rows_that_do_not_move_through():
+    # Unknown and not-hosted rows carry no progress facts: they pass through, their history columns null.
+    one_shot = listed_replicas(EVERY_CASE, SNAPSHOT)
+    memory, rows = with_history(history.empty_memory(), one_shot, SNAPSHOT.ts_ms)
+    assert [row["status"] for row in rows] == [row["status"] for row in one_shot]
+    assert [row for row in rows if not row["moving"]] == [
+        {**dict.fromkeys(rows[0]), **row} for row in one_shot if not row["moving"]]
+    assert len(memory) == sum(row["moving"] for row in one_shot)
 
 
 FORMATS = [
@@ -147,7 +157,7 @@ FORMATS = [
     ("bytes-small", human_bytes, 999, "999 B"),
     ("bytes-mb", human_bytes, 30_000_000, "30.0 MB"),
     ("bytes-gb", human_bytes, 2.5e9, "2.5 GB"),
-    ("seconds-none", human_seconds, float("nan"), "-"),
+    ("seconds-none", human_seconds, None, "-"),
     ("seconds", human_seconds, 42.4, "42s"),
     ("minutes", human_seconds, 125, "2m05s"),
     ("hours", human_seconds, 7260, "2h01m"),

@@ -12,7 +12,7 @@ def test_unreachable_cluster_yields_one_poll_error_row():
     reader = PollStreamReader({"bootstrap": "127.0.0.1:1", "timeout": "1"})
     rows = pa.Table.from_batches(list(reader.read(PollPartition(7)))).to_pylist()
     assert [(r["poll_id"], r["bucket"], r["table"]) for r in rows] == [(7, CLUSTER_BUCKET, POLL_TABLE)]
-    facts = codec.decode(rows[0]["payload"]).iloc[0]
+    [facts] = codec.decode(rows[0]["payload"])
     errors = json.loads(facts["errors"])
     assert facts["cluster_id"] == "" and errors[0]["api"] == "DescribeCluster"
     assert "unreachable" in errors[0]["message"].lower()

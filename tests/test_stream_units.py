@@ -1,24 +1,30 @@
-"""The streaming pieces on plain data: source rows, the bucket tracker, batch outputs, records against
-the shipped JSON Schema, Prometheus samples per detail level, durations."""
+"""The streaming pieces on plain data: source rows and their buckets, the bucket tracker and its state
+blob, batch outputs, records against the shipped JSON Schema, Prometheus samples per detail level,
+durations."""
 
 import json
+import math
 from dataclasses import replace
+from operator import itemgetter
 
 import jsonschema
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from sinks import metric_names as m
+from sinks import records
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH
 from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
-from streaming.core.history import Settings, empty_memory
+from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
+from streaming.spark.job import batch_rows
 from streaming.spark.outputs import assemble, poll_facts
 from streaming.vocabulary.snapshot import PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
-from streaming.spark.stateful import REPLICA_KIND, track_bucket
+from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 BUCKETS = 4
@@ -51,7 +57,7 @@ def test_every_bucket_gets_the_brokers_and_the_cluster_bucket_gets_the_cluster_t
     assert set(cluster) == {"brokers", "log_dirs_answered", "log_dirs", "reassignments", "topic_throttles",
                             "broker_throttles", POLL_TABLE}
     shipped = frame.loc[(frame["bucket"] == CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
-    assert codec.decode_tables(shipped["table"], shipped["payload"])["log_dirs"].empty  # no future log in this poll
+    assert codec.decode_tables(shipped["table"], shipped["payload"])["log_dirs"] == []  # no future log in this poll
 
 
 def test_bucket_slices_reassemble_the_snapshot():
@@ -59,18 +65,40 @@ def test_bucket_slices_reassemble_the_snapshot():
     frame = source_frame(1, snap)
     partitioned = frame.loc[(frame["bucket"] != CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
     log_dirs = codec.decode_tables(partitioned["table"], partitioned["payload"])["log_dirs"]
-    key = ["topic", "partition", "broker"]
-    pd.testing.assert_frame_equal(log_dirs.sort_values(key).reset_index(drop=True),
-                                  snap["log_dirs"].sort_values(key).reset_index(drop=True))
+    key = itemgetter("topic", "partition", "broker")
+    assert sorted(log_dirs, key=key) == sorted(snap["log_dirs"], key=key)
+
+
+# (topic, partition) -> bucket with 4 and with 16 buckets, as pandas' object hash of the pair gave them when
+# the job's state was first checkpointed: a different bucket would lose every tracked move's history.
+BUCKETS_OF = [
+    ("a", 0, 3, 3), ("a", 1, 2, 14), ("a", 7, 3, 15), ("a", 49, 0, 4),
+    ("orders", 0, 0, 4), ("orders", 1, 1, 9), ("orders", 7, 0, 8), ("orders", 49, 3, 3),
+    ("x-y_z.1", 0, 0, 0), ("x-y_z.1", 1, 1, 13), ("x-y_z.1", 7, 0, 12), ("x-y_z.1", 49, 3, 7),
+    ("__consumer_offsets", 0, 1, 1), ("__consumer_offsets", 1, 0, 12), ("__consumer_offsets", 7, 1, 13),
+    ("__consumer_offsets", 49, 2, 6),
+]
+
+
+@pytest.mark.parametrize("topic, partition, of_4, of_16", BUCKETS_OF, ids=[f"{t}-{p}" for t, p, _, _ in BUCKETS_OF])
+def test_a_partition_keeps_the_bucket_its_state_was_checkpointed_in(topic, partition, of_4, of_16):
+    assert codec.bucket_of([(topic, partition)], 4) == [of_4]
+    assert codec.bucket_of([(topic, partition)], 16) == [of_16]
+
+
+def test_a_partition_s_bucket_does_not_depend_on_the_other_keys_hashed_with_it():
+    keys = [(topic, partition) for topic, partition, _, _ in BUCKETS_OF]
+    assert codec.bucket_of(keys, 4) == [of_4 for _, _, of_4, _ in BUCKETS_OF]
+    assert codec.bucket_of(keys, 16) == [of_16 for _, _, _, of_16 in BUCKETS_OF]
 
 
 def split_into_parts(snapshot):
     """The parts a poll is made of (streaming.cluster.poller): the cluster part and one log-dirs part per broker."""
     log_dirs = snapshot["log_dirs"]
     cluster = Snapshot(snapshot.ts_ms, snapshot.cluster_id,
-                       {n: f for n, f in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},
+                       {n: t for n, t in snapshot.tables.items() if n not in ("log_dirs", "log_dirs_answered")},
                        requests=5, duration_s=0.3)
-    brokers = [Snapshot(snapshot.ts_ms, "", {"log_dirs": log_dirs.loc[log_dirs["broker"] == b].reset_index(drop=True),
+    brokers = [Snapshot(snapshot.ts_ms, "", {"log_dirs": [row for row in log_dirs if row["broker"] == b],
                                              "log_dirs_answered": table("log_dirs_answered", [{"broker": b}])},
                         requests=1, duration_s=0.1 * b)
                for b in sorted(snapshot.answered_brokers())]
@@ -101,7 +129,50 @@ def test_tracker_reports_each_move_once_per_poll_and_completion_once():
     assert out.groupby("poll_id").size().to_dict() == {1: 6, 2: 6, 3: 6}
     assert set(out.loc[out["poll_id"] == 3, "state"]) == {"COMPLETED"}
     assert out.loc[out["poll_id"] == 2, "copy_rate"].tolist() == [50.0] * 6
-    assert all(memory.empty for memory in memories.values())
+    assert all(memory == [] for memory in memories.values())
+
+
+# A memory blob as the job wrote it from pandas frames (history.MEMORY_DTYPES before the core dropped pandas).
+PANDAS_MEMORY_DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_broker": "bool",
+                        "first_seen_ms": "int64", "last_ts_ms": "int64", "last_numerator": "float64",
+                        "last_denominator": "float64", "copy_rate": "float64", "leader_rate": "float64",
+                        "last_growth_ms": "int64", "state": "object", "state_since_ms": "int64"}
+MEMORY_ROWS = [
+    {"topic": "t0", "partition": 0, "broker": 2, "intra_broker": False, "first_seen_ms": 0, "last_ts_ms": 10_000,
+     "last_numerator": 500.0, "last_denominator": 1000.0, "copy_rate": 50.0, "leader_rate": 0.0,
+     "last_growth_ms": 10_000, "state": "COPYING", "state_since_ms": 0},
+    {"topic": "t1", "partition": 3, "broker": 1, "intra_broker": True, "first_seen_ms": 10_000, "last_ts_ms": 10_000,
+     "last_numerator": None, "last_denominator": None, "copy_rate": None, "leader_rate": None,
+     "last_growth_ms": 10_000, "state": "BROKER_OFFLINE", "state_since_ms": 10_000},
+]
+
+
+def pandas_memory_blob(rows):
+    """The blob as streaming.spark.codec.encode wrote it from a memory frame (nulls were NaN there)."""
+    frame = pd.DataFrame(rows).astype(PANDAS_MEMORY_DTYPES)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("blob", [pandas_memory_blob, lambda rows: codec.encode(rows, MEMORY_SCHEMA)],
+                         ids=["written-from-pandas", "written-from-rows"])
+def test_a_checkpointed_memory_decodes_to_its_rows(blob):
+    assert codec.decode(blob(MEMORY_ROWS)) == MEMORY_ROWS
+
+
+def test_the_output_frame_carries_a_report_row_to_spark_unchanged():
+    """Through Arrow, as Spark takes the frame and as the driver's batch reads it: ints stay ints, null stays None."""
+    _, out = track_all([source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))])
+    _, rows = batch_rows(pa.Table.from_pandas(out, preserve_index=False))
+    report = [{**row, "previous_state": None, "numerator": None} for row in rows]
+    frame = replica_frame(report, 3, 20_000)
+    assert list(frame.columns) == OUTPUT_COLUMNS
+    _, back = batch_rows(pa.Table.from_pandas(frame, preserve_index=False))
+    assert back == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
+    assert isinstance(back[0]["denominator"], int) and back[0]["numerator"] is None
 
 
 def test_a_poll_combined_from_its_parts_tracks_exactly_like_one_made_whole():
@@ -145,8 +216,8 @@ def batch_output(batch_id=7, in_isr=()):
     `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup)."""
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
     _, out = track_all(frames)
-    replicas = out.loc[out["poll_id"] == 2].drop(columns=["kind", "table", "payload"]).reset_index(drop=True)
-    replicas.loc[replicas["topic"].isin(in_isr), "in_isr"] = True
+    _, replicas = batch_rows(pa.Table.from_pandas(out.loc[out["poll_id"] == 2], preserve_index=False))
+    replicas = [{**row, "in_isr": row["in_isr"] or row["topic"] in in_isr} for row in replicas]
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
@@ -170,6 +241,68 @@ def test_schema_rejects_a_record_outside_the_contract():
         VALIDATOR.validate({**value, "progress": 1.5})
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate({**value, "unexpected": 1})
+
+
+REPLICA = {"ts_ms": 10_000, "topic": "t0", "partition": 0, "broker": 2, "intra_broker": False, "state": "COPYING",
+           "previous_state": "COPYING", "transition": False, "state_since_ms": 0, "numerator": 500,
+           "denominator": 1000, "progress": 0.5, "in_isr": False, "copy_rate": 50.0, "eta_seconds": 10.0,
+           "stalled_seconds": 0.0, "messages_behind_estimate": None}
+# Typical numbers of a replica record, and the value its JSON held when pandas' to_json (15 decimals)
+# wrote it: the same values now.
+RECORD_NUMBERS = [
+    ("progress", 0.5, 0.5), ("progress", 0.375, 0.375), ("progress", 1.0, 1.0), ("progress", 0.1, 0.1),
+    ("rate_bytes_per_sec", 300.0, 300.0), ("rate_bytes_per_sec", 12345678.9, 12345678.900000000372529),
+    ("eta_seconds", 12.345, 12.345000000000001), ("eta_seconds", 86400.0, 86400.0),
+    ("numerator", 123456789012, 123456789012), ("messages_behind_estimate", None, None),
+    ("messages_behind_estimate", math.nan, None), ("eta_seconds", math.inf, None),
+]
+RECORD_FIELD = {"rate_bytes_per_sec": "copy_rate"}
+
+
+def replica_record(field, value):
+    [(_, encoded)] = records.replica_records([{**REPLICA, RECORD_FIELD.get(field, field): value}], 7, "cluster-x")
+    return json.loads(encoded)
+
+
+@pytest.mark.parametrize("field, value, written", RECORD_NUMBERS,
+                         ids=[f"{f}={v!r}" for f, v, _ in RECORD_NUMBERS])
+def test_record_numbers_hold_the_values_they_held_when_pandas_wrote_them(field, value, written):
+    record = replica_record(field, value)
+    assert record[field] == written and type(record[field]) is type(written)
+
+
+PARTITION = {"topic": "t0", "partition": 0, "state": "COPYING", "bytes_done": 500.0, "bytes_total": 1000.0,
+             "progress": 0.5, "copy_rate": 50.0, "eta_seconds": 10.0}
+RECORD_ROWS = [
+    # id, kind, row, fields the record must carry
+    ("replica-moving", "replica", REPLICA,
+     {"message": None, "numerator": 500, "rate_bytes_per_sec": 50.0, "intra_broker": False}),
+    ("replica-new-future-log", "replica",
+     {**REPLICA, "topic": 'we"ird\u00e9', "intra_broker": True, "previous_state": None, "transition": True,
+      "numerator": None, "denominator": None, "progress": None, "copy_rate": 1 / 3, "messages_behind_estimate": 1e21},
+     {"topic": 'we"ird\u00e9', "message": "NEW -> COPYING", "intra_broker": True, "numerator": None,
+      "rate_bytes_per_sec": 1 / 3, "messages_behind_estimate": 1e21}),
+    ("partition-half-done", "partition", PARTITION,
+     {"numerator": 500, "denominator": 1000, "bytes_total": 1000, "bytes_remaining": 500, "message": None}),
+    ("partition-no-target", "partition",
+     {**PARTITION, "bytes_done": 0.0, "bytes_total": 0.0, "progress": None, "copy_rate": 0.0, "eta_seconds": None},
+     {"numerator": 0, "denominator": None, "bytes_total": 0, "bytes_remaining": 0, "progress": None}),
+]
+
+
+@pytest.mark.parametrize("kind, row, fields", [pytest.param(k, r, f, id=i) for i, k, r, f in RECORD_ROWS])
+def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind, row, fields):
+    [(_, encoded)] = (records.replica_records([row], 7, "cluster-x") if kind == "replica"
+                      else records.partition_records([row], 10_000, 7, "cluster-x"))
+    value = json.loads(encoded)
+    assert encoded == records.encode(value)
+    assert {name: value[name] for name in fields} == fields
+    VALIDATOR.validate(value)
+
+
+def test_a_number_with_more_than_15_decimals_is_written_exactly():
+    """The one difference from pandas, which rounded to 15 decimal places (0.333333333333333 here)."""
+    assert replica_record("progress", 1 / 3)["progress"] == 1 / 3
 
 
 ROLLUP_AGREEMENT = [

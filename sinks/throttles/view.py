@@ -25,23 +25,20 @@ def view_of(snapshot):
     if isinstance(snapshot, ClusterView):
         return snapshot
     failed = {e.api for e in snapshot.errors}
-    ongoing = {(row["topic"], int(row["partition"])): tuple(
-                   tuple(int(b) for b in (row[c] if row[c] is not None else ())) for c in ("replicas", "adding", "removing"))
-               for row in snapshot["reassignments"].to_dict("records")}
+    ongoing = {(row["topic"], row["partition"]): tuple(tuple(row[c] or ()) for c in ("replicas", "adding", "removing"))
+               for row in snapshot["reassignments"]}
     brokers_moving = {b for lists in ongoing.values() for brokers in lists for b in brokers}
     brokers = snapshot["brokers"]
-    log_dirs = snapshot["log_dirs"]
     return ClusterView(
         now_ms=int(snapshot.ts_ms),
-        complete=not (failed & set(DECISION_APIS)) and not brokers.empty,
+        complete=not (failed & set(DECISION_APIS)) and bool(brokers),
         reassigning=frozenset(ongoing),
         moving_brokers=frozenset(brokers_moving),
         alive=snapshot.alive_brokers(),
-        registered=frozenset(int(b) for b in brokers["broker"]),
+        registered=frozenset(b["broker"] for b in brokers),
         log_dirs_known=snapshot.answered_brokers(),
-        future_log_brokers=frozenset(int(b) for b in log_dirs.loc[log_dirs["is_future"], "broker"]),
-        topic_values={(r["topic"], r["kind"]): r["value"] for r in snapshot["topic_throttles"].to_dict("records")},
-        broker_rates={(int(r["broker"]), r["kind"]): int(r["rate"])
-                      for r in snapshot["broker_throttles"].to_dict("records") if int(r["broker"]) >= 0},
+        future_log_brokers=frozenset(r["broker"] for r in snapshot["log_dirs"] if r["is_future"]),
+        topic_values={(r["topic"], r["kind"]): r["value"] for r in snapshot["topic_throttles"]},
+        broker_rates={(r["broker"], r["kind"]): r["rate"] for r in snapshot["broker_throttles"] if r["broker"] >= 0},
         ongoing=ongoing,
     )

@@ -109,10 +109,11 @@ def poll_log_dirs(admin, broker, ts_ms):
 def relevant_log_dirs(snapshot, topics=()):
     """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), future
     logs (intra-broker moves) and the topics asked about."""
-    logs, moving = snapshot["log_dirs"], snapshot["reassignments"][["topic", "partition"]]
-    marked = logs.merge(moving.assign(_moving=True), on=["topic", "partition"], how="left")
-    keep = (marked["_moving"].notna() | marked["is_future"] | marked["topic"].isin(list(topics))).to_numpy()
-    return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs.loc[keep].reset_index(drop=True)})
+    moving = {(row["topic"], row["partition"]) for row in snapshot["reassignments"]}
+    wanted = set(topics)
+    logs = [row for row in snapshot["log_dirs"]
+            if row["is_future"] or row["topic"] in wanted or (row["topic"], row["partition"]) in moving]
+    return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs})
 
 
 def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):

@@ -48,7 +48,7 @@ def validate(file_moves, snapshot, additional, log_dirs_of):
     """Every problem with the request against the cluster, as one-line messages (empty: valid)."""
     known = common.replicas_of(snapshot)
     topics = {t for t, _ in known}
-    registered = {int(b) for b in snapshot["brokers"]["broker"]}
+    registered = {b["broker"] for b in snapshot["brokers"]}
     ongoing = common.ongoing_of(snapshot)
     problems = []
     for m in file_moves:

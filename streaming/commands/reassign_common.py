@@ -51,14 +51,13 @@ def strict_poll(admin, topics, needs=DECISION_APIS, throttles=True):
 
 def replicas_of(snapshot):
     """(topic, partition) -> replicas from the poll's metadata."""
-    return {(r["topic"], int(r["partition"])): [int(b) for b in r["replicas"]]
-            for r in snapshot["partitions"].to_dict("records")}
+    return {(r["topic"], r["partition"]): list(r["replicas"]) for r in snapshot["partitions"]}
 
 
 def ongoing_of(snapshot):
     """(topic, partition) -> {"replicas", "adding", "removing"} of each ongoing reassignment."""
-    return {(r["topic"], int(r["partition"])): {k: [int(b) for b in r[k]] for k in ("replicas", "adding", "removing")}
-            for r in snapshot["reassignments"].to_dict("records")}
+    return {(r["topic"], r["partition"]): {k: list(r[k]) for k in ("replicas", "adding", "removing")}
+            for r in snapshot["reassignments"]}
 
 
 def sweep_released(args, admin, partitions, dry_run=False):

@@ -3,30 +3,29 @@
 `step(previous, current, now_ms, settings)` takes the remembered rows of some replica moves and this
 poll's replica rows (the progress core's output, plus `finished` rows for moves that left the
 reassignment), and returns the rows to remember and the rows to report. The clock is an argument;
-everything is vectorized over the rows of one state bucket.
+each row is stepped on its own, against its remembered row found by key (one pass over each list).
 
 Rates are exponentially weighted over `rate_window_s` with the weight of each sample set by the time
 since the previous one (polls need not be evenly spaced, and a restarted job resumes mid-window).
 """
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from streaming.core.progress import eta_seconds, with_states
-from streaming.vocabulary.replica_row import KEY
+from streaming.core.classify import classify
+from streaming.core.progress import eta_seconds
 from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
+from streaming.vocabulary.replica_row import KEY, key_of
+from streaming.vocabulary.snapshot import BOOL, FLOAT64, INT32, INT64, STRING
 from streaming.vocabulary.states import ReplicaState
 
-MEMORY_COLUMNS = KEY + ["first_seen_ms", "last_ts_ms", "last_numerator", "last_denominator", "copy_rate",
-                        "leader_rate", "last_growth_ms", "state", "state_since_ms"]
-MEMORY_DTYPES = {"topic": "object", "partition": "int32", "broker": "int32", "intra_broker": "bool",
-                 "first_seen_ms": "int64", "last_ts_ms": "int64", "last_numerator": "float64",
-                 "last_denominator": "float64", "copy_rate": "float64", "leader_rate": "float64",
-                 "last_growth_ms": "int64", "state": "object", "state_since_ms": "int64"}
-REPORT_HISTORY_COLUMNS = ["copy_rate", "leader_rate", "eta_seconds", "stalled_seconds", "observed_seconds",
-                          "state", "previous_state", "state_since_ms", "transition"]
+# One remembered row per unfinished move. The job checkpoints these rows as an Arrow IPC blob with this
+# schema, so names and types are a stored format: changing one makes old checkpoints unreadable.
+MEMORY_SCHEMA = (("topic", STRING), ("partition", INT32), ("broker", INT32), ("intra_broker", BOOL),
+                 ("first_seen_ms", INT64), ("last_ts_ms", INT64), ("last_numerator", FLOAT64),
+                 ("last_denominator", FLOAT64), ("copy_rate", FLOAT64), ("leader_rate", FLOAT64),
+                 ("last_growth_ms", INT64), ("state", STRING), ("state_since_ms", INT64))
+MEMORY_COLUMNS = [column for column, _ in MEMORY_SCHEMA]
 
 
 @dataclass(frozen=True)
@@ -36,66 +35,108 @@ class Settings:
 
 
 def empty_memory():
-    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in MEMORY_DTYPES.items()})
+    return []
+
+
+def _or(value, default):
+    """`value`, or `default` where it is null (0 is a value: the first poll of a test clock is at 0 ms)."""
+    return default if value is None else value
+
+
+def _as_float(value):
+    return None if value is None else float(value)
+
+
+def _as_int(value):
+    return None if value is None else int(value)
 
 
 def _smoothed(previous_rate, sample, dt_s, window_s):
-    weight = 1.0 - np.exp(-dt_s / window_s)
-    blended = previous_rate + weight * (sample - previous_rate)
-    return np.where(np.isnan(previous_rate), sample, np.where(np.isnan(sample), previous_rate, blended))
+    """The rate blended with a new sample by weight 1 - exp(-dt/window); a missing side yields the other."""
+    if previous_rate is None:
+        return sample
+    if sample is None:
+        return previous_rate
+    weight = 1.0 - math.exp(-dt_s / window_s)
+    return previous_rate + weight * (sample - previous_rate)
+
+
+def _per_second(now, before, dt_s):
+    """The growth from `before` to `now` per second; null when either is unknown or no time passed."""
+    if now is None or before is None or dt_s is None:
+        return None
+    return (now - before) / dt_s
+
+
+def _elapsed_s(last_ts_ms, now_ms):
+    """Seconds since the remembered poll; null when first seen or when no time passed (no rate sample)."""
+    if last_ts_ms is None or now_ms <= last_ts_ms:
+        return None
+    return (now_ms - last_ts_ms) / 1000.0
+
+
+def _step_row(before, row, now_ms, settings):
+    """(row to remember or None when the move finished, row to report) for one current row and its
+    remembered row (None when first seen)."""
+    seen_before = before is not None
+    before = before or {}
+    dt_s = _elapsed_s(before.get("last_ts_ms"), now_ms)
+    numerator, denominator = row["numerator"], row["denominator"]
+    last_numerator, last_denominator = before.get("last_numerator"), before.get("last_denominator")
+
+    copy_rate = _smoothed(before.get("copy_rate"), _per_second(numerator, last_numerator, dt_s), dt_s,
+                          settings.rate_window_s)
+    leader_rate = _smoothed(before.get("leader_rate"), _per_second(denominator, last_denominator, dt_s), dt_s,
+                            settings.rate_window_s)
+    grew = not seen_before or (numerator is not None and last_numerator is not None and numerator > last_numerator)
+    last_growth_ms = now_ms if grew else _or(before.get("last_growth_ms"), now_ms)
+    first_seen_ms = _or(before.get("first_seen_ms"), now_ms)
+
+    report = dict(row)
+    finished = bool(row["finished"])
+    if finished:
+        # A finished move is reported with the last bytes seen while it moved; a completed one is whole.
+        report["numerator"], report["denominator"] = _as_int(last_numerator), _as_int(last_denominator)
+    moving = not (row["in_isr"] or finished)
+    remaining = None if numerator is None or denominator is None else max(float(denominator - numerator), 0.0)
+    report.update(
+        copy_rate=copy_rate, leader_rate=leader_rate,
+        stalled_seconds=(now_ms - last_growth_ms) / 1000.0 if moving else 0.0,
+        observed_seconds=(now_ms - first_seen_ms) / 1000.0,
+        eta_seconds=eta_seconds(remaining, copy_rate, leader_rate) if moving else 0.0,
+        was_in_sync=before.get("state") == ReplicaState.IN_SYNC.name,
+    )
+    report["state"] = classify(report, settings.stall_after_s, settings.rate_window_s)
+    if finished:
+        # A finished move is whole only when it completed; otherwise it reports how far it got.
+        last_progress = (None if last_numerator is None or last_denominator is None
+                         else min(last_numerator / max(last_denominator, 1.0), 1.0))
+        report["progress"] = 1.0 if report["state"] == ReplicaState.COMPLETED.name else last_progress
+    report["previous_state"] = before.get("state")
+    report["transition"] = report["previous_state"] != report["state"]
+    report["state_since_ms"] = now_ms if report["transition"] else _or(before.get("state_since_ms"), now_ms)
+    if finished:
+        return None, report
+
+    memory = {
+        **{column: row[column] for column in KEY},
+        "first_seen_ms": int(first_seen_ms), "last_ts_ms": int(now_ms),
+        # An unknown numerator keeps the last known one, so one missed poll does not reset the rate.
+        "last_numerator": _as_float(_or(numerator, last_numerator)),
+        "last_denominator": _as_float(_or(denominator, last_denominator)),
+        "copy_rate": copy_rate, "leader_rate": leader_rate, "last_growth_ms": int(last_growth_ms),
+        "state": report["state"], "state_since_ms": int(report["state_since_ms"]),
+    }
+    return memory, report
 
 
 def step(previous, current, now_ms, settings=Settings()):
-    """(memory to keep, report rows). Finished rows are reported once and forgotten."""
-    rows = current.merge(previous.rename(columns={"state": "previous_state"}), on=KEY, how="left")
-    seen_before = rows["last_ts_ms"].notna().to_numpy()
-    dt_s = np.where(seen_before, (now_ms - rows["last_ts_ms"].astype("float64")) / 1000.0, np.nan)
-    dt_s = np.where(dt_s > 0, dt_s, np.nan)
-    numerator = rows["numerator"].astype("float64").to_numpy()
-    denominator = rows["denominator"].astype("float64").to_numpy()
-    last_numerator = rows["last_numerator"].astype("float64").to_numpy()
-    last_denominator = rows["last_denominator"].astype("float64").to_numpy()
-
-    copy_rate = _smoothed(rows["copy_rate"].astype("float64").to_numpy(), (numerator - last_numerator) / dt_s,
-                          dt_s, settings.rate_window_s)
-    leader_rate = _smoothed(rows["leader_rate"].astype("float64").to_numpy(),
-                            (denominator - last_denominator) / dt_s, dt_s, settings.rate_window_s)
-    grew = ~seen_before | (numerator > last_numerator)
-    last_growth_ms = np.where(grew, now_ms, rows["last_growth_ms"].fillna(now_ms).astype("int64"))
-    first_seen_ms = np.where(seen_before, rows["first_seen_ms"].fillna(now_ms), now_ms).astype("int64")
-
-    report = rows[current.columns].copy()
-    finished = report["finished"].to_numpy()
-    # A finished move is reported with the last bytes seen while it moved; a completed one is whole.
-    report.loc[finished, "numerator"] = pd.array(np.where(np.isnan(last_numerator), np.nan, last_numerator),
-                                                 dtype="Int64")[finished]
-    report.loc[finished, "denominator"] = pd.array(last_denominator, dtype="Int64")[finished]
-    report["copy_rate"] = copy_rate
-    report["leader_rate"] = leader_rate
-    moving = ~(report["in_isr"].to_numpy() | report["finished"].to_numpy())
-    report["stalled_seconds"] = np.where(moving, (now_ms - last_growth_ms) / 1000.0, 0.0)
-    report["observed_seconds"] = (now_ms - first_seen_ms) / 1000.0
-    report["eta_seconds"] = np.where(moving, eta_seconds(np.maximum(denominator - numerator, 0.0), copy_rate,
-                                                         leader_rate), 0.0)
-    report["was_in_sync"] = (rows["previous_state"] == ReplicaState.IN_SYNC.name).to_numpy()
-    report = with_states(report, settings.stall_after_s, settings.rate_window_s)
-    # A finished move is whole only when it completed; otherwise it reports how far it got.
-    last_progress = np.minimum(last_numerator / np.maximum(last_denominator, 1.0), 1.0)
-    completed = (report["state"] == ReplicaState.COMPLETED.name).to_numpy()
-    report.loc[finished, "progress"] = np.where(completed, 1.0, last_progress)[finished]
-    report["previous_state"] = rows["previous_state"].to_numpy()
-    report["transition"] = (report["previous_state"] != report["state"]).to_numpy()
-    report["state_since_ms"] = np.where(report["transition"], now_ms,
-                                        rows["state_since_ms"].fillna(now_ms)).astype("int64")
-
-    keep = ~finished
-    memory = pd.DataFrame({
-        **{c: report[c] for c in KEY},
-        "first_seen_ms": first_seen_ms, "last_ts_ms": now_ms,
-        # An unknown numerator keeps the last known one, so one missed poll does not reset the rate.
-        "last_numerator": np.where(np.isnan(numerator), last_numerator, numerator),
-        "last_denominator": np.where(np.isnan(denominator), last_denominator, denominator),
-        "copy_rate": copy_rate, "leader_rate": leader_rate, "last_growth_ms": last_growth_ms,
-        "state": report["state"], "state_since_ms": report["state_since_ms"],
-    })[keep].astype(MEMORY_DTYPES).reset_index(drop=True)
-    return memory, report.reset_index(drop=True)
+    """(memory to keep, report rows in `current` order). Finished rows are reported once and forgotten."""
+    remembered = {key_of(row): row for row in previous}
+    memory, report = [], []
+    for row in current:
+        kept, reported = _step_row(remembered.get(key_of(row)), row, now_ms, settings)
+        if kept is not None:
+            memory.append(kept)
+        report.append(reported)
+    return memory, report

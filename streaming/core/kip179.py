@@ -23,11 +23,8 @@ BROKER_OFFLINE), not as Unknown broker.
 
 from dataclasses import replace
 
-import numpy as np
-import pandas as pd
-
 from streaming.core.progress import replica_progress, with_states
-from streaming.vocabulary.replica_row import KEY
+from streaming.vocabulary.replica_row import KEY, partition_of
 from streaming.vocabulary.snapshot import table
 
 IN_SYNC = "In sync"
@@ -45,42 +42,53 @@ FACT_COLUMNS = ["topic_known", "partition_known", "broker_known", "hosted", "rea
 ROW_COLUMNS = KEY + FACT_COLUMNS + ["numerator", "denominator", "progress", "in_isr", "leader", "offset_lag",
                                     "messages_behind_estimate", "finished", "in_replica_set",
                                     "destination_alive", "leader_alive", "state", "status"]
+# What a listed replica the core did not measure (not hosted, or of an unknown partition) says of its move:
+# nothing is moving; every other progress fact, and the state, is null.
+NOT_MEASURED = {"intra_broker": False, "moving": False}
 
 
-def _flag(rows, name):
-    return rows[name].astype("boolean").fillna(False).astype(bool)
+def _flag(row, name):
+    """A fact as a flag: a null (a fact the core did not measure for the row) is false."""
+    return bool(row.get(name))
 
 
-def is_unknown_topic(rows):
-    return ~_flag(rows, "topic_known")
+def is_unknown_topic(row):
+    return not _flag(row, "topic_known")
 
 
-def is_unknown_partition(rows):
-    return ~_flag(rows, "partition_known")
+def is_unknown_partition(row):
+    return not _flag(row, "partition_known")
 
 
-def is_unknown_broker(rows):
-    return ~_flag(rows, "broker_known") & ~_flag(rows, "hosted")
+def is_unknown_broker(row):
+    return not _flag(row, "broker_known") and not _flag(row, "hosted")
 
 
-def is_not_hosted(rows):
-    return ~_flag(rows, "hosted")
+def is_not_hosted(row):
+    return not _flag(row, "hosted")
 
 
-def is_in_sync(rows):
+def is_in_sync(row):
     # An offline broker can stay in the ISR (the last member of a partition that lost its leader): it is
     # not serving anything, so it is not "in sync".
-    return _flag(rows, "in_isr") & _flag(rows, "destination_alive") & ~_flag(rows, "intra_broker")
+    return _flag(row, "in_isr") and _flag(row, "destination_alive") and not _flag(row, "intra_broker")
 
 
 def behind(numerator, denominator, progress):
-    """'Behind: N bytes (x%)' for each row, from the core's progress so that x = 100 - the report's %
+    """'Behind: N bytes (x%)' for one row, from the core's progress so that x = 100 - the report's %
     column (an empty leader log, denominator 1, is 0 bytes behind); BEHIND_UNKNOWN where a number is
     null (the core sets progress 1.0 for any ISR member, even one whose broker did not answer)."""
-    numerator, denominator, progress = (np.asarray(v, dtype="float64") for v in (numerator, denominator, progress))
+    if numerator is None or denominator is None or progress is None:
+        return BEHIND_UNKNOWN
     missing = (1.0 - progress) * denominator
-    return [BEHIND_UNKNOWN if np.isnan(n) or np.isnan(m) else f"{BEHIND}: {round(m)} bytes ({100 * (1 - p):.1f}%)"
-            for n, m, p in zip(numerator, missing, progress)]
+    return f"{BEHIND}: {round(missing)} bytes ({100 * (1 - progress):.1f}%)"
+
+
+def _first_status(row, rules):
+    for holds, text in rules:
+        if holds(row):
+            return text
+    return behind(row["numerator"], row["denominator"], row["progress"])
 
 
 def statuses(rows):
@@ -88,104 +96,98 @@ def statuses(rows):
     cluster does not know comes first (nothing else can be said about it), then whether the broker holds
     the partition at all, then ISR membership, and what is left is a replica still catching up."""
     rules = [
-        (is_unknown_topic(rows), UNKNOWN_TOPIC),
-        (is_unknown_partition(rows), UNKNOWN_PARTITION),
-        (is_unknown_broker(rows), UNKNOWN_BROKER),
-        (is_not_hosted(rows), NOT_HOSTED),
-        (is_in_sync(rows), IN_SYNC),
+        (is_unknown_topic, UNKNOWN_TOPIC),
+        (is_unknown_partition, UNKNOWN_PARTITION),
+        (is_unknown_broker, UNKNOWN_BROKER),
+        (is_not_hosted, NOT_HOSTED),
+        (is_in_sync, IN_SYNC),
     ]
-    fallback = np.array(behind(*(rows[c].to_numpy(dtype="float64", na_value=np.nan)
-                                 for c in ("numerator", "denominator", "progress"))), dtype=object)
-    chosen = np.select([np.asarray(mask, dtype=bool) for mask, _ in rules], [text for _, text in rules],
-                       default=fallback)
-    return pd.Series(chosen, index=rows.index, dtype="object")
+    return [_first_status(row, rules) for row in rows]
+
+
+def _report_rows(rows):
+    """Each row as ROW_COLUMNS (a column the row lacks is null), with its status."""
+    return [{**{column: row.get(column) for column in ROW_COLUMNS}, "status": status}
+            for row, status in zip(rows, statuses(rows))]
 
 
 def ongoing_replicas(snapshot):
     """Every move under way (replicas being added, future logs), with state and status."""
-    rows = with_states(replica_progress(snapshot))
-    reassigning = _pairs_in(rows, _partition_keys(snapshot["reassignments"]))
-    rows = rows.assign(topic_known=True, partition_known=True, broker_known=True, hosted=True,
-                       reassigning=reassigning, moving=True)
-    rows["status"] = statuses(rows)
-    return rows[ROW_COLUMNS]
+    reassigning = _partition_keys(snapshot["reassignments"])
+    rows = [{**row, "topic_known": True, "partition_known": True, "broker_known": True, "hosted": True,
+             "reassigning": partition_of(row) in reassigning, "moving": True}
+            for row in with_states(replica_progress(snapshot))]
+    return _report_rows(rows)
 
 
-def _partition_keys(frame):
-    return set(zip(frame["topic"], frame["partition"].astype(int)))
+def _replica(row):
+    return row["topic"], row["partition"], row["broker"]
 
 
-def _replica_keys(frame, list_column):
-    return {(t, int(p), int(b)) for t, p, brokers in zip(frame["topic"], frame["partition"], frame[list_column])
-            for b in brokers}
+def _partition_keys(rows):
+    return {partition_of(row) for row in rows}
 
 
-def _pairs_in(rows, keys):
-    return np.array([(t, int(p)) in keys for t, p in zip(rows["topic"], rows["partition"])], dtype=bool)
-
-
-def _triples_in(rows, keys):
-    return np.array([(t, int(p), int(b)) in keys for t, p, b in zip(rows["topic"], rows["partition"], rows["broker"])],
-                    dtype=bool)
+def _replica_keys(rows, list_column):
+    """(topic, partition, broker) for every broker of a list column (a null list names none)."""
+    return {(row["topic"], row["partition"], broker) for row in rows for broker in row[list_column] or ()}
 
 
 def listed(moves):
     """One (topic, partition, broker) row per replica a reassignment file lists, in file order."""
-    rows = [{"topic": m.topic, "partition": m.partition, "broker": b} for m in moves for b in m.replicas]
-    return pd.DataFrame(rows, columns=["topic", "partition", "broker"]).astype({"partition": "int32", "broker": "int32"})
+    return [{"topic": m.topic, "partition": m.partition, "broker": b} for m in moves for b in m.replicas]
 
 
 def _facts(replicas, snapshot):
     partitions, reassignments = snapshot["partitions"], snapshot["reassignments"]
+    topics = {row["topic"] for row in partitions}
+    known_partitions = _partition_keys(partitions)
+    brokers = {row["broker"] for row in snapshot["brokers"]}
     # During a reassignment Metadata's replica set already holds the adding brokers; the reassignment
     # row is read too so that a poll whose Metadata lags by a moment still sees them.
     hosts = (_replica_keys(partitions, "replicas") | _replica_keys(reassignments, "replicas")
              | _replica_keys(reassignments, "adding"))
-    return replicas.assign(
-        topic_known=replicas["topic"].isin(set(partitions["topic"])).to_numpy(),
-        partition_known=_pairs_in(replicas, _partition_keys(partitions)),
-        broker_known=replicas["broker"].isin(set(snapshot["brokers"]["broker"])).to_numpy(),
-        hosted=_triples_in(replicas, hosts),
-        reassigning=_pairs_in(replicas, _partition_keys(reassignments)),
-    )
+    reassigning = _partition_keys(reassignments)
+    return [{**row, "topic_known": row["topic"] in topics, "partition_known": partition_of(row) in known_partitions,
+             "broker_known": row["broker"] in brokers, "hosted": _replica(row) in hosts,
+             "reassigning": partition_of(row) in reassigning}
+            for row in replicas]
 
 
 def _progress_as_if_adding(hosted, snapshot):
-    """Progress facts of hosted listed replicas. The core measures replicas being added, so it is run on a
-    copy of the snapshot that lists every hosted replica as being added: the same numerator (the broker's
-    log), denominator (the leader's log) and ISR rule, for replicas that move and replicas that stay."""
+    """{(topic, partition, broker): progress row} of hosted listed replicas. The core measures replicas
+    being added, so it is run on a copy of the snapshot that lists every hosted replica as being added:
+    the same numerator (the broker's log), denominator (the leader's log) and ISR rule, for replicas that
+    move and replicas that stay."""
     adding = {}
-    for t, p, b in zip(hosted["topic"], hosted["partition"], hosted["broker"]):
-        adding.setdefault((t, int(p)), []).append(int(b))
+    for row in hosted:
+        adding.setdefault(partition_of(row), []).append(row["broker"])
     as_adding = [{"topic": t, "partition": p, "replicas": [], "adding": sorted(brokers), "removing": []}
                  for (t, p), brokers in adding.items()]
     widened = replace(snapshot, tables={**snapshot.tables, "reassignments": table("reassignments", as_adding)})
-    progress = replica_progress(widened)
-    listed_keys = {(t, int(p), int(b)) for t, p, b in zip(hosted["topic"], hosted["partition"], hosted["broker"])}
-    progress = progress.loc[_triples_in(progress, listed_keys)]
-    # A listed replica with a future log is moving between log dirs: that move is its row.
-    intra = progress.loc[progress["intra_broker"]]
-    intra_keys = {(t, int(p), int(b)) for t, p, b in zip(intra["topic"], intra["partition"], intra["broker"])}
-    inter = progress.loc[~progress["intra_broker"]]
-    return pd.concat([inter.loc[~_triples_in(inter, intra_keys)], intra], ignore_index=True)
+    listed_keys = {_replica(row) for row in hosted}
+    progress = {}
+    for row in replica_progress(widened):
+        key = _replica(row)
+        # A listed replica with a future log is moving between log dirs: that move is its row.
+        if key in listed_keys and (key not in progress or row["intra_broker"]):
+            progress[key] = row
+    return progress
 
 
 def listed_replicas(moves, snapshot):
     """One row per replica the file lists (file order), with progress facts where the broker holds the
     partition, state and status."""
     facts = _facts(listed(moves), snapshot)
-    hosted = facts.loc[facts["hosted"] & facts["partition_known"]]
-    progress = _progress_as_if_adding(hosted, snapshot)
+    progress = _progress_as_if_adding([row for row in facts if row["hosted"] and row["partition_known"]], snapshot)
     adding = _replica_keys(snapshot["reassignments"], "adding")
     reassigning = _partition_keys(snapshot["reassignments"])
-    progress["moving"] = _triples_in(progress, adding) | progress["intra_broker"].to_numpy()
-    # A replica that is not moving, of a partition no longer reassigning, is a finished move: COMPLETED.
-    progress["still_reassigning"] = _pairs_in(progress, reassigning)
-    progress["finished"] = ~progress["still_reassigning"].to_numpy() & ~progress["moving"].to_numpy()
-    progress["in_replica_set"] = True
-    progress = with_states(progress)
-    rows = facts.merge(progress, on=["topic", "partition", "broker"], how="left")
-    rows["intra_broker"] = rows["intra_broker"].astype("boolean").fillna(False).astype(bool)
-    rows["moving"] = rows["moving"].astype("boolean").fillna(False).astype(bool)
-    rows["status"] = statuses(rows)
-    return rows[ROW_COLUMNS]
+    measured = []
+    for key, row in progress.items():
+        moving = key in adding or row["intra_broker"]
+        still_reassigning = partition_of(row) in reassigning
+        # A replica that is not moving, of a partition no longer reassigning, is a finished move: COMPLETED.
+        measured.append({**row, "moving": moving, "still_reassigning": still_reassigning,
+                         "finished": not still_reassigning and not moving, "in_replica_set": True})
+    by_replica = dict(zip(progress, with_states(measured)))
+    return _report_rows([{**row, **by_replica.get(_replica(row), NOT_MEASURED)} for row in facts])

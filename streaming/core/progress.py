@@ -1,112 +1,114 @@
 """The progress core: snapshot tables in, replica / partition / reassignment progress out. Pure.
 
-DESIGN.md "Progress semantics" made executable, vectorized with pandas so that the one-shot CLI and
-the streaming job (inside its bucketed stateful operator) run the same code on one replica or 100k.
+DESIGN.md "Progress semantics" made executable in plain Python (the one-shot CLI starts without paying
+for a dataframe library), so that the CLI and the streaming job (inside its bucketed stateful operator)
+run the same code on one replica or 100k. Each call indexes the tables it joins once (dicts and sets),
+then walks the rows: linear in the size of the snapshot.
 
-Replica rows are keyed by (topic, partition, broker, intra_broker). `numerator` / `denominator` are
-nullable Int64 (null = not known in this poll), `progress` and the estimates float64 with NaN = null.
+Replica rows are dicts keyed by (topic, partition, broker, intra_broker). `numerator` / `denominator`
+are ints or None (null = not known in this poll), `progress` and the estimates floats or None.
 """
-
-import numpy as np
-import pandas as pd
 
 from streaming.core.classify import classify
 from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
-from streaming.vocabulary.replica_row import CORE_FACTS, KEY, PARTITION_KEY, pandas_dtypes
-from streaming.vocabulary.states import FINISHED_STATES, NAME_OF, SEVERITY, ReplicaState
+from streaming.vocabulary.replica_row import CORE_FACTS, KEY, key_of, partition_of
+from streaming.vocabulary.states import FINISHED_STATES, ReplicaState, worst
 
 REPLICA_COLUMNS = KEY + ["numerator", "denominator", "progress", "in_isr", "leader", "offset_lag",
                          "messages_behind_estimate"] + list(CORE_FACTS)
 
 
-def _pairs(frame, list_column, as_name):
-    """(topic, partition, <as_name>) for every element of a list column."""
-    exploded = frame[PARTITION_KEY + [list_column]].explode(list_column).dropna(subset=[list_column])
-    return exploded.rename(columns={list_column: as_name}).astype({as_name: "int32"})
+def _members(rows, list_column):
+    """{(topic, partition, broker)} for every broker of a list column (a null list holds none)."""
+    return {(row["topic"], row["partition"], broker) for row in rows for broker in row[list_column] or ()
+            if broker is not None}
 
 
-def _member(pairs, candidates, column):
-    """Whether each candidate's (topic, partition, <column>) appears in `pairs`."""
-    marked = pairs.drop_duplicates().assign(_hit=True)
-    joined = candidates[PARTITION_KEY + [column]].merge(marked, on=PARTITION_KEY + [column], how="left")
-    return joined["_hit"].notna().to_numpy()
+def _current_log_sizes(log_dirs):
+    """{(topic, partition, broker): bytes} of each broker's current (not future) logs, from the brokers
+    that answered (a partition may have logs in several dirs of one broker: they add up)."""
+    sizes = {}
+    for log in log_dirs:
+        if not log["is_future"]:
+            where = (log["topic"], log["partition"], log["broker"])
+            sizes[where] = sizes.get(where, 0) + (log["size"] or 0)
+    return sizes
 
 
-def _current_log_sizes(snapshot):
-    """Bytes of each broker's current (not future) log of each partition, from brokers that answered."""
-    logs = snapshot["log_dirs"]
-    current = logs.loc[~logs["is_future"]]
-    return current.groupby(["topic", "partition", "broker"], as_index=False)["size"].sum()
+def _offset_spans(offsets):
+    """{(topic, partition): log_end - log_start} where both offsets are known."""
+    return {partition_of(row): float(row["log_end"] - row["log_start"]) for row in offsets
+            if row["log_start"] is not None and row["log_end"] is not None}
 
 
-def _moving_inter_broker(snapshot):
-    moves = _pairs(snapshot["reassignments"], "adding", "broker")
-    moves["intra_broker"] = False
-    sizes = _current_log_sizes(snapshot)
-    moves = moves.merge(sizes.rename(columns={"size": "numerator"}), on=["topic", "partition", "broker"], how="left")
-    meta = snapshot["partitions"][PARTITION_KEY + ["leader"]]
-    moves = moves.merge(meta, on=PARTITION_KEY, how="left")
-    moves["leader"] = moves["leader"].fillna(-1).astype("int32")
-    leader_sizes = sizes.rename(columns={"broker": "leader", "size": "leader_size"})
-    moves = moves.merge(leader_sizes, on=["topic", "partition", "leader"], how="left")
-    moves["in_isr"] = _member(_pairs(snapshot["partitions"], "isr", "broker"), moves, "broker")
-    moves["offset_lag"] = pd.NA
-    return moves
+def _inter_broker_moves(snapshot, sizes):
+    """Raw facts of each replica being added to a partition (reassignments in table order, then each
+    adding broker in list order): copied = its current log's bytes, against the leader's log."""
+    leaders = {partition_of(row): row["leader"] for row in snapshot["partitions"]}
+    isr = _members(snapshot["partitions"], "isr")
+    for reassignment in snapshot["reassignments"]:
+        topic, partition = partition_of(reassignment)
+        leader = leaders.get((topic, partition))
+        leader = -1 if leader is None else leader
+        for broker in reassignment["adding"] or ():
+            if broker is not None:
+                yield {"topic": topic, "partition": partition, "broker": broker, "intra_broker": False,
+                       "copied": sizes.get((topic, partition, broker)), "leader": leader,
+                       "leader_size": sizes.get((topic, partition, leader)),
+                       "in_isr": (topic, partition, broker) in isr, "offset_lag": None}
 
 
-def _moving_intra_broker(snapshot):
-    logs = snapshot["log_dirs"]
-    future = logs.loc[logs["is_future"], ["topic", "partition", "broker", "size", "offset_lag"]]
-    future = future.rename(columns={"size": "numerator"})
-    future["intra_broker"] = True
-    sizes = _current_log_sizes(snapshot).rename(columns={"size": "leader_size"})
-    future = future.merge(sizes, on=["topic", "partition", "broker"], how="left")
-    future["leader"] = future["broker"].astype("int32")
-    future["in_isr"] = False
-    return future
+def _intra_broker_moves(snapshot, sizes):
+    """Raw facts of each future log (log_dirs table order): a copy within one broker, against that
+    broker's current log of the partition. It is never in the ISR as a separate replica."""
+    for log in snapshot["log_dirs"]:
+        if log["is_future"]:
+            topic, partition, broker = log["topic"], log["partition"], log["broker"]
+            yield {"topic": topic, "partition": partition, "broker": broker, "intra_broker": True,
+                   "copied": log["size"], "leader": broker, "leader_size": sizes.get((topic, partition, broker)),
+                   "in_isr": False, "offset_lag": log["offset_lag"]}
 
 
-def _with_progress(moves, snapshot):
-    answered = snapshot.answered_brokers()
-    alive = snapshot.alive_brokers()
-    destination_answered = moves["broker"].isin(answered)
+def _copied_share(numerator, leader_size):
+    """Copied bytes over the leader's, capped at 1 (a follower may hold more than a leader that just
+    deleted old segments); null when either is unknown."""
+    if numerator is None or leader_size is None:
+        return None
+    return 1.0 if numerator >= leader_size else numerator / max(leader_size, 1)
+
+
+def _replica_row(move, answered, alive, spans):
+    """One replica row (REPLICA_COLUMNS) from a move's raw facts and this poll's brokers and offsets."""
+    broker, leader = move["broker"], move["leader"]
+    destination_answered = broker in answered
     # A broker that answered but holds no log yet has copied 0 bytes; one that did not answer is unknown.
-    moves["numerator"] = moves["numerator"].astype("Int64").where(~destination_answered | moves["numerator"].notna(), 0)
-    moves.loc[~destination_answered, "numerator"] = pd.NA
-    leader_known = moves["leader"].isin(answered) & moves["leader_size"].notna()
-    leader_size = moves["leader_size"].astype("float64").where(leader_known)
-    # Never 0: an empty leader log with a caught-up follower is progress 1.0 over a denominator of 1.
-    moves["denominator"] = pd.array(np.maximum(leader_size, 1.0), dtype="Int64")
-    numerator = moves["numerator"].astype("float64")
-    ratio = np.where(numerator >= leader_size, 1.0, numerator / np.maximum(leader_size, 1.0))
-    ratio = np.where(leader_size.isna() | numerator.isna(), np.nan, ratio)
-    moves["progress"] = np.where(moves["in_isr"], 1.0, np.minimum(ratio, 1.0))
-    # A broker killed a moment ago stays registered and unfenced until its session times out (9 s by
-    # default) but answers nothing: it is offline for this poll, not "no bytes yet".
-    moves["destination_alive"] = moves["broker"].isin(alive) & destination_answered
-    moves["leader_alive"] = moves["leader"].isin(alive) & moves["leader"].isin(answered)
-    moves["finished"] = False
-    moves["in_replica_set"] = True
-    moves["still_reassigning"] = True
-    moves["being_removed"] = False
-    offsets = snapshot["offsets"]
-    moves = moves.merge(offsets, on=PARTITION_KEY, how="left")
-    span = (moves["log_end"] - moves["log_start"]).astype("float64")
-    moves["messages_behind_estimate"] = (1.0 - moves["progress"]) * span
-    return moves
+    numerator = (move["copied"] or 0) if destination_answered else None
+    leader_size = move["leader_size"] if leader in answered else None
+    progress = 1.0 if move["in_isr"] else _copied_share(numerator, leader_size)
+    span = spans.get((move["topic"], move["partition"]))
+    return {
+        "topic": move["topic"], "partition": move["partition"], "broker": broker,
+        "intra_broker": move["intra_broker"], "numerator": numerator,
+        # Never 0: an empty leader log with a caught-up follower is progress 1.0 over a denominator of 1.
+        "denominator": None if leader_size is None else max(leader_size, 1),
+        "progress": progress, "in_isr": move["in_isr"], "leader": leader, "offset_lag": move["offset_lag"],
+        "messages_behind_estimate": None if progress is None or span is None else (1.0 - progress) * span,
+        # A broker killed a moment ago stays registered and unfenced until its session times out (9 s by
+        # default) but answers nothing: it is offline for this poll, not "no bytes yet".
+        "destination_alive": broker in alive and destination_answered,
+        "leader_alive": leader in alive and leader in answered,
+        "finished": False, "in_replica_set": True, "still_reassigning": True, "being_removed": False,
+    }
 
 
 def replica_progress(snapshot):
     """One row per replica being added (inter-broker) and per future log (intra-broker), with progress
     and history-free facts. Columns: REPLICA_COLUMNS."""
-    moves = pd.concat([_moving_inter_broker(snapshot), _moving_intra_broker(snapshot)], ignore_index=True)
-    if moves.empty:
-        return pd.DataFrame({c: pd.Series(dtype=_DTYPES.get(c, "object")) for c in REPLICA_COLUMNS})
-    moves = _with_progress(moves, snapshot)
-    return moves[REPLICA_COLUMNS].astype(_DTYPES).reset_index(drop=True)
-
-
-_DTYPES = pandas_dtypes(REPLICA_COLUMNS)
+    sizes = _current_log_sizes(snapshot["log_dirs"])
+    answered, alive = snapshot.answered_brokers(), snapshot.alive_brokers()
+    spans = _offset_spans(snapshot["offsets"])
+    moves = [*_inter_broker_moves(snapshot, sizes), *_intra_broker_moves(snapshot, sizes)]
+    return [_replica_row(move, answered, alive, spans) for move in moves]
 
 
 def finished_replicas(tracked, snapshot, current=None):
@@ -116,100 +118,140 @@ def finished_replicas(tracked, snapshot, current=None):
     `still_reassigning` (the partition still reassigns: the target changed in flight) and `being_removed`
     (the broker is in that reassignment's removing list). classify decides COMPLETED or CANCELLED from
     them. `current`, this snapshot's replica_progress when the caller has it already, saves computing it twice."""
-    moving = (replica_progress(snapshot) if current is None else current)[KEY]
-    gone = tracked[KEY].merge(moving.assign(_moving=True), on=KEY, how="left")
-    gone = gone.loc[gone["_moving"].isna(), KEY].reset_index(drop=True)
-    partitions = snapshot["partitions"]
-    reassignments = snapshot["reassignments"]
-    gone["in_replica_set"] = _member(_pairs(partitions, "replicas", "broker"), gone, "broker")
-    gone["in_isr"] = _member(_pairs(partitions, "isr", "broker"), gone, "broker")
-    gone["being_removed"] = _member(_pairs(reassignments, "removing", "broker"), gone, "broker")
-    reassigning = reassignments[PARTITION_KEY].drop_duplicates().assign(_reassigning=True)
-    gone["still_reassigning"] = gone[PARTITION_KEY].merge(reassigning, on=PARTITION_KEY, how="left")["_reassigning"] \
-        .notna().to_numpy()
-    gone["finished"] = True
-    # The brokers' liveness no longer matters for a finished move; the numbers come from history.
-    defaults = {"numerator": pd.NA, "denominator": pd.NA, "progress": np.nan, "leader": -1,
-                "destination_alive": True, "leader_alive": True, "offset_lag": pd.NA,
-                "messages_behind_estimate": np.nan}
-    return gone.assign(**defaults)[REPLICA_COLUMNS].astype(_DTYPES)
+    moving = {key_of(row) for row in (replica_progress(snapshot) if current is None else current)}
+    replica_sets = _members(snapshot["partitions"], "replicas")
+    isr = _members(snapshot["partitions"], "isr")
+    removing = _members(snapshot["reassignments"], "removing")
+    reassigning = {partition_of(row) for row in snapshot["reassignments"]}
+    gone = []
+    for row in tracked:
+        if key_of(row) in moving:
+            continue
+        member = (row["topic"], row["partition"], row["broker"])
+        # The brokers' liveness no longer matters for a finished move; the numbers come from history.
+        gone.append({
+            **dict(zip(KEY, key_of(row))), "numerator": None, "denominator": None, "progress": None,
+            "in_isr": member in isr, "leader": -1, "offset_lag": None, "messages_behind_estimate": None,
+            "destination_alive": True, "leader_alive": True, "finished": True,
+            "in_replica_set": member in replica_sets, "still_reassigning": partition_of(row) in reassigning,
+            "being_removed": member in removing,
+        })
+    return gone
 
 
-def with_states(replicas, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
-    out = replicas.copy()
-    out["state"] = classify(out, stall_after_s, rate_window_s)
-    return out
+def with_states(rows, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
+    """The rows, each a new dict with its `state` (classify's name)."""
+    return [{**row, "state": classify(row, stall_after_s, rate_window_s)} for row in rows]
 
 
 def eta_seconds(remaining, copy_rate, leader_rate):
     """The one ETA rule (replica, partition, topic and cluster alike): remaining bytes over the copy rate
-    net of the leader's growth; 0 when nothing remains; null when the net rate is not positive or unknown."""
-    remaining = np.asarray(remaining, dtype="float64")
-    net = np.asarray(copy_rate, dtype="float64") - np.nan_to_num(np.asarray(leader_rate, dtype="float64"), nan=0.0)
-    eta = np.where(net > 0, remaining / np.where(net > 0, net, 1.0), np.nan)
-    return np.where(remaining <= 0, 0.0, eta)
+    net of the leader's growth (an unknown growth counts as none); 0 when nothing remains; null when the
+    net rate is not positive or unknown."""
+    if remaining is not None and remaining <= 0:
+        return 0.0
+    if remaining is None or copy_rate is None:
+        return None
+    net = copy_rate - (leader_rate or 0.0)
+    return remaining / net if net > 0 else None
 
 
-# Per-replica facts carried into a rollup when the rows have them (history columns): how each combines.
-ROLLUP_EXTRAS = {"in_isr": "min", "copy_rate": "sum", "leader_rate": "max", "stalled_seconds": "max"}
-ROLLUP_COLUMNS = ["replicas", "bytes_done", "bytes_total", "progress", "state"]
+def _sum(values):
+    """A sum where a null adds nothing (0.0 when all are null), as a dataframe sums."""
+    return float(sum(value for value in values if value is not None))
 
 
-def _with_rollup_facts(grouped):
-    grouped["progress"] = np.where(grouped["bytes_total"] > 0, grouped["bytes_done"] / grouped["bytes_total"], np.nan)
-    grouped["state"] = grouped.pop("_worst").map(NAME_OF)
-    if "copy_rate" in grouped:
-        grouped["eta_seconds"] = eta_seconds(grouped["bytes_total"] - grouped["bytes_done"], grouped["copy_rate"],
-                                             grouped["leader_rate"])
-    return grouped
+def _max(values):
+    """The largest known value; null when none is known."""
+    return max((value for value in values if value is not None), default=None)
+
+
+def _worst(states):
+    """The most severe of the known state names; null when none is known."""
+    known = [state for state in states if state is not None]
+    return worst(known) if known else None
+
+
+# Per-replica facts carried into a rollup when the rows have them (in_isr always, the rest with history):
+# how each combines.
+ROLLUP_EXTRAS = {"in_isr": all, "copy_rate": _sum, "leader_rate": _max, "stalled_seconds": _max}
+
+
+def _grouped(rows, key):
+    """The rows in groups of equal key(row), ordered by key."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _bytes(replica):
+    """(done, total) bytes of one replica row: a replica in the ISR counts whole; an unknown numerator or
+    denominator leaves done unknown, and an unknown denominator adds nothing to the total."""
+    total = None if replica["denominator"] is None else float(replica["denominator"])
+    if replica["in_isr"]:
+        return total, total
+    if total is None or replica["numerator"] is None:
+        return None, total
+    return float(min(replica["numerator"], replica["denominator"])), total
+
+
+def _with_rollup_facts(rollup, rows, extras):
+    """A rollup (key, replicas, bytes) completed from its rows: progress, the worst state, each of the
+    `extras` (column -> how it combines) the rows carry, and the ETA when they carry a copy rate."""
+    rollup["progress"] = rollup["bytes_done"] / rollup["bytes_total"] if rollup["bytes_total"] > 0 else None
+    rollup["state"] = _worst(row["state"] for row in rows)
+    rollup.update({column: combine([row[column] for row in rows]) for column, combine in extras.items()
+                   if column in rows[0]})
+    if "copy_rate" in rollup:
+        rollup["eta_seconds"] = eta_seconds(rollup["bytes_total"] - rollup["bytes_done"], rollup["copy_rate"],
+                                            rollup.get("leader_rate"))
+    return rollup
 
 
 def partition_rollup(replicas):
     """The one rollup of replica rows, per partition: bytes done / total over its moving replicas (a replica
     in the ISR counts whole; a null denominator adds nothing), the worst replica state, and with history
     columns the summed copy rate, the leader's growth, the longest stall, ISR membership of all, the ETA.
-    Records, metrics and the CLI report all read it."""
-    if replicas.empty:
-        return pd.DataFrame(columns=PARTITION_KEY + ROLLUP_COLUMNS)
-    rows = replicas.assign(
-        _total=replicas["denominator"].astype("float64"),
-        _done=np.minimum(replicas["numerator"].astype("float64"), replicas["denominator"].astype("float64")),
-        _severity=replicas["state"].map(SEVERITY),
-    )
-    rows.loc[replicas["in_isr"], "_done"] = rows.loc[replicas["in_isr"], "_total"]
-    extras = {c: (c, how) for c, how in ROLLUP_EXTRAS.items() if c in rows}
-    grouped = rows.groupby(PARTITION_KEY, as_index=False).agg(
-        replicas=("broker", "size"), bytes_done=("_done", "sum"), bytes_total=("_total", "sum"),
-        _worst=("_severity", "max"), **extras)
-    return _with_rollup_facts(grouped)
+    Records, metrics and the CLI report all read it. Sorted by (topic, partition)."""
+    rollups = []
+    for rows in _grouped(replicas, partition_of):
+        done, total = zip(*map(_bytes, rows))
+        rollup = {"topic": rows[0]["topic"], "partition": rows[0]["partition"], "replicas": len(rows),
+                  "bytes_done": _sum(done), "bytes_total": _sum(total)}
+        rollups.append(_with_rollup_facts(rollup, rows, ROLLUP_EXTRAS))
+    return rollups
+
+
+# One level up, leader growth adds up across partitions (each partition's leader grows on its own).
+TOPIC_EXTRAS = {**ROLLUP_EXTRAS, "leader_rate": _sum}
 
 
 def topic_rollup(partitions):
-    """Partition rollups summed per topic (the same rule one level up: leader growth adds up across partitions)."""
-    if partitions.empty:
-        return pd.DataFrame(columns=["topic"] + ROLLUP_COLUMNS)
-    extras = {c: (c, "sum" if c == "leader_rate" else how) for c, how in ROLLUP_EXTRAS.items() if c in partitions}
-    grouped = partitions.assign(_severity=partitions["state"].map(SEVERITY)).groupby("topic", as_index=False).agg(
-        replicas=("replicas", "sum"), bytes_done=("bytes_done", "sum"), bytes_total=("bytes_total", "sum"),
-        _worst=("_severity", "max"), **extras)
-    return _with_rollup_facts(grouped)
+    """Partition rollups summed per topic, by the same rules. Sorted by topic."""
+    rollups = []
+    for rows in _grouped(partitions, lambda row: row["topic"]):
+        rollup = {"topic": rows[0]["topic"], "replicas": sum(row["replicas"] for row in rows),
+                  "bytes_done": _sum(row["bytes_done"] for row in rows),
+                  "bytes_total": _sum(row["bytes_total"] for row in rows)}
+        rollups.append(_with_rollup_facts(rollup, rows, TOPIC_EXTRAS))
+    return rollups
 
 
 def reassignment_rollup(partitions, copy_rate=None, leader_rate=None):
     """One summary over some partition rollups: partitions total / completed (finished: COMPLETED or
     CANCELLED) / in sync, bytes total / remaining, and, given the summed copy and leader growth rates,
     the rate and ETA (the one rule of `eta_seconds`)."""
-    states = partitions["state"] if not partitions.empty else pd.Series(dtype="object")
-    bytes_total = float(partitions["bytes_total"].sum()) if not partitions.empty else 0.0
-    bytes_done = float(partitions["bytes_done"].sum()) if not partitions.empty else 0.0
-    remaining = max(bytes_total - bytes_done, 0.0)
-    eta = None if copy_rate is None else float(eta_seconds(remaining, copy_rate, leader_rate or 0.0))
+    states = [row["state"] for row in partitions]
+    bytes_total = _sum(row["bytes_total"] for row in partitions)
+    remaining = max(bytes_total - _sum(row["bytes_done"] for row in partitions), 0.0)
+    finished = {state.name for state in FINISHED_STATES}
     return {
-        "partitions_total": int(len(partitions)),
-        "partitions_completed": int(states.isin([s.name for s in FINISHED_STATES]).sum()),
-        "partitions_in_sync": int((states == ReplicaState.IN_SYNC.name).sum()),
+        "partitions_total": len(partitions),
+        "partitions_completed": sum(state in finished for state in states),
+        "partitions_in_sync": states.count(ReplicaState.IN_SYNC.name),
         "bytes_total": int(bytes_total),
         "bytes_remaining": int(remaining),
         "rate_bytes_per_sec": copy_rate,
-        "eta_seconds": None if eta is None or np.isnan(eta) else eta,
+        "eta_seconds": None if copy_rate is None else eta_seconds(remaining, copy_rate, leader_rate or 0.0),
     }

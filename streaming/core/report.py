@@ -9,8 +9,8 @@ The JSON document's shape is progress_report.schema.json beside this module (tes
      reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate,
      rate_bytes_per_sec, eta_seconds}], "summary": {...}, "errors": [{"api", "message"}]}
 
-Rates and ETAs need two polls: they are null (table: '-') in a one-shot report and filled by `with_history`
-while watching.
+The replica rows are streaming.core.kip179's dicts (None is null). Rates and ETAs need two polls: they
+are null (table: '-') in a one-shot report and filled by `with_history` while watching.
 """
 
 import json
@@ -18,14 +18,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
 from streaming.core.kip179 import BEHIND
 from streaming.core.progress import partition_rollup, reassignment_rollup
 from streaming.vocabulary.json_values import json_value
-from streaming.vocabulary.states import ReplicaState
+from streaming.vocabulary.replica_row import key_of, partition_of
+from streaming.vocabulary.states import SEVERITY
 
 SCHEMA_ID = "kafka-reassign-monitor/progress-report/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")
@@ -34,6 +33,7 @@ REPLICA_FIELDS = ["topic", "partition", "broker", "intra_broker", "status", "sta
                   "numerator", "denominator", "progress", "in_isr", "offset_lag", "messages_behind_estimate",
                   "rate_bytes_per_sec", "eta_seconds"]
 NOT_KNOWN = "-"
+UNKNOWN_SEVERITY = -1  # a row without a state (not hosted, unknown) sorts below every state
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Report:
     ts_ms: int
     cluster_id: str
     source: str
-    replicas: pd.DataFrame
+    replicas: list  # row dicts
     summary: dict
     errors: tuple = ()
 
@@ -50,54 +50,63 @@ class Report:
         return self.summary["in_progress"]
 
 
+def _moving(rows):
+    return [row for row in rows if row["moving"]]
+
+
+def _with_rate_name(row):
+    """A history row with its copy rate under the report's name for it."""
+    return {("rate_bytes_per_sec" if name == "copy_rate" else name): value for name, value in row.items()}
+
+
 def with_history(memory, rows, now_ms):
     """(memory, rows) with copy rate, ETA and the history states (STALLED, FALLING_BEHIND) for the moving
-    rows; the others pass through. `memory` starts as history.empty_memory()."""
+    rows; the others pass through, their history columns null. `memory` starts as history.empty_memory()."""
     from streaming.core import history
 
-    moving = rows.loc[rows["moving"]]
-    if moving.empty:
+    moving = _moving(rows)
+    if not moving:
         return memory, rows
-    memory, stepped = history.step(memory, moving.reset_index(drop=True), now_ms)
-    stepped = stepped.rename(columns={"copy_rate": "rate_bytes_per_sec"})
-    merged = pd.concat([stepped, rows.loc[~rows["moving"]]], ignore_index=True)
+    memory, stepped = history.step(memory, moving, now_ms)
+    stepped = [_with_rate_name(row) for row in stepped]
+    blank = dict.fromkeys(stepped[0])  # every column a stepped row has, null for the rows that stay put
+    by_key = {key_of(row): row for row in stepped}
     # Keep the rows' order (file order, or topic/partition order): the table must not jump while redrawn.
-    order = rows[["topic", "partition", "broker", "intra_broker"]].reset_index(drop=True).reset_index()
-    merged = order.merge(merged, on=["topic", "partition", "broker", "intra_broker"], how="left")
-    return memory, merged.drop(columns="index")
+    return memory, [by_key[key_of(row)] if row["moving"] else {**blank, **row} for row in rows]
+
+
+def _known(values):
+    return [value for value in values if value is not None]
 
 
 def summarize(rows, source):
     """Counts and bytes of a report. Bytes, rate and ETA come from the core's reassignment rollup over the
     replicas that are moving (a listed replica that stays where it is has nothing to copy); the partition
     counts are those of the partitions moving; `statuses` counts every row by status ('Behind' as one)."""
-    moving = rows.loc[rows["moving"]]
-    rates = moving["rate_bytes_per_sec"] if "rate_bytes_per_sec" in moving else pd.Series(dtype="float64")
-    leader_rates = moving["leader_rate"] if "leader_rate" in moving else pd.Series(dtype="float64")
-    has_rate = rates.notna().any()
+    moving = _moving(rows)
+    rates = _known(row.get("rate_bytes_per_sec") for row in moving)
+    leader_rates = _known(row.get("leader_rate") for row in moving)
     rollup = reassignment_rollup(
         partition_rollup(moving),
-        copy_rate=float(rates.sum()) if has_rate else None,
-        leader_rate=float(leader_rates.fillna(0).sum()) if has_rate else None)
-    statuses = Counter(BEHIND if s.startswith(BEHIND) else s for s in rows["status"])
-    in_progress = bool(rows["moving"].any() or (rows["reassigning"].any() if source == FROM_FILE else False))
+        copy_rate=float(sum(rates)) if rates else None,
+        leader_rate=float(sum(leader_rates)) if rates else None)
+    statuses = Counter(BEHIND if row["status"].startswith(BEHIND) else row["status"] for row in rows)
+    in_progress = bool(moving) or (source == FROM_FILE and any(row["reassigning"] for row in rows))
     return {**rollup,
-            "partitions_listed": int(rows[["topic", "partition"]].drop_duplicates().shape[0]),
-            "replicas_listed": int(len(rows)),
-            "replicas_moving": int(len(moving)),
+            "partitions_listed": len({partition_of(row) for row in rows}),
+            "replicas_listed": len(rows),
+            "replicas_moving": len(moving),
             "statuses": dict(sorted(statuses.items())),
             "in_progress": in_progress}
 
 
 def build(snapshot, rows, source):
-    return Report(snapshot.ts_ms, snapshot.cluster_id, source, rows.reset_index(drop=True), summarize(rows, source),
+    return Report(snapshot.ts_ms, snapshot.cluster_id, source, list(rows), summarize(rows, source),
                   tuple(snapshot.errors))
 
 
 def to_document(report):
-    rows = report.replicas.reindex(columns=REPLICA_FIELDS)
-    replicas = [{name: json_value(value) for name, value in zip(REPLICA_FIELDS, values)}
-                for values in rows.itertuples(index=False, name=None)]
+    replicas = [{name: json_value(row.get(name)) for name in REPLICA_FIELDS} for row in report.replicas]
     return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster_id": report.cluster_id,
             "source": report.source, "in_progress": report.in_progress, "replicas": replicas,
             "summary": {k: json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
@@ -109,7 +118,7 @@ def to_json(report):
 
 
 def human_bytes(value):
-    if value is None or pd.isna(value):
+    if value is None:
         return NOT_KNOWN
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(value) >= size:
@@ -118,7 +127,7 @@ def human_bytes(value):
 
 
 def human_seconds(value):
-    if value is None or pd.isna(value):
+    if value is None:
         return NOT_KNOWN
     minutes, seconds = divmod(int(round(value)), 60)
     hours, minutes = divmod(minutes, 60)
@@ -126,11 +135,11 @@ def human_seconds(value):
 
 
 def _rate(value):
-    return NOT_KNOWN if value is None or pd.isna(value) else f"{human_bytes(value)}/s"
+    return NOT_KNOWN if value is None else f"{human_bytes(value)}/s"
 
 
 def _percent(value):
-    return NOT_KNOWN if value is None or pd.isna(value) else f"{100 * value:.1f}%"
+    return NOT_KNOWN if value is None else f"{100 * value:.1f}%"
 
 
 def _count(n, noun):
@@ -165,10 +174,10 @@ COLUMNS = (("topic", "left"), ("partition", "right"), ("broker", "right"), ("sta
 
 def _cells(rows):
     """The table's cells, one list of strings per replica row."""
-    for r in rows.to_dict("records"):
+    for r in rows:
         broker = f"{r['broker']} (dir)" if r["intra_broker"] else str(r["broker"])
-        state = r["state"] if isinstance(r["state"], str) else NOT_KNOWN
-        copied = (NOT_KNOWN if pd.isna(r["denominator"]) and pd.isna(r["numerator"])
+        state = NOT_KNOWN if r["state"] is None else r["state"]
+        copied = (NOT_KNOWN if r["denominator"] is None and r["numerator"] is None
                   else f"{human_bytes(r['numerator'])} / {human_bytes(r['denominator'])}")
         yield [r["topic"], str(r["partition"]), broker, state, _percent(r["progress"]), copied,
                _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds")), r["status"]]
@@ -185,14 +194,17 @@ def to_text(report):
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(w) if justify == "left" else cell.rjust(w)
                        for cell, w, (_, justify) in zip(row, widths, COLUMNS)).rstrip() for row in rows]
-    body = lines + [""] if len(report.replicas) else []
+    body = lines + [""] if report.replicas else []
     return "\n".join(body + [summary_line(report)] + _warnings(report))
 
 
+def _severity(row):
+    return UNKNOWN_SEVERITY if row["state"] is None else SEVERITY[row["state"]]
+
+
 def _by_severity(rows):
-    """Worst state first (unknown rows last), file or topic order within a state."""
-    severity = rows["state"].map(lambda name: ReplicaState[name].value if isinstance(name, str) else -1)
-    return rows.assign(_severity=severity.to_numpy()).sort_values("_severity", ascending=False, kind="stable")
+    """Worst state first (unknown rows last), file or topic order within a state (sorted is stable)."""
+    return sorted(rows, key=_severity, reverse=True)
 
 
 def to_table(report, title=None, max_rows=None):
@@ -210,11 +222,11 @@ def to_table(report, title=None, max_rows=None):
         table.add_column(name, justify=justify, no_wrap=name not in WRAPPING, min_width=WRAPPING.get(name),
                          overflow="fold")
     rows = _by_severity(report.replicas)
-    shown = rows if max_rows is None else rows.head(max(max_rows, 0))
+    shown = rows if max_rows is None else rows[:max(max_rows, 0)]
     for cells in _cells(shown):
         table.add_row(*cells)
     hidden = [Text(f"... {len(rows) - len(shown)} more replicas not shown (--output json lists all)")
               ] if len(shown) < len(rows) else []
     lines = hidden + [Text(summary_line(report))] + [Text(w, style="yellow") for w in _warnings(report)]
-    head = [table] if len(report.replicas) else [Text(title)] if title else []
+    head = [table] if report.replicas else [Text(title)] if title else []
     return Group(*head, *lines)

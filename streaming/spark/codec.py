@@ -1,57 +1,83 @@
 """Snapshot tables to and from bytes (Arrow IPC streams), and their split into state buckets.
 
 The streaming source ships each snapshot table slice as one binary cell, so Spark moves a few dozen
-rows per poll whatever the cluster's size, and the stateful operator decodes them vectorized.
+rows per poll whatever the cluster's size. Tables are lists of row dicts (streaming.vocabulary.snapshot);
+this module is the one place their declared column types become Arrow types.
 """
 
 import pandas as pd
 import pyarrow as pa
 
-from streaming.vocabulary.snapshot import PARTITION_KEYED, SCHEMAS
+from streaming.vocabulary.snapshot import BOOL, FLOAT64, INT32, INT64, INT_LIST, PARTITION_KEYED, SCHEMAS, STRING
+
+ARROW_TYPES = {STRING: pa.string(), INT32: pa.int32(), INT64: pa.int64(), FLOAT64: pa.float64(), BOOL: pa.bool_(),
+               INT_LIST: pa.list_(pa.int32())}
 
 
-def encode(frame, schema=None):
-    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+def arrow_schema(columns):
+    """The Arrow schema of ((column, type constant), ...)."""
+    return pa.schema([(name, ARROW_TYPES[kind]) for name, kind in columns])
+
+
+def _arrow_table(rows, columns):
+    return pa.Table.from_pylist(rows, schema=arrow_schema(columns))
+
+
+def _ipc(table):
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
+def encode(rows, columns):
+    """Row dicts with the declared `columns` ((column, type constant), ...) as one Arrow IPC stream."""
+    return _ipc(_arrow_table(rows, columns))
+
+
 def decode(payload):
-    return pa.ipc.open_stream(payload).read_all().to_pandas()
+    """The row dicts of an Arrow IPC stream (any writer's: a blob written from a pandas frame decodes the same)."""
+    return pa.ipc.open_stream(payload).read_all().to_pylist()
 
 
-def encode_table(name, frame):
-    return encode(frame, SCHEMAS[name])
+def encode_table(name, rows):
+    return encode(rows, SCHEMAS[name])
 
 
 def decode_tables(names, payloads):
-    """{table name: DataFrame}, concatenating every payload of the same table."""
-    frames = {}
+    """{table name: rows}, concatenating every payload of the same table."""
+    tables = {}
     for name, payload in zip(names, payloads):
-        frames.setdefault(name, []).append(decode(payload))
-    return {name: pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-            for name, parts in frames.items()}
+        tables.setdefault(name, []).extend(decode(payload))
+    return tables
 
 
-def bucket_of(frame, buckets):
-    """A stable bucket per (topic, partition): the same in every process and every run."""
-    if frame.empty:
-        return pd.Series([], dtype="int64")
-    hashed = pd.util.hash_pandas_object(frame[["topic", "partition"]], index=False)
-    return (hashed % buckets).astype("int64")
+def _buckets(table, buckets):
+    """The bucket of each row of an Arrow table with topic and (int32) partition columns: pandas' object
+    hash of the pair, which state checkpoints are keyed by, so it must never change."""
+    frame = pd.DataFrame({"topic": table["topic"].to_pandas(), "partition": table["partition"].to_pandas()})
+    return (pd.util.hash_pandas_object(frame, index=False) % buckets).to_numpy()
 
 
-def split_by_bucket(tables, buckets):
-    """{bucket: {table name: slice}} for the partition-keyed ones of `tables` ({name: frame}); every
-    bucket appears, even empty."""
+def bucket_of(keys, buckets):
+    """The bucket of each (topic, partition) of `keys`: the same in every process and every run."""
+    table = pa.table({"topic": pa.array([topic for topic, _ in keys], pa.string()),
+                      "partition": pa.array([partition for _, partition in keys], pa.int32())})
+    return [int(bucket) for bucket in _buckets(table, buckets)]
+
+
+def encode_by_bucket(tables, buckets):
+    """{bucket: {table name: payload}} for the partition-keyed ones of `tables` ({name: rows}); every bucket
+    appears, even empty. Each table is converted to Arrow once and sliced by bucket there (rows keep
+    their order): slicing the row dicts in Python first cost several times more at 100k moves."""
     split = {b: {} for b in range(buckets)}
     for name in PARTITION_KEYED:
-        frame = tables.get(name)
-        if frame is None or frame.empty:
+        if not tables.get(name):
             continue
-        for bucket, part in frame.groupby(bucket_of(frame, buckets).to_numpy()):
-            split[int(bucket)][name] = part.reset_index(drop=True)
+        table = _arrow_table(tables[name], SCHEMAS[name])
+        of_row = _buckets(table, buckets)
+        for bucket in range(buckets):
+            mask = of_row == bucket
+            if mask.any():
+                split[bucket][name] = _ipc(table.filter(pa.array(mask)))
     return split
-

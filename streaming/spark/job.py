@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
 from sinks import records
 from sinks.throttles.ownership import EXECUTE
 from streaming.spark import codec
@@ -21,10 +23,10 @@ from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.vocabulary import defaults
 from streaming.vocabulary.echo import first_line
-from streaming.vocabulary.replica_row import NOT_NULL
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
-from streaming.spark.stateful import CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, make_tracker
+from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
+                                     make_tracker)
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
@@ -90,6 +92,15 @@ def build_session(config):
     return spark
 
 
+def batch_rows(batch):
+    """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table):
+    row dicts of plain Python values, null as None, each kind with only its own columns."""
+    kinds = batch["kind"]
+    cluster = batch.filter(pc.equal(kinds, CLUSTER_KIND)).select(["table", "payload"])
+    replicas = batch.filter(pc.equal(kinds, REPLICA_KIND)).drop_columns(["kind", "table", "payload"])
+    return cluster.to_pylist(), replicas.to_pylist()
+
+
 class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
@@ -109,10 +120,11 @@ class BatchHandler:
 
     def __call__(self, frame, batch_id):
         started = time.monotonic()
-        rows = frame.toPandas()
+        batch = frame.toArrow()
         computed = time.monotonic()
-        cluster = rows.loc[rows["kind"] == CLUSTER_KIND]
-        tables = codec.decode_tables(cluster["table"], cluster["payload"])
+        with collector_paused():
+            cluster, replicas = batch_rows(batch)
+            tables = codec.decode_tables([row["table"] for row in cluster], [row["payload"] for row in cluster])
         if POLL_TABLE not in tables:
             return
         facts = poll_facts(tables.pop(POLL_TABLE))
@@ -125,10 +137,8 @@ class BatchHandler:
             reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
-        # Cluster rows share the frame, so integer columns arrive as floats: restore them.
-        replicas = (rows.loc[rows["kind"] == REPLICA_KIND].drop(columns=["kind", "table", "payload"])
-                    .astype({**NOT_NULL, "poll_id": "int64", "ts_ms": "int64"}))
-        output = assemble(replicas.reset_index(drop=True), tables, facts, batch_id, self._requests())
+        with collector_paused():
+            output = assemble(replicas, tables, facts, batch_id, self._requests())
         keyed = list(output.records)
         if self.janitor is not None:
             for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):

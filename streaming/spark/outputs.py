@@ -9,13 +9,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-import pandas as pd
-
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
 from streaming.core.progress import partition_rollup, reassignment_rollup, topic_rollup
-from streaming.vocabulary.replica_row import PARTITION_KEY
+from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import FINISHED_STATES, worst
 
@@ -37,15 +35,17 @@ class PollFacts:
         return usable(self.cluster_id, self.errors)
 
 
-def poll_facts(frame):
-    """The facts of a poll from its rows: the job's source writes one; bench/stream.py's split arm one per
-    part of the poll. Parts run in parallel, so the poll took as long as the slowest; requests add up;
-    errors in order; the cluster id from the part that described the cluster."""
-    errors = tuple(PollError(e["api"], e["message"]) for text in frame["errors"] for e in json.loads(text))
-    retries = sum((Counter(json.loads(text)) for text in (frame["retries"] if "retries" in frame else ())), Counter())
-    cluster_ids = [c for c in frame["cluster_id"] if c]
-    return PollFacts(cluster_ids[0] if cluster_ids else "", int(frame["ts_ms"].min()), int(frame["requests"].sum()),
-                     float(frame["duration_s"].max()), errors, dict(retries))
+def poll_facts(rows):
+    """The facts of a poll from its rows (streaming.spark.source.POLL_COLUMNS): the job's source writes one;
+    bench/stream.py's split arm one per part of the poll. Parts run in parallel, so the poll took as long
+    as the slowest; requests add up; errors in order; the cluster id from the part that described the
+    cluster. A row without retries (written before they were counted) retried nothing."""
+    errors = tuple(PollError(e["api"], e["message"]) for row in rows for e in json.loads(row["errors"]))
+    retries = sum((Counter(json.loads(row.get("retries") or "{}")) for row in rows), Counter())
+    cluster_ids = [row["cluster_id"] for row in rows if row["cluster_id"]]
+    return PollFacts(cluster_ids[0] if cluster_ids else "", min(row["ts_ms"] for row in rows),
+                     sum(row["requests"] for row in rows), float(max(row["duration_s"] for row in rows)), errors,
+                     dict(retries))
 
 
 @dataclass(frozen=True)
@@ -53,23 +53,29 @@ class BatchOutput:
     records: list  # (key, encoded JSON value)
     picture: Picture
     snapshot: Snapshot  # the cluster-wide tables, for the throttle janitor
-    replicas: pd.DataFrame
-    partitions: pd.DataFrame
+    replicas: list  # the batch's replica rows (streaming.core.history report rows plus poll_id and ts_ms)
+    partitions: list  # their partition rollups (streaming.core.progress.partition_rollup)
     summary: dict
 
 
-def _moving(frame):
-    """Rows whose move is not finished (frames may be empty and then lack a `state` column)."""
-    return frame.loc[~frame["state"].isin(FINISHED_NAMES)] if not frame.empty else frame
+def _moving(rows):
+    """Rows whose move is not finished."""
+    return [row for row in rows if row["state"] not in FINISHED_NAMES]
+
+
+def _known_sum(values):
+    """The sum of the known values (0.0 when none is known)."""
+    return float(sum(value for value in values if value is not None))
 
 
 def _summarize(moving_partitions):
     """(reassignment_rollup with summed rates, worst state name or None) over moving partition rows."""
-    if moving_partitions.empty:
+    if not moving_partitions:
         return reassignment_rollup(moving_partitions, copy_rate=0.0, leader_rate=0.0), None
-    summary = reassignment_rollup(moving_partitions, copy_rate=float(moving_partitions["copy_rate"].sum()),
-                                  leader_rate=float(moving_partitions["leader_rate"].fillna(0).sum()))
-    return summary, worst(moving_partitions["state"])
+    summary = reassignment_rollup(moving_partitions,
+                                  copy_rate=_known_sum(row["copy_rate"] for row in moving_partitions),
+                                  leader_rate=_known_sum(row["leader_rate"] for row in moving_partitions))
+    return summary, worst(row["state"] for row in moving_partitions)
 
 
 def request_rollups(partitions, requests):
@@ -78,9 +84,8 @@ def request_rollups(partitions, requests):
     is no longer in the batch finished earlier: it counts as completed with its bytes done."""
     rollups = {}
     for request_id, keys in requests.items():
-        wanted = pd.DataFrame(list(keys), columns=PARTITION_KEY)
-        mine = partitions.merge(wanted, on=PARTITION_KEY) if not partitions.empty else partitions
-        moving = _moving(mine)
+        wanted = set(keys)
+        moving = _moving([row for row in partitions if partition_of(row) in wanted])
         summary, state = _summarize(moving)
         summary["partitions_completed"] += len(wanted) - len(moving)
         summary["partitions_total"] = len(wanted)
@@ -104,13 +109,11 @@ def assemble(replicas, tables, facts, batch_id, requests=None):
         out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
             request_summary, request_worst, facts.ts_ms, batch_id, cluster_id, request_id))))
 
-    counts = moving_partitions["state"].value_counts().to_dict() if not moving_partitions.empty else {}
     picture = Picture(
-        replicas=moving.reset_index(drop=True), partitions=moving_partitions.reset_index(drop=True),
-        topics=topic_rollup(moving_partitions), partition_states=counts, summary=summary,
-        broker_throttles=tables.get("broker_throttles", pd.DataFrame(columns=["broker", "kind", "rate"])),
-        topic_throttles=tables.get("topic_throttles", pd.DataFrame(columns=["topic", "kind", "value"])),
-        last_poll_s=facts.ts_ms / 1000.0)
+        replicas=tuple(moving), partitions=tuple(moving_partitions), topics=tuple(topic_rollup(moving_partitions)),
+        partition_states=dict(Counter(row["state"] for row in moving_partitions)), summary=summary,
+        broker_throttles=tuple(tables.get("broker_throttles", ())),
+        topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=facts.ts_ms / 1000.0)
     snapshot = Snapshot(ts_ms=facts.ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
                         errors=facts.errors, duration_s=facts.duration_s)
     return BatchOutput(out, picture, snapshot, replicas, partitions, summary)
@@ -123,10 +126,10 @@ def describe(output):
     lines = [f"{len(output.picture.replicas)} replica moves, {s['partitions_total']} partitions, "
              f"{s['bytes_remaining'] / 1e6:.1f} MB remaining, {(s['rate_bytes_per_sec'] or 0) / 1e6:.2f} MB/s, "
              f"ETA {eta}"]
-    for r in output.replicas.to_dict("records"):
-        progress = "-" if pd.isna(r["progress"]) else f"{100 * r['progress']:5.1f}%"
-        rate = "-" if pd.isna(r["copy_rate"]) else f"{r['copy_rate'] / 1e6:.2f} MB/s"
-        eta = "-" if pd.isna(r["eta_seconds"]) else f"{r['eta_seconds']:.0f}s"
+    for r in output.replicas:
+        progress = "-" if r["progress"] is None else f"{100 * r['progress']:5.1f}%"
+        rate = "-" if r["copy_rate"] is None else f"{r['copy_rate'] / 1e6:.2f} MB/s"
+        eta = "-" if r["eta_seconds"] is None else f"{r['eta_seconds']:.0f}s"
         lines.append(f"  {r['topic']}-{r['partition']} -> broker {r['broker']}: {r['state']:<14} {progress} "
                      f"{rate} ETA {eta}")
     return "\n".join(lines)

@@ -29,7 +29,6 @@ they were; it is retried next trigger, never fatal.
 import json
 import time
 
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -37,16 +36,19 @@ from streaming.spark import codec
 from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
-from streaming.vocabulary.snapshot import BROKER_KEYED, PollError, Snapshot
+from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
 # Fixed for the life of a checkpoint (buckets key the state). One bucket per state partition: each bucket
-# costs a fixed ~40 ms of pandas per batch, and within a bucket the work is vectorized, so more buckets
-# than partitions only add overhead.
+# costs a fixed overhead per batch (a call of the stateful function, its state blob, its output frame),
+# and a bucket's moves are handled in one call, so more buckets than partitions only add overhead.
 STATE_BUCKETS = 4
 POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, errors
+# The poll table's columns; errors and retries are JSON text ([{"api", "message"}] and {api: count}).
+POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), ("duration_s", FLOAT64),
+                ("errors", STRING), ("retries", STRING))
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
@@ -71,7 +73,7 @@ def poll_facts(cluster_id, ts_ms, requests, duration_s, errors, retries=None):
     facts = {"cluster_id": cluster_id, "ts_ms": ts_ms, "requests": requests, "duration_s": duration_s,
              "errors": json.dumps([{"api": e.api, "message": e.message} for e in errors]),
              "retries": json.dumps(retries or {})}
-    return codec.encode(pd.DataFrame([facts]))
+    return codec.encode([facts], POLL_COLUMNS)
 
 
 def _facts_row(poll_id, snapshot):
@@ -85,8 +87,7 @@ def cluster_tables(snapshot):
     alter-log-dirs rule the future logs and who answered DescribeLogDirs (so it need not ask again)."""
     tables = {name: snapshot.tables[name] for name in CLUSTER_TABLES if name in snapshot.tables}
     if "log_dirs" in snapshot.tables:
-        logs = snapshot.tables["log_dirs"]
-        tables["log_dirs"] = logs.loc[logs["is_future"]].reset_index(drop=True)
+        tables["log_dirs"] = [row for row in snapshot.tables["log_dirs"] if row["is_future"]]
     return tables
 
 
@@ -94,14 +95,11 @@ def snapshot_rows(poll_id, snapshot, buckets):
     """The source rows of a snapshot, or of one part of a poll (pure: the unit the source, the benchmarks
     and the tests share). Only the tables the snapshot holds produce rows."""
     rows = []
-    shared = [(name, codec.encode_table(name, snapshot.tables[name])) for name in BROKER_KEYED
-              if name in snapshot.tables and not snapshot.tables[name].empty]
-    for bucket, tables in codec.split_by_bucket(snapshot.tables, buckets).items():
-        rows += [(poll_id, snapshot.ts_ms, bucket, name, payload) for name, payload in shared]
-        rows += [(poll_id, snapshot.ts_ms, bucket, name, codec.encode_table(name, frame))
-                 for name, frame in tables.items()]
-    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, frame))
-             for name, frame in cluster_tables(snapshot).items()]
+    shared = [(name, codec.encode_table(name, snapshot[name])) for name in BROKER_KEYED if snapshot[name]]
+    for bucket, payloads in codec.encode_by_bucket(snapshot.tables, buckets).items():
+        rows += [(poll_id, snapshot.ts_ms, bucket, name, payload) for name, payload in [*shared, *payloads.items()]]
+    rows += [(poll_id, snapshot.ts_ms, CLUSTER_BUCKET, name, codec.encode_table(name, table))
+             for name, table in cluster_tables(snapshot).items()]
     rows.append(_facts_row(poll_id, snapshot))
     return rows
 
