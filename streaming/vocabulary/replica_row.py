@@ -41,8 +41,3 @@ def key_of(row):
 
 def partition_of(row):
     return row["topic"], row["partition"]
-
-
-def spark_fields():
-    """'name type, ...' of the replica row, for a Spark DDL schema."""
-    return ", ".join(f"{name} {spark}" for name, (spark, _) in FIELDS.items())
