@@ -156,7 +156,7 @@ def eta_seconds(remaining, copy_rate, leader_rate):
     return remaining / net if net > 0 else None
 
 
-def _sum(values):
+def known_sum(values):
     """A sum where a null adds nothing (0.0 when all are null), as a dataframe sums."""
     return float(sum(value for value in values if value is not None))
 
@@ -174,7 +174,7 @@ def _worst(states):
 
 # Per-replica facts carried into a rollup when the rows have them (in_isr always, the rest with history):
 # how each combines.
-ROLLUP_EXTRAS = {"in_isr": all, "copy_rate": _sum, "leader_rate": _max, "stalled_seconds": _max}
+ROLLUP_EXTRAS = {"in_isr": all, "copy_rate": known_sum, "leader_rate": _max, "stalled_seconds": _max}
 
 
 def _grouped(rows, key):
@@ -218,13 +218,13 @@ def partition_rollup(replicas):
     for rows in _grouped(replicas, partition_of):
         done, total = zip(*map(_bytes, rows))
         rollup = {"topic": rows[0]["topic"], "partition": rows[0]["partition"], "replicas": len(rows),
-                  "bytes_done": _sum(done), "bytes_total": _sum(total)}
+                  "bytes_done": known_sum(done), "bytes_total": known_sum(total)}
         rollups.append(_with_rollup_facts(rollup, rows, ROLLUP_EXTRAS))
     return rollups
 
 
 # One level up, leader growth adds up across partitions (each partition's leader grows on its own).
-TOPIC_EXTRAS = {**ROLLUP_EXTRAS, "leader_rate": _sum}
+TOPIC_EXTRAS = {**ROLLUP_EXTRAS, "leader_rate": known_sum}
 
 
 def topic_rollup(partitions):
@@ -232,8 +232,8 @@ def topic_rollup(partitions):
     rollups = []
     for rows in _grouped(partitions, lambda row: row["topic"]):
         rollup = {"topic": rows[0]["topic"], "replicas": sum(row["replicas"] for row in rows),
-                  "bytes_done": _sum(row["bytes_done"] for row in rows),
-                  "bytes_total": _sum(row["bytes_total"] for row in rows)}
+                  "bytes_done": known_sum(row["bytes_done"] for row in rows),
+                  "bytes_total": known_sum(row["bytes_total"] for row in rows)}
         rollups.append(_with_rollup_facts(rollup, rows, TOPIC_EXTRAS))
     return rollups
 
@@ -243,8 +243,8 @@ def reassignment_rollup(partitions, copy_rate=None, leader_rate=None):
     CANCELLED) / in sync, bytes total / remaining, and, given the summed copy and leader growth rates,
     the rate and ETA (the one rule of `eta_seconds`)."""
     states = [row["state"] for row in partitions]
-    bytes_total = _sum(row["bytes_total"] for row in partitions)
-    remaining = max(bytes_total - _sum(row["bytes_done"] for row in partitions), 0.0)
+    bytes_total = known_sum(row["bytes_total"] for row in partitions)
+    remaining = max(bytes_total - known_sum(row["bytes_done"] for row in partitions), 0.0)
     finished = {state.name for state in FINISHED_STATES}
     return {
         "partitions_total": len(partitions),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
-from streaming.core.progress import partition_rollup, reassignment_rollup, topic_rollup
+from streaming.core.progress import known_sum, partition_rollup, reassignment_rollup, topic_rollup
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import FINISHED_STATES, worst
@@ -63,18 +63,13 @@ def _moving(rows):
     return [row for row in rows if row["state"] not in FINISHED_NAMES]
 
 
-def _known_sum(values):
-    """The sum of the known values (0.0 when none is known)."""
-    return float(sum(value for value in values if value is not None))
-
-
 def _summarize(moving_partitions):
     """(reassignment_rollup with summed rates, worst state name or None) over moving partition rows."""
     if not moving_partitions:
         return reassignment_rollup(moving_partitions, copy_rate=0.0, leader_rate=0.0), None
     summary = reassignment_rollup(moving_partitions,
-                                  copy_rate=_known_sum(row["copy_rate"] for row in moving_partitions),
-                                  leader_rate=_known_sum(row["leader_rate"] for row in moving_partitions))
+                                  copy_rate=known_sum(row["copy_rate"] for row in moving_partitions),
+                                  leader_rate=known_sum(row["leader_rate"] for row in moving_partitions))
     return summary, worst(row["state"] for row in moving_partitions)
 
 
