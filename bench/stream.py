@@ -303,4 +303,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    # Spark's workers unpickle the bench's sources and cached snapshot tables by module name, which they
+    # can import as bench.stream but not as this script's __main__.
+    from bench import stream
+
+    stream.main()

@@ -12,6 +12,7 @@ Everything here must be picklable: `make_tracker` closes over plain settings onl
 """
 
 import gc
+import warnings
 from contextlib import contextmanager
 
 import pandas as pd
@@ -32,6 +33,12 @@ OUTPUT_SCHEMA = ", ".join(f"{name} {spark}" for name, (spark, _) in OUTPUT_FIELD
 OUTPUT_COLUMNS = list(OUTPUT_FIELDS)
 REPLICA_KIND = "replica"
 CLUSTER_KIND = "cluster"
+
+# pyspark's worker pads each group's output with an all-null frame before concatenating (pyspark/worker.py),
+# which pandas 2 warns about once per batch in the job's terminal. The padding is Spark's, not ours: silenced
+# in every worker process, which imports this module to run the tracker.
+warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA entries",
+                        category=FutureWarning)
 
 # The pandas dtype Spark's Arrow conversion takes for each Spark SQL type. A nullable integer or flag
 # needs pandas' masked dtype: a plain one cannot hold a null, and a float column would round big longs.
