@@ -59,13 +59,6 @@ def _buckets(table, buckets):
     return (pd.util.hash_pandas_object(frame, index=False) % buckets).to_numpy()
 
 
-def bucket_of(keys, buckets):
-    """The bucket of each (topic, partition) of `keys`: the same in every process and every run."""
-    table = pa.table({"topic": pa.array([topic for topic, _ in keys], pa.string()),
-                      "partition": pa.array([partition for _, partition in keys], pa.int32())})
-    return [int(bucket) for bucket in _buckets(table, buckets)]
-
-
 def encode_by_bucket(tables, buckets):
     """{bucket: {table name: payload}} for the partition-keyed ones of `tables` ({name: rows}); every bucket
     appears, even empty. Each table is converted to Arrow once and sliced by bucket there (rows keep
