@@ -56,6 +56,7 @@ class BatchWatch(threading.Thread):
             self._halt.wait(0.2)
 
     def __enter__(self):
+        self.started_at = time.monotonic()
         self.start()
         return self
 
@@ -66,9 +67,10 @@ class BatchWatch(threading.Thread):
     def last(self):
         return max(self.seen, default=-1)
 
-    def longest_gap(self, since):
-        """Longest time between consecutive batch lines after monotonic time `since` (and from `since`)."""
-        times = sorted([since] + [t for t, _ in self.seen.values() if t >= since])
+    def longest_gap(self, since, until=float("inf")):
+        """Longest time between consecutive batch lines between monotonic times `since` and `until` (and from
+        `since`)."""
+        times = sorted([since] + [t for t, _ in self.seen.values() if since <= t <= until])
         return max((b - a for a, b in zip(times, times[1:])), default=0.0)
 
     def gauge_advanced(self, since, until):

@@ -111,7 +111,9 @@ def test_minimum_throttle_stalls_the_move(cluster, job):
 
 def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job):
     topic = cluster.unique_topic("job-restart")
-    throttled_move(cluster, topic, 3, 1, megabytes=40)
+    # Slow enough (~100 s) that a restart on a loaded machine still finds the move running; the throttles
+    # are lifted once the batches after the restart are seen, so the test does not wait the move out.
+    throttled_move(cluster, topic, 3, 1, megabytes=20, rate=RATE // 5)
     key = f"{topic}:0:1"
     labels = {"topic": topic, "partition": 0, "broker": 1}
     try:
@@ -126,7 +128,9 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
         after = sorted((r for r in replica_records(job, key) if r["batch_id"] > last_batch),
                        key=lambda r: r["batch_id"])
         assert after[0]["rate_bytes_per_sec"] is not None and after[1]["rate_bytes_per_sec"] is not None, after[:2]
+        assert after[0]["state"] != "COMPLETED", after[:2]  # the restart found the move running
 
+        clear_throttles(cluster, topic, 3, 1)
         wait_for(lambda: any(r["state"] == "COMPLETED" for r in replica_records(job, key)), 120, interval_s=2,
                  message="completion after the restart")
         # Transitions chain without a gap: each one starts from the state the one before ended in.

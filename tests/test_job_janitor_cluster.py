@@ -98,17 +98,19 @@ def test_owned_throttles_go_within_a_trigger_after_completion_and_foreign_ones_s
         assert during["1.leader"] == "1000000" and during["2.follower"] == "1000000"
 
         wait_for(lambda: not moving(cluster, topic), 90, interval_s=0.1, message="the move to complete")
-        completed_at = time.monotonic()
         wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 30, interval_s=0.2,
                  message="the janitor to restore the foreign rate")
-        latency = time.monotonic() - completed_at
         after = configs(cluster, topic, (1, 2))
         assert entries(after["leader"]) == ["1:2"] and not after["follower"]
         assert after["1.leader"] is None and after["1.follower"] is None and after["2.leader"] is None
-        assert latency <= TRIGGER_S + 2.0, f"throttles removed {latency:.1f}s after completion"
 
         actions = wait_for(lambda: throttle_records(job, topic), 20, message="throttle records")
         assert {a["throttle"]["action"] for a in actions} == {"removed"}
+        # Within a trigger, counted in batches rather than seconds (a loaded machine stretches every batch):
+        # the batch that first saw the move completed is the one that removed its throttles.
+        completed = [value["batch_id"] for key, value in read_topic(job.bootstrap, job.progress_topic)
+                     if key == f"{topic}:0:2" and value["state"] == "COMPLETED"]
+        assert completed and {a["batch_id"] for a in actions} == {min(completed)}, (completed, actions)
         reassignment = [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == f"reassignment:{request_id}"]
         assert reassignment and reassignment[0]["partitions_total"] == 1
         assert job.metric("kafka_reassignment_throttle_actions_total", scope="topic", action="removed") >= 1

@@ -20,7 +20,7 @@ from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
 from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
-from streaming.spark.job import batch_rows
+from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
 from streaming.vocabulary.snapshot import PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
@@ -370,3 +370,16 @@ def test_durations(text, expected):
 def test_bad_durations(text):
     with pytest.raises(BadInput):
         seconds(text)
+
+
+@pytest.mark.parametrize("finished_at_request, trigger_active, finished_now, may_stop", [
+    (7, False, 7, True),    # idle between triggers
+    (-1, False, -1, True),  # before the first batch, idle
+    (7, True, 7, False),    # batch 8 still running
+    (7, True, 8, True),     # batch 8 finished; batch 9 started at once (batches back to back)
+    (-1, True, -1, False),  # the first batch still running
+    (-1, True, 0, True),
+])
+def test_the_job_stops_once_the_batch_running_at_the_request_finished(finished_at_request, trigger_active,
+                                                                      finished_now, may_stop):
+    assert may_stop_now(finished_at_request, trigger_active, finished_now) is may_stop

@@ -211,11 +211,26 @@ def start_query(spark, config, handler):
     return start_tracking(poll_stream(spark, config), config, handler)
 
 
+def last_finished_batch(query):
+    """The id of the last batch the query finished (offsets committed), -1 before the first."""
+    progress = query.lastProgress
+    return progress["batchId"] if progress else -1
+
+
+def may_stop_now(finished_at_request, trigger_active, finished_now):
+    """Between batches: no trigger running, or the batch that ran when the stop was asked for has finished.
+    Waiting for an idle moment instead never ends while batches run back to back (a batch longer than the
+    trigger interval): the stop then took the whole bound and let a dozen more batches run."""
+    return not trigger_active or finished_now > finished_at_request
+
+
 def stop_between_batches(query, bound_s=30.0):
-    """Stop after the running batch finished: interrupting foreachBatch mid-write only wastes it."""
+    """Stop once the running batch finished: interrupting foreachBatch mid-write only wastes it."""
     deadline = time.monotonic() + bound_s
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    finished_at_request = last_finished_batch(query)
+    while (query.isActive and time.monotonic() < deadline
+           and not may_stop_now(finished_at_request, query.status.get("isTriggerActive"), last_finished_batch(query))):
+        time.sleep(0.05)
     if query.isActive:
         query.stop()
 
