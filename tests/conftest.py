@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster_cli import cancel_everything, clear_broker_throttles
+from tests.job_process import OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster
 
 
@@ -90,6 +91,23 @@ def fault_job(fault_cluster, tmp_path_factory):
     job.first_start = {"outcome": outcome, "seconds": time.monotonic() - started, "log": job.log()}
     if job.process.poll() is not None:
         job.start()
+    yield job
+    job.stop()
+    print(job.log()[-3000:])
+
+
+@pytest.fixture(scope="session")
+def owned_job(cluster, tmp_path_factory):
+    """The job as an operator runs it (`--throttle-cleanup owned`, the default) on the shared cluster, shared
+    by the janitor and dashboard tests: a Spark start costs half a minute and more. Started, not waited on,
+    so a test can write its data while Spark starts; tests that kill it start it again. Stopped at the end."""
+    from tests.job_process import JobProcess
+
+    directory = tmp_path_factory.mktemp("owned-job")
+    job = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
+                     "--trigger-interval", f"{OWNED_JOB_TRIGGER_S:g}s", "--stall-after", "20s",
+                     "--master", "local[2]", "--quiet")
+    job.start()
     yield job
     job.stop()
     print(job.log()[-3000:])

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("reassign-monitor"))
+OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
 
 
 def free_port():

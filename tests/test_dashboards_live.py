@@ -41,18 +41,13 @@ NO_DATA_EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def job(cluster, tmp_path_factory):
-    """The job, started but not waited on: the test produces its data while Spark starts."""
-    directory = tmp_path_factory.mktemp("dashboards-job")
-    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
-                         "--trigger-interval", "2s", "--stall-after", "20s", "--master", "local[2]", "--quiet")
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
-        print(process.log()[-3000:])
+@pytest.fixture
+def job(owned_job):
+    """The shared job with `--throttle-cleanup owned` and `--stall-after 20s` (conftest), started but not
+    waited on: the test produces its data while Spark starts."""
+    if owned_job.process.poll() is not None:
+        owned_job.start()
+    return owned_job
 
 
 def execute(cluster, directory, topic, replicas, throttle):

@@ -8,20 +8,20 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from tests.job_process import CLI, read_topic, running_job
+from tests.fault_support import running
+from tests.job_process import CLI, OWNED_JOB_TRIGGER_S, read_topic
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
-TRIGGER_S = 2.0
+TRIGGER_S = OWNED_JOB_TRIGGER_S
 FOREIGN_RATE = "50000000"
 
 
-@pytest.fixture(scope="module")
-def job(cluster, tmp_path_factory):
-    with running_job(cluster, tmp_path_factory.mktemp("janitor-job"),
-                     "--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--quiet") as process:
-        yield process
+@pytest.fixture
+def job(owned_job):
+    """The shared job with `--throttle-cleanup owned` (conftest), polling."""
+    return running(owned_job)
 
 
 def configs(cluster, topic, brokers):
