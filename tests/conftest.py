@@ -7,6 +7,28 @@ from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.job_process import OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster
 
+# Session fixtures stopped right after the last test that uses them, not at the session's end: an idle job
+# still polls every trigger (about a core on this machine) and an idle cluster still runs three JVMs, both
+# taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
+STOPPED_AFTER_LAST_USE = {"owned_job": "stop", "fault_job": "stop", "fault_cluster": "down", "secure_cluster": "down"}
+
+LAST_USE = pytest.StashKey()
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
+def pytest_collection_modifyitems(items):
+    last_users = {name: item for item in items for name in STOPPED_AFTER_LAST_USE if name in item.fixturenames}
+    for name, item in last_users.items():
+        item.stash.setdefault(LAST_USE, []).append(name)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    for name in STOPPED_AFTER_LAST_USE:  # in the table's order
+        if name in item.stash.get(LAST_USE, ()) and name in item.funcargs:
+            getattr(item.funcargs[name], STOPPED_AFTER_LAST_USE[name])()
+    return (yield)
+
 
 @pytest.fixture(scope="session")
 def cluster():
