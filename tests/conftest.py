@@ -11,15 +11,23 @@ from tests.kafka_fixtures import ROOT, LocalCluster
 # still polls every trigger (about a core on this machine) and an idle cluster still runs three JVMs, both
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
 STOPPED_AFTER_LAST_USE = {"owned_job": "stop", "fault_job": "stop", "fault_cluster": "down", "secure_cluster": "down"}
+# Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
+# throttles of any test run while it is up.
+RUN_TOGETHER = ("owned_job", "fault_job")
 
 LAST_USE = pytest.StashKey()
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
 def pytest_collection_modifyitems(items):
-    last_users = {name: item for item in items for name in STOPPED_AFTER_LAST_USE if name in item.fixturenames}
-    for name, item in last_users.items():
-        item.stash.setdefault(LAST_USE, []).append(name)
+    for name in STOPPED_AFTER_LAST_USE:
+        users = [i for i, item in enumerate(items) if name in item.fixturenames]
+        if not users:
+            continue
+        if name in RUN_TOGETHER and users != list(range(users[0], users[-1] + 1)):
+            between = next(items[i].nodeid for i in range(users[0], users[-1]) if i not in users)
+            raise pytest.UsageError(f"the tests using {name} must run one after the other; {between} runs between")
+        items[users[-1]].stash.setdefault(LAST_USE, []).append(name)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -121,8 +129,10 @@ def fault_job(fault_cluster, tmp_path_factory):
 @pytest.fixture(scope="session")
 def owned_job(cluster, tmp_path_factory):
     """The job as an operator runs it (`--throttle-cleanup owned`, the default) on the shared cluster, shared
-    by the janitor and dashboard tests: a Spark start costs half a minute and more. Started, not waited on,
-    so a test can write its data while Spark starts; tests that kill it start it again. Stopped at the end."""
+    by the dashboard and janitor tests (test_job_dashboards_cluster, test_job_janitor_cluster: next to each
+    other in the run's order), since a Spark start costs half a minute and more. Started, not waited on, so
+    a test can write its data while Spark starts; tests that kill it start it again. Stopped after its last
+    user: its janitor would claim (as observed) and remove the throttles of any test after it."""
     from tests.job_process import JobProcess
 
     directory = tmp_path_factory.mktemp("owned-job")

