@@ -101,8 +101,8 @@ def fault_job(fault_cluster, tmp_path_factory):
     that first start failed, it is started once more so the other fault tests still run."""
     import time
 
-    from tests.fault_support import FIRST_POLL_S, JOB_FLAGS, LAST_POLL
-    from tests.job_process import JobProcess
+    from tests.fault_support import JOB_FLAGS
+    from tests.job_process import FIRST_POLL_S, LAST_POLL, JobProcess
     from tests.kafka_fixtures import wait_for
 
     # Inside the cluster's directory (wiped with it at the next session), not pytest's rotating tmp dirs:

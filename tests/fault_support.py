@@ -9,7 +9,7 @@ import threading
 import time
 
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
-from tests.job_process import batch_lines, read_topic
+from tests.job_process import LAST_POLL, batch_lines, read_topic
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
@@ -20,8 +20,6 @@ JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "-
              "--rate-window", "10s", "--debug")
 RATE = 1_000_000  # bytes/s: MEASURED.md - tens of MB at ~1 MB/s keep a move in flight for seconds
 FOREIGN_RATE = 77_000_000  # a broker rate somebody else set: never ours to remove
-LAST_POLL = "kafka_reassignment_monitor_last_poll_timestamp_seconds"
-FIRST_POLL_S = 150  # a Spark start on the loaded 2-core machine took up to 45 s; bound it well above
 
 
 def figure(test, **values):
@@ -148,14 +146,6 @@ def wait_batches(job_watch, count, timeout_s=60):
     start = job_watch.last()
     return wait_for(lambda: job_watch.last() >= start + count, timeout_s, interval_s=0.2,
                     message=f"{count} more batches after batch {start}")
-
-
-def running(job):
-    """The shared job up and polling (a test before may have killed it): started again if it is not."""
-    if job.process is None or job.process.poll() is not None:
-        job.start()
-    wait_for(lambda: job.metric(LAST_POLL), FIRST_POLL_S, message="the job's first poll")
-    return job
 
 
 def replica_states(job, topic, partition, broker, after_batch=-1):

@@ -15,9 +15,14 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from sinks.metric_names import LAST_POLL as LAST_POLL_METRIC
+from tests.kafka_fixtures import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("reassign-monitor"))
 OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
+LAST_POLL = LAST_POLL_METRIC.name
+FIRST_POLL_S = 150  # a Spark start on the loaded 2-core machine took up to 45 s; bound it well above
 
 
 def free_port():
@@ -42,6 +47,16 @@ class JobProcess:
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
         self.process = subprocess.Popen(self.args + list(extra), stdout=log, stderr=subprocess.STDOUT, env=env,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
+        return self
+
+    def ensure_started(self):
+        """Start it when it is not running (a test before may have killed it)."""
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+        return self
+
+    def wait_first_poll(self, timeout_s=FIRST_POLL_S, interval_s=0.5, message="the job's first poll"):
+        wait_for(lambda: self.metric(LAST_POLL), timeout_s, interval_s=interval_s, message=message)
         return self
 
     def kill(self):
@@ -81,16 +96,17 @@ class JobProcess:
 @contextlib.contextmanager
 def running_job(cluster, directory, *flags):
     """A started job whose first poll is done; stopped (its log tail printed) when the block ends."""
-    from tests.kafka_fixtures import wait_for
-
     process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", *flags).start()
     try:
-        wait_for(lambda: process.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 120,
-                 message="the job's first poll")
-        yield process
+        yield process.wait_first_poll(120)
     finally:
         process.stop()
         print(process.log()[-3000:])
+
+
+def running(job):
+    """A shared job up and polling: started again when a test before killed it."""
+    return job.ensure_started().wait_first_poll()
 
 
 def read_topic(bootstrap, topic, timeout_s=20):

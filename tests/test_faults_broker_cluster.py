@@ -9,8 +9,8 @@ import pytest
 
 from tests.fault_support import (
     ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, atoms, cleanup, execute, figure, moving, owned_configs, prepare,
-    removals, replica_states, running, seconds_until, wait_batches)
-from tests.job_process import failures_after
+    removals, replica_states, seconds_until, wait_batches)
+from tests.job_process import failures_after, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster

@@ -8,8 +8,8 @@ import json
 import pytest
 from tests.cluster_cli import cli
 from tests.fault_support import (
-    TRIGGER_S, atoms, cleanup, execute, figure, moving, prepare, records, replica_states, running, seconds_until)
-from tests.job_process import last_batch
+    TRIGGER_S, atoms, cleanup, execute, figure, moving, prepare, records, replica_states, seconds_until)
+from tests.job_process import last_batch, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster

@@ -12,9 +12,9 @@ from kafka import TopicPartition
 from streaming.commands.reassign_common import connect as connect_door
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
-    FIRST_POLL_S, LAST_POLL, TRIGGER_S, BeforeFirstConfigChange, atoms, cleanup, execute, figure, moving, prepare,
-    running, seconds_until)
-from tests.job_process import batch_lines, failures_after, last_batch
+    TRIGGER_S, BeforeFirstConfigChange, atoms, cleanup, execute, figure, moving, prepare,
+    seconds_until)
+from tests.job_process import FIRST_POLL_S, LAST_POLL, batch_lines, failures_after, last_batch, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster

@@ -46,9 +46,7 @@ NO_DATA_EXPECTED = {
 def job(owned_job):
     """The shared job with `--throttle-cleanup owned` and `--stall-after 20s` (conftest), started but not
     waited on: the test produces its data while Spark starts."""
-    if owned_job.process.poll() is not None:
-        owned_job.start()
-    return owned_job
+    return owned_job.ensure_started()
 
 
 def execute(cluster, directory, topic, replicas, throttle):

@@ -8,13 +8,11 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from tests.fault_support import running
-from tests.job_process import CLI, OWNED_JOB_TRIGGER_S, read_topic
+from tests.job_process import CLI, OWNED_JOB_TRIGGER_S, read_topic, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
-TRIGGER_S = OWNED_JOB_TRIGGER_S
 FOREIGN_RATE = "50000000"
 
 
@@ -108,10 +106,11 @@ def test_owned_throttles_go_within_a_trigger_after_completion_and_foreign_ones_s
         assert {a["throttle"]["action"] for a in actions} == {"removed"}
         # Within a trigger, counted in batches rather than seconds (a loaded machine stretches every batch):
         # the batch that first saw the move completed is the one that removed its throttles.
-        completed = [value["batch_id"] for key, value in read_topic(job.bootstrap, job.progress_topic)
+        written = read_topic(job.bootstrap, job.progress_topic)
+        completed = [value["batch_id"] for key, value in written
                      if key == f"{topic}:0:2" and value["state"] == "COMPLETED"]
         assert completed and {a["batch_id"] for a in actions} == {min(completed)}, (completed, actions)
-        reassignment = [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == f"reassignment:{request_id}"]
+        reassignment = [v for k, v in written if k == f"reassignment:{request_id}"]
         assert reassignment and reassignment[0]["partitions_total"] == 1
         assert job.metric("kafka_reassignment_throttle_actions_total", scope="topic", action="removed") >= 1
     finally:
@@ -130,7 +129,7 @@ def test_job_down_at_completion_removes_the_throttles_once_after_restart(cluster
         wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 120, interval_s=1,
                  message="removal after the restart")
         assert entries(configs(cluster, topic, (1, 2))["leader"]) == ["1:2"]
-        time.sleep(3 * TRIGGER_S)  # more batches run: nothing is removed a second time
+        time.sleep(3 * OWNED_JOB_TRIGGER_S)  # more batches run: nothing is removed a second time
         removed = [a for a in throttle_records(job, topic) if a["throttle"]["action"] == "removed"]
         assert sorted((a["throttle"]["kind"], tuple(a["throttle"]["entries"] or ())) for a in removed) == [
             ("follower", ("0:2",)), ("leader", ("0:1",))]

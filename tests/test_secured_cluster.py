@@ -250,8 +250,7 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     topics.append(job.progress_topic)
     job.start()
     try:
-        wait_for(lambda: job.metric("kafka_reassignment_monitor_last_poll_timestamp_seconds"), 150,
-                 message="the job's first poll")
+        job.wait_first_poll(150)
         plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
         code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
                                                "--throttle", 2 * MB))
