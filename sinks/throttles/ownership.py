@@ -15,6 +15,8 @@ Store: a compacted Kafka topic (sinks.throttles.ownership_store; default
 streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is totally ordered, replication factor
 min(3, brokers)), key = request id, value = the record as JSON (`encode`/`decode` here).
 The latest record per request id wins; `done` records stay as an audit trail (one per request).
+Plans (sinks.plans) share the topic under keys starting with PLAN_KEY_PREFIX: not ownership records.
+Each wave a plan submits is an ownership record of its own, naming the plan in `plan_id`.
 
 Request ids: `YYYYMMDDTHHMMSS.mmmZ-xxxx` (UTC, milliseconds, 4 random hex digits). `new_request_id`
 bumps the time past the newest id in the store, so ids sort in creation order (monotonic for one
@@ -39,6 +41,7 @@ SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
 
 PENDING, STARTED, ABORTED, DONE = STATES = ("pending", "started", "aborted", "done")
 EXECUTE, OBSERVED = ORIGINS = ("execute", "observed")
+PLAN_KEY_PREFIX = "plan:"  # keys of the plans' records (sinks.plans.plan_store) in the same topic
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Ownership:
     entries: tuple[EntryClaim, ...] = ()
     rates: tuple[RateClaim, ...] = ()
     note: str | None = None
+    plan_id: str | None = None  # the plan this record is a wave of (sinks.plans), else None
 
     def with_state(self, state, now_ms, note=None):
         return replace(self, state=state, updated_ms=int(now_ms), note=note if note is not None else self.note)
@@ -113,7 +117,7 @@ def from_json(value):
     return Ownership(
         request_id=value["request_id"], state=value["state"], created_ms=int(value["created_ms"]),
         updated_ms=int(value["updated_ms"]), auto_remove=bool(value.get("auto_remove", True)),
-        origin=value.get("origin", EXECUTE), note=value.get("note"),
+        origin=value.get("origin", EXECUTE), note=value.get("note"), plan_id=value.get("plan_id"),
         moves=tuple(Move(m["topic"], int(m["partition"]), tuple(m["sources"]), tuple(m["target"]))
                     for m in value.get("moves", ())),
         entries=tuple(EntryClaim(e["topic"], e["kind"], *parse_entry(text))

@@ -4,7 +4,7 @@ OwnershipStore protocol this implements). Every request goes through the admin d
 
 import sys
 
-from sinks.throttles.ownership import decode, encode
+from sinks.throttles.ownership import PLAN_KEY_PREFIX, decode, encode
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 
 OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
@@ -36,6 +36,8 @@ class KafkaOwnershipStore:
             self._next = offset + 1
 
     def _apply(self, key, value):
+        if key.startswith(PLAN_KEY_PREFIX):
+            return  # a plan's record (sinks.plans.plan_store), not an ownership record
         if value is None:
             self._latest.pop(key, None)  # tombstone
             return

@@ -24,7 +24,7 @@ import time
 from typing import NamedTuple
 
 from streaming.commands import reassign_common as common
-from streaming.vocabulary.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
+from streaming.vocabulary.config_keys import throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
 
 REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
@@ -81,44 +81,6 @@ def _log_dirs_reader(admin):
         return cache[broker]
 
     return log_dirs_of
-
-
-def _some(items, shown=3):
-    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
-
-
-def _confirmed_set(setting, snapshot):
-    from sinks.throttles import entries as te
-    from sinks.throttles.view import view_of
-
-    view = view_of(snapshot)
-    missing = [f"{t} {k}: {te.format_entries(pairs - te.parse(view.topic_values.get((t, k))))}"
-               for (t, k), pairs in setting.appends.items() if pairs - te.parse(view.topic_values.get((t, k)))]
-    missing += [f"broker {b} {k}" for (b, k), rate in setting.rates.items() if view.broker_rates.get((b, k)) != rate]
-    return missing
-
-
-def _set_throttles(admin, setting, timeout_s):
-    from sinks.throttles import entries as te
-    from sinks.throttles.read import read_cluster
-
-    changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs)) for (topic, kind), pairs in sorted(setting.appends.items())]
-    changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
-    refused = {}
-    for (scope, name, kind, _, _), error in zip(changes, admin.alter_throttles(changes)):
-        if error is not None:
-            refused.setdefault(error, []).append(f"{scope} {name} {kind}")
-    if refused:
-        raise ClusterError("setting throttles refused: " + "; ".join(
-            f"{error} ({_some(where)})" for error, where in refused.items()))
-    deadline = time.monotonic() + max(timeout_s, 5.0)
-    while True:  # broker configs reach the broker asynchronously: wait until it shows them
-        missing = _confirmed_set(setting, read_cluster(admin, {t for t, _ in setting.appends}))
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise ClusterError(f"throttles not visible after setting them: {'; '.join(missing)}")
-        time.sleep(0.25)
 
 
 def _start(admin, moves):
@@ -221,12 +183,13 @@ def _request(args, admin, file_moves):
 def _carry_out(admin, request, timeout_s):
     """Steps 2-6 of the module docstring. Returns (started, failed, unmoved log dirs)."""
     from sinks.throttles.ownership import STARTED
+    from sinks.throttles.setter import set_throttles
 
     setting, record, store = request.setting, request.record, request.store
     store.put(record)
     try:
         if setting.appends or setting.rates:
-            _set_throttles(admin, setting, timeout_s)  # step 3
+            set_throttles(admin, setting, timeout_s)  # step 3
         started, failed = _start(admin, request.moves)
         if not started:
             raise ClusterError("no partition reassignment was accepted: " +
@@ -238,7 +201,7 @@ def _carry_out(admin, request, timeout_s):
                                       "; every throttle it had set was rolled back")) from error
     try:
         if setting.appends or setting.rates:
-            _set_throttles(admin, setting, timeout_s)  # step 5
+            set_throttles(admin, setting, timeout_s)  # step 5
     except Exception as error:  # the moves run: record them started (the janitor cleans up), then report
         store.put(record.with_state(STARTED, time.time() * 1000, note=f"re-applying throttles failed: {error}"))
         raise ClusterError(f"reassignment started (request {record.request_id}) but re-applying its throttles "

@@ -1,0 +1,165 @@
+"""One step of a plan: `advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s) -> Step`.
+
+What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's driver-side watch is
+meant to call for every active plan (one advancer per plan at a time). Each step:
+
+1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster;
+2. settle a wave left `pending` by an advancer that died mid-submission: its partitions that reassign
+   to our target or reached it were accepted, the others were not (pending again), and the wave is
+   marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
+3. classify every partition of the plan (sinks.plans.states);
+4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
+   their throttles; nothing is submitted;
+5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
+   are set, so a throttled-replicas list never holds more than the partitions in flight;
+6. nothing pending or in flight: the plan is DONE; PAUSED: nothing is submitted;
+7. schedule (sinks.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
+   (sinks.plans.submit) with throttles for exactly its partitions;
+8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
+   cancel racing a step never leaves a partition moving.
+
+A partition reassigned by someone else is never submitted or cancelled here: it is LEFT_ALONE and
+reported in `Step.left_alone`. Crash-safe: every decision is taken again from the plan, its waves and
+the cluster, so a step may be cut off anywhere; nothing is submitted that reassigns at the read.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING
+from sinks.plans.plan_store import find
+from sinks.plans.scheduler import Candidate, load_of, schedule
+from sinks.plans.states import IN_FLIGHT, LEFT_ALONE, PENDING, classify
+from sinks.plans.submit import quiet, submit_wave
+from sinks.throttles.actions import Policy
+from sinks.throttles.janitor import Janitor
+from sinks.throttles.ownership import PENDING as WAVE_PENDING
+from sinks.throttles.ownership import STARTED
+from streaming.vocabulary.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Step:
+    plan: object  # sinks.plans.plan.Plan, as it is after the step
+    counts: dict  # partition state -> number of partitions (sinks.plans.states), after the step's submissions
+    submitted: tuple = ()  # (topic, partition) submitted in this step
+    refused: tuple = ()  # ((topic, partition), error) refused by AlterPartitionReassignments in this step
+    cancelled: tuple = ()  # (topic, partition) cancelled in this step
+    left_alone: tuple = ()  # ((topic, partition), reason): moved or moving by someone else
+    throttle_actions: tuple = ()  # sinks.throttles.actions.ThrottleAction taken by the sweep
+
+    @property
+    def finished(self):
+        """Nothing more will happen: the plan is done, or cancelled with nothing of it moving."""
+        return self.plan.state == DONE or (self.plan.state == CANCELLED and not self.counts.get(IN_FLIGHT))
+
+
+def sizes_of(snapshot):
+    """(topic, partition) -> bytes of its leader's current log (DescribeLogDirs); absent when unknown."""
+    leaders = {(r["topic"], r["partition"]): r["leader"] for r in snapshot["partitions"]}
+    return {(r["topic"], r["partition"]): r["size"] for r in snapshot["log_dirs"]
+            if not r["is_future"] and leaders.get((r["topic"], r["partition"])) == r["broker"]}
+
+
+def candidate(move, sizes):
+    return Candidate((move.topic, move.partition), frozenset(move.sources) | frozenset(move.target),
+                     sizes.get((move.topic, move.partition), 0) * len(move.destinations))
+
+
+def classified(plan, snapshot, submitted):
+    """(topic, partition) -> (state, reason) for every partition of the plan."""
+    current = {(r["topic"], r["partition"]): r["replicas"] for r in snapshot["partitions"]}
+    ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
+    return {(m.topic, m.partition): classify(m, (m.topic, m.partition) in submitted, current.get((m.topic, m.partition)),
+                                             ongoing.get((m.topic, m.partition))) for m in plan.moves}
+
+
+def _settle_pending_waves(owners, waves, snapshot, now_ms):
+    """Step 2: waves an advancer left `pending` become `started` with the moves the cluster shows accepted."""
+    current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
+    ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    for wave in waves:
+        if wave.state != WAVE_PENDING:
+            continue
+        accepted = tuple(m for m in wave.moves if (m.topic, m.partition) in ongoing
+                         or current.get((m.topic, m.partition)) == tuple(m.target))
+        owners.put(replace(wave.with_state(STARTED, now_ms, note="settled after its advancer stopped mid-submission"),
+                           moves=accepted))
+
+
+def _waves(owners, plan):
+    return [r for r in owners.records() if r.plan_id == plan.request_id]
+
+
+def _submitted(waves):
+    return {(m.topic, m.partition) for w in waves if w.state != WAVE_PENDING for m in w.moves}
+
+
+def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
+    """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
+    those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
+    the door the writes and the janitor go through; `plans`: sinks.plans.plan_store.PlanStore; `owners`:
+    sinks.throttles.ownership.OwnershipStore."""
+    plans.refresh()
+    owners.refresh()
+    plan = find(plans, request_id)
+    if plan is None:
+        raise BadInput(f"no plan with request id {request_id}")
+    snapshot = read(sorted({m.topic for m in plan.moves}))
+    waves = _waves(owners, plan)
+    if any(w.state == WAVE_PENDING for w in waves):
+        _settle_pending_waves(owners, waves, snapshot, now_ms)
+        waves = _waves(owners, plan)
+    states = classified(plan, snapshot, _submitted(waves))
+    left_alone = tuple((key, reason) for key, (state, reason) in states.items() if state == LEFT_ALONE)
+    if plan.state == CANCELLED:
+        cancelled = _cancel(admin, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
+        actions = _sweep(admin, owners, waves)
+        return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
+                    throttle_actions=actions)
+    actions = _sweep(admin, owners, ())
+    counts = _counts(states)
+    if plan.state != DONE and not counts.get(PENDING) and not counts.get(IN_FLIGHT):
+        plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
+        plans.put(plan)
+    if plan.state != RUNNING:
+        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
+    sizes = sizes_of(snapshot)
+    pending = [candidate(m, sizes) for m in plan.moves if states[(m.topic, m.partition)][0] == PENDING]
+    ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
+    chosen = set(schedule(pending, load_of(ongoing, sizes), plan.limits))
+    if not chosen:
+        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
+    started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
+                                   snapshot, now_ms, timeout_s)
+    submitted = tuple((m.topic, m.partition) for m in started)
+    plans.refresh()
+    latest = find(plans, request_id)
+    cancelled = ()
+    if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
+        cancelled, plan = _cancel(admin, submitted), latest
+    counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}}, cancelled=cancelled)
+    return Step(plan, counts, submitted, tuple(((m.topic, m.partition), e) for m, e in refused), cancelled,
+                left_alone, actions)
+
+
+def _counts(states, cancelled=()):
+    counts = Counter(state for state, _ in states.values())
+    if cancelled:
+        counts[IN_FLIGHT] -= len(cancelled)
+        counts["cancelled"] += len(cancelled)
+    return dict(counts)
+
+
+def _cancel(admin, keys):
+    """Cancel `keys` (KIP-455): those the cluster accepted (or that finished meanwhile) are returned."""
+    if not keys:
+        return ()
+    answers = admin.cancel_reassignments(list(keys))
+    return tuple(k for k in keys if answers.get(k) is None)
+
+
+def _sweep(admin, owners, released_waves):
+    """The janitor's sweep (owned policy), releasing `released_waves`; its actions."""
+    policy = Policy(release=frozenset(w.request_id for w in released_waves))
+    return tuple(output.action for output in Janitor(admin, owners, policy, log=quiet).sweep())

@@ -1,0 +1,85 @@
+"""The plans' store: their records in the ownership topic (sinks.plans.plan), read through the admin door.
+
+`PlanStore` is the protocol the commands and `advance_once` need; `KafkaPlanStore` reads the topic's
+one partition fully on open and incrementally on `refresh()`, keeping only keys of plans (the ownership
+records in the same topic are sinks.throttles.ownership_store's). `MemoryPlanStore` is the fake.
+"""
+
+import sys
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sinks.plans.plan import Plan, decode_header, decode_part, records_of
+from sinks.throttles.ownership import PLAN_KEY_PREFIX
+from sinks.throttles.ownership_store import KafkaOwnershipStore, ensure_ownership_topic
+from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
+
+
+class PlanStore(Protocol):
+    def refresh(self) -> None: ...
+    def plans(self) -> list[Plan]: ...
+    def put(self, plan: Plan, with_parts: bool = False) -> None: ...  # durable when it returns
+
+
+def find(store, request_id):
+    """The plan `request_id`, or None."""
+    return next((p for p in store.plans() if p.request_id == request_id), None)
+
+
+class KafkaPlanStore:
+    PARTITION = KafkaOwnershipStore.PARTITION
+
+    def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
+        self.admin, self.topic = admin, topic
+        self._headers, self._parts, self._next = {}, {}, 0
+        if create:
+            ensure_ownership_topic(admin, topic)
+        self.refresh()
+
+    def refresh(self):
+        for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
+            self._next = offset + 1
+            key = key.decode("utf-8")
+            if not key.startswith(PLAN_KEY_PREFIX) or value is None:
+                continue
+            rest = key[len(PLAN_KEY_PREFIX):]
+            try:
+                if ":" in rest:
+                    request_id, _ = rest.rsplit(":", 1)
+                    index, moves = decode_part(value)
+                    self._parts.setdefault(request_id, {})[index] = moves
+                else:
+                    self._headers[rest] = value
+            except (ValueError, KeyError) as error:
+                print(f"ownership topic {self.topic}: skipping unreadable plan record {key}: {error}", file=sys.stderr)
+
+    def plans(self):
+        out = []
+        for request_id, header in sorted(self._headers.items()):
+            try:
+                out.append(decode_header(header, self._parts.get(request_id, {})))
+            except (ValueError, KeyError) as error:
+                print(f"ownership topic {self.topic}: skipping plan {request_id}: {error}", file=sys.stderr)
+        return out
+
+    def put(self, plan, with_parts=False):
+        records = records_of(plan, with_parts)
+        if with_parts:
+            self.admin.produce(self.topic, records[:-1])
+            self._parts[plan.request_id] = dict(decode_part(value) for _, value in records[:-1])
+        self.admin.produce(self.topic, records[-1:])  # the header only after every part is acknowledged
+        self._headers[plan.request_id] = records[-1][1]
+
+
+@dataclass
+class MemoryPlanStore:
+    latest: dict = field(default_factory=dict)
+
+    def refresh(self):
+        pass
+
+    def plans(self):
+        return [self.latest[k] for k in sorted(self.latest)]
+
+    def put(self, plan, with_parts=False):
+        self.latest[plan.request_id] = plan

@@ -1,0 +1,75 @@
+"""What each partition of a plan is now, pure: `classify(move, submitted, current, ongoing) -> (state, reason)`.
+
+The rules are named predicates in the one order `classify` applies them; the first that holds decides:
+
+1. `at_target`       not reassigning and its replicas are the plan's target: DONE (submitted or not).
+2. `gone`            the partition no longer exists: LEFT_ALONE.
+3. `moving_for_us`   reassigning to our target after this plan submitted it: IN_FLIGHT.
+4. `moving_for_others` reassigning, but not submitted by this plan or to another target: LEFT_ALONE
+   (someone else reassigns it; never overwritten).
+5. `reverted`        submitted, not reassigning, not at the target: CANCELLED (cancelled by us or by
+   someone else; never submitted again).
+6. `moved_by_others` not submitted, its replicas are no longer the plan's sources: LEFT_ALONE.
+7. otherwise PENDING.
+
+`submitted` is what the plan's started waves record (sinks.plans.submit): a partition whose wave died
+before AlterPartitionReassignments was confirmed is decided from the cluster (sinks.plans.advance).
+"""
+
+PENDING, IN_FLIGHT, DONE, CANCELLED, LEFT_ALONE = PARTITION_STATES = (
+    "pending", "in_flight", "done", "cancelled", "left_alone")
+ACTIVE_STATES = (PENDING, IN_FLIGHT)
+
+
+def ongoing_target(row):
+    """The target of an ongoing reassignment: its replicas without those being removed."""
+    return frozenset(b for b in row["replicas"] if b not in set(row["removing"]))
+
+
+def at_target(move, submitted, current, ongoing):
+    if ongoing is None and current is not None and tuple(current) == tuple(move.target):
+        return "at its target"
+    return None
+
+
+def gone(move, submitted, current, ongoing):
+    return "no longer exists" if current is None and ongoing is None else None
+
+
+def moving_for_us(move, submitted, current, ongoing):
+    if ongoing is not None and submitted and ongoing_target(ongoing) == frozenset(move.target):
+        return "reassigning"
+    return None
+
+
+def moving_for_others(move, submitted, current, ongoing):
+    if ongoing is None:
+        return None
+    target = ",".join(map(str, sorted(ongoing_target(ongoing))))
+    return f"reassigned by someone else (to {target})" if not submitted else f"its target was changed to {target}"
+
+
+def reverted(move, submitted, current, ongoing):
+    if submitted and ongoing is None:
+        return f"cancelled: replicas {','.join(map(str, current))}"
+    return None
+
+
+def moved_by_others(move, submitted, current, ongoing):
+    if not submitted and tuple(current) != tuple(move.sources):
+        return f"moved by someone else (replicas {','.join(map(str, current))})"
+    return None
+
+
+RULES = ((at_target, DONE), (gone, LEFT_ALONE), (moving_for_us, IN_FLIGHT), (moving_for_others, LEFT_ALONE),
+         (reverted, CANCELLED), (moved_by_others, LEFT_ALONE))
+
+
+def classify(move, submitted, current, ongoing):
+    """(state, reason) of `move` (sinks.throttles.ownership.Move). `current`: its replicas now (None: gone);
+    `ongoing`: its ListPartitionReassignments row {"replicas", "adding", "removing"} or None."""
+    for rule, state in RULES:
+        reason = rule(move, submitted, current, ongoing)
+        if reason:
+            return state, reason
+    return PENDING, "waiting for a slot"
