@@ -25,11 +25,13 @@ COMMANDS = {
     "execute": "Start a reassignment with replication throttles that are removed when it completes.",
     "verify": "Check completion; remove this tool's throttles for what completed.",
     "cancel": "Cancel reassignments (revert to the original replicas).",
+    "pause": "Stop submitting a plan's partitions (what moves keeps moving).",
+    "resume": "Submit a plan's partitions again (--wait: advance it in the foreground until done).",
     "run": "The streaming job: progress to a Kafka topic and Prometheus, throttle cleanup.",
     "dashboards": "Write the Grafana dashboard JSON.",
 }
 DISTRIBUTION = "kafka-reassign-monitor"
-DOOR_COMMANDS = {"progress", "execute", "verify", "cancel"}  # run(args, connect): their admin is a parameter
+DOOR_COMMANDS = {"progress", "execute", "verify", "cancel", "pause", "resume"}  # run(args, connect): their admin is a parameter
 NO_CLUSTER = {"dashboards"}
 BUG_DETAIL_LIMIT = 300
 

@@ -6,8 +6,10 @@ Partitions of the file that are not reassigning are reported and skipped. After 
 throttle janitor (sinks.throttles.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
 for completed ones - also those executed with --no-auto-remove-throttle, unless --preserve-throttles.
 Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
+`--request-id ID` cancels a plan (streaming.commands.plan_execute): in flight reverted, pending dropped.
 """
 
+from streaming.commands import flags, plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput, ClusterError
@@ -20,6 +22,8 @@ def add_arguments(parser):
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--reassignment-json-file", metavar="FILE", help="cancel these partitions (replicas optional)")
     which.add_argument("--all", action="store_true", help="cancel every ongoing reassignment in the cluster")
+    which.add_argument("--request-id", type=flags.request_id, metavar="ID",
+                       help="cancel a plan: its partitions in flight are reverted, its pending ones never submitted")
     parser.add_argument("--force", action="store_true",
                         help="cancel even where an original replica's broker is offline (KAFKA-14424)")
     parser.add_argument("--preserve-throttles", action="store_true", help="leave every throttle in place")
@@ -42,6 +46,8 @@ def offline_originals(ongoing, alive, partitions):
 def run(args, connect):
     from streaming.vocabulary.reassignment_file import load
 
+    if args.request_id is not None:
+        return _cancel_plan(args, connect)
     requested = None if args.all else [(m.topic, m.partition) for m in load(args.reassignment_json_file, require_replicas=False)]
     admin = connect(args)
     try:
@@ -60,6 +66,18 @@ def run(args, connect):
         admin.close()
     _print(args, rows, bool(offline) and args.force, [o.action for o in outputs], note, cancelled)
     return EXIT_CLUSTER if any(status.startswith("failed") for _, status, _ in rows) else EXIT_OK
+
+
+def _cancel_plan(args, connect):
+    """Mark the plan cancelled first (so no advancer submits more), then one step of it: its partitions in
+    flight are cancelled and the janitor removes their throttles (sinks.plans.advance)."""
+    from sinks.plans.plan import CANCELLED, PAUSED, RUNNING
+
+    admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED))
+    try:
+        return plan_execute.advance(args, admin, plans, owners, plan.request_id, wait=False)
+    finally:
+        admin.close()
 
 
 def _refusal(offline):

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import NamedTuple
 
+from streaming.commands import plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.config_keys import throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
@@ -42,6 +43,7 @@ def add_arguments(parser):
                         help="allow changing the target of partitions that are already reassigning")
     parser.add_argument("--dry-run", action="store_true", help="validate and show what would be set; change nothing")
     common.add_ownership_topic(parser)
+    plan_execute.add_plan_arguments(parser)
 
 
 def validate(file_moves, snapshot, additional, log_dirs_of):
@@ -129,12 +131,15 @@ class Request(NamedTuple):
 
 
 def run(args, connect):
+    limits = plan_execute.limits_of(args)
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
     file_moves = _file_moves(args.reassignment_json_file)
     admin = connect(args)
     try:
         request = _request(args, admin, file_moves)
+        if limits is not None:  # a plan: recorded, then advanced a wave at a time (sinks.plans)
+            return plan_execute.execute_plan(args, admin, request, limits)
         _print_plan(args, request)
         if args.dry_run:
             return EXIT_OK

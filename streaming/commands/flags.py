@@ -6,7 +6,7 @@ import re
 
 from streaming.vocabulary import durations
 from streaming.vocabulary.echo import shown
-from streaming.vocabulary.kafka_limits import PORT_MAX, topic_name_problem
+from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, PORT_MAX, topic_name_problem
 
 # HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. Both client libraries
 # default a missing port to 9092, so a bare host is accepted too.
@@ -38,4 +38,37 @@ def topic_name(text):
     problem = topic_name_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(f"topic name {shown(text)!r} {problem}")
+    return text
+
+
+def positive_count(text):
+    """A count limit: 1 to 2^31-1."""
+    if not re.fullmatch(r"[0-9]{1,10}", text) or not 1 <= int(text) <= INT32_MAX:
+        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a whole number from 1 to {INT32_MAX}")
+    return int(text)
+
+
+_BYTES = re.compile(r"([0-9]{1,19})(|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)")
+_BYTE_UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
+               "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+
+
+def byte_size(text):
+    """Bytes: a whole number with an optional unit (KB, MB, GB, TB decimal; KiB, MiB, GiB, TiB binary),
+    1 to 2^63-1."""
+    match = _BYTES.fullmatch(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a size in bytes (write e.g. 500000000, 200GB, 50MiB)")
+    value = int(match.group(1)) * _BYTE_UNITS[match.group(2)]
+    if not 1 <= value <= LONG_MAX:
+        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not from 1 byte to {LONG_MAX} bytes")
+    return value
+
+
+_REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{4}")  # sinks.throttles.ownership.new_request_id
+
+
+def request_id(text):
+    if not _REQUEST_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a request id (like 20261123T180000.000Z-1a2b)")
     return text

@@ -1,0 +1,21 @@
+"""`reassign-monitor pause --request-id ID`: stop submitting a plan's partitions. What moves keeps moving
+(and its throttles are removed as each completes, by whoever advances the plan or by `verify` / `run`).
+Exit 2 for an unknown request id or a plan that is done or cancelled."""
+
+from streaming.commands import flags, plan_execute
+from streaming.commands import reassign_common as common
+from streaming.vocabulary.errors import EXIT_OK
+
+
+def add_arguments(parser):
+    parser.add_argument("--request-id", required=True, type=flags.request_id, metavar="ID", help="the plan's request id")
+    common.add_ownership_topic(parser)
+
+
+def run(args, connect):
+    from sinks.plans.plan import PAUSED, RUNNING
+
+    admin, _, _, plan = plan_execute.set_state(args, connect, PAUSED, (RUNNING,))
+    admin.close()
+    print(f"Plan {plan.request_id} {plan.state}: nothing more is submitted until `resume --request-id {plan.request_id}`")
+    return EXIT_OK

@@ -1,0 +1,184 @@
+"""Plans from the CLI: `execute --max-partitions-in-flight N ...` records a plan and submits its first
+wave; `--wait` (and `resume --wait`) advance it in the foreground without Spark until it is done.
+Not a subcommand (cli.COMMANDS does not list it); `execute`, `resume`, `pause` and `cancel --request-id`
+use it. The decisions are in sinks.plans; this wires them to the door, the clock and the terminal.
+
+Resuming after the foreground executor was killed: `resume --request-id ID --wait` (a running plan
+stays running; a paused one is resumed). Run one advancer per plan at a time.
+"""
+
+import sys
+import time
+
+from streaming.commands import flags
+from streaming.commands import reassign_common as common
+from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
+
+STEP_INTERVAL_S = 1.0  # between two steps of `--wait`: about the driver-side watch's period
+PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
+PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-auto-remove-throttle",
+                "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle"}
+
+
+def add_plan_arguments(parser):
+    from sinks.plans.scheduler import FILE, ORDERS
+
+    parser.add_argument("--max-partitions-in-flight", type=flags.positive_count, metavar="N",
+                        help="run the file as a plan: at most N partitions reassign at once, the next submitted as each completes")
+    parser.add_argument("--max-moves-per-broker", type=flags.positive_count, metavar="M",
+                        help="plan: at most M moves per broker, as a source or a destination")
+    parser.add_argument("--max-bytes-in-flight", type=flags.byte_size, metavar="BYTES",
+                        help="plan: at most this many bytes to copy in flight (200GB, 50MiB, ...)")
+    parser.add_argument("--order", choices=ORDERS, default=None, help=f"plan: submission order (default {FILE})")
+    add_wait(parser)
+
+
+def add_wait(parser):
+    parser.add_argument("--wait", action="store_true",
+                        help="plan: advance it in the foreground until done (no Spark needed)")
+
+
+def limits_of(args):
+    """The plan's Limits, or None when the file is not run as a plan. BadInput for flags that need a plan or
+    that a plan cannot honour (checked before anything is read or changed)."""
+    from sinks.plans.scheduler import Limits
+
+    if args.max_partitions_in_flight is None:
+        used = [f"--{name.replace('_', '-')}" for name in PLAN_FLAGS if getattr(args, name) not in (None, False)]
+        if used:
+            raise BadInput(f"{used[0]} needs --max-partitions-in-flight (it runs the file as a plan)")
+        return None
+    refused = [flag for name, flag in PLAN_REFUSES.items() if getattr(args, name) not in (None, False)]
+    if refused:
+        raise BadInput(f"{refused[0]} cannot be used with --max-partitions-in-flight (a plan)")
+    return Limits(args.max_partitions_in_flight, args.max_moves_per_broker, args.max_bytes_in_flight)
+
+
+def stores(args, admin, create=False):
+    from sinks.plans.plan_store import KafkaPlanStore
+
+    return KafkaPlanStore(admin, args.ownership_topic, create=create), common.open_store(args, admin, create=create)
+
+
+def record_plan(args, admin, request, limits):
+    """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
+    from sinks.plans.advance import candidate, sizes_of
+    from sinks.plans.plan import RUNNING, Plan
+    from sinks.plans.scheduler import FILE, ordered
+
+    if request.log_dirs:
+        raise BadInput("log_dirs other than \"any\" cannot be used in a plan; nothing was changed")
+    snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
+    sizes = sizes_of(snapshot)
+    by_key = {(m.topic, m.partition): m for m in request.moves}
+    order = args.order or FILE
+    moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
+    record = request.record
+    plan = Plan(record.request_id, RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
+    plans, _ = stores(args, admin, create=True)
+    plans.put(plan, with_parts=True)
+    return plan
+
+
+def step(args, admin, plans, owners, request_id):
+    from sinks.plans.advance import advance_once
+
+    return advance_once(admin, lambda topics: common.strict_poll(admin, topics), plans, owners, request_id,
+                        time.time() * 1000, args.timeout)
+
+
+def advance(args, admin, plans, owners, request_id, wait):
+    """One step, or with `wait` steps until the plan is finished, printing each step that changed
+    something. Returns the exit code."""
+    from sinks.plans.plan import CANCELLED
+
+    last = None
+    while True:
+        result = step(args, admin, plans, owners, request_id)
+        shown = (result.plan.state, tuple(sorted(result.counts.items())))
+        if shown != last or result.submitted or result.throttle_actions or result.refused or result.cancelled:
+            print_step(args, result)
+            last = shown
+        if not wait or result.finished:
+            break
+        time.sleep(STEP_INTERVAL_S)
+    if not wait:
+        return EXIT_OK
+    unfinished = {k: v for k, v in result.counts.items() if k not in ("done",) and v}
+    if result.plan.state == CANCELLED or not unfinished:
+        return EXIT_OK
+    print(f"Plan {request_id} ended with partitions not moved: " +
+          ", ".join(f"{n} {state}" for state, n in sorted(unfinished.items())), file=sys.stderr)
+    return EXIT_CLUSTER
+
+
+def print_step(args, result):
+    from sinks.throttles.report import describe
+
+    plan = result.plan
+    if args.output == "json":
+        common.print_json({"request_id": plan.request_id, "state": plan.state, "partitions": result.counts,
+                           "submitted": [f"{t}-{p}" for t, p in result.submitted],
+                           "refused": [{"partition": f"{t}-{p}", "error": e} for (t, p), e in result.refused],
+                           "cancelled": [f"{t}-{p}" for t, p in result.cancelled],
+                           "left_alone": [{"partition": f"{t}-{p}", "reason": r} for (t, p), r in result.left_alone],
+                           "throttle_actions": [common.action_json(a) for a in result.throttle_actions]})
+        return
+    counts = ", ".join(f"{state.replace('_', ' ')} {n}" for state, n in sorted(result.counts.items()))
+    print(f"Plan {plan.request_id} {plan.state}: {counts}", flush=True)
+    if result.submitted:
+        print("  submitted " + ",".join(f"{t}-{p}" for t, p in result.submitted), flush=True)
+    for (t, p), error in result.refused:
+        print(f"  refused {t}-{p}: {error} (pending again)", flush=True)
+    if result.cancelled:
+        print("  cancelled " + ",".join(f"{t}-{p}" for t, p in result.cancelled), flush=True)
+    for (t, p), reason in result.left_alone:
+        print(f"  left alone {t}-{p}: {reason}", flush=True)
+    for action in result.throttle_actions:
+        print(f"  throttle {describe(action)}", flush=True)
+
+
+def set_state(args, connect, state, wanted_from):
+    """pause / resume / cancel of a plan: write its new state (only from a state in `wanted_from`).
+    Returns (admin, plans, owners, plan) with the admin open for the caller to close."""
+    from sinks.plans.plan_store import find
+
+    admin = connect(args)
+    try:
+        plans, owners = stores(args, admin)
+        plan = find(plans, args.request_id)
+        if plan is None:
+            raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
+        if plan.state not in wanted_from and plan.state != state:
+            raise BadInput(f"plan {plan.request_id} is {plan.state}: it cannot become {state}")
+        if plan.state != state:
+            plan = plan.with_state(state, time.time() * 1000, note=f"{args.command} by the operator")
+            plans.put(plan)
+    except BaseException:
+        admin.close()
+        raise
+    return admin, plans, owners, plan
+
+
+def execute_plan(args, admin, request, limits):
+    """`execute` with --max-partitions-in-flight: record the plan, print its rollback JSON (the whole plan)
+    and request id, submit the first wave; with --wait advance it until done."""
+    plan = record_plan(args, admin, request, limits)
+    if args.output == "json":
+        import json
+
+        print(json.dumps({"request_id": plan.request_id, "rollback": json.loads(request.rollback),
+                          "partitions": len(plan.moves), "order": plan.order,
+                          "limits": {"max_partitions_in_flight": limits.partitions_in_flight,
+                                     "max_moves_per_broker": limits.moves_per_broker,
+                                     "max_bytes_in_flight": limits.bytes_in_flight}}), flush=True)
+    else:
+        print(f"Current partition replica assignment\n\n{request.rollback}\n\n"
+              "Save this to use as the --reassignment-json-file option during rollback")
+        print(f"Plan of {len(plan.moves)} partitions recorded, order {plan.order}, at most "
+              f"{limits.partitions_in_flight} in flight" +
+              (f", {limits.moves_per_broker} moves per broker" if limits.moves_per_broker else "") +
+              (f", {limits.bytes_in_flight} bytes in flight" if limits.bytes_in_flight else ""))
+        print(f"Request id: {plan.request_id}", flush=True)
+    plans, owners = stores(args, admin)
+    return advance(args, admin, plans, owners, plan.request_id, args.wait)

@@ -1,0 +1,142 @@
+"""The plan scheduler and the plan's partition states (sinks.plans), pure: tables of cases, then
+properties over generated plans: limits never exceeded, progress whenever something can move, and no
+partition starved while moves keep completing."""
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sinks.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
+from sinks.plans.states import CANCELLED, DONE, IN_FLIGHT, LEFT_ALONE, PENDING, classify
+from sinks.throttles.ownership import Move
+
+
+def c(key, brokers, size=0):
+    return Candidate(key, frozenset(brokers), size)
+
+
+def load(partitions=0, per_broker=None, size=0):
+    return Load(partitions, Counter(per_broker or {}), size)
+
+
+SCHEDULE_CASES = [
+    # id, pending, load, limits, expected keys
+    ("idle cluster fills every slot", [c(1, {1, 2}), c(2, {3, 4}), c(3, {5, 6})], load(), Limits(2), [1, 2]),
+    ("pipelined: one slot free, one submitted", [c(4, {1, 2}), c(5, {3, 4})], load(4, {7: 4}), Limits(5), [4]),
+    ("cluster full: nothing", [c(1, {1, 2})], load(5), Limits(5), []),
+    ("over the limit (foreign moves): nothing", [c(1, {1, 2})], load(7), Limits(5), []),
+    ("busy broker skipped, later one on other brokers goes", [c(1, {1, 2}), c(2, {3, 4})], load(1, {1: 1}), Limits(5, 1), [2]),
+    ("a busy broker's waiter reserves its other brokers", [c(1, {1, 2}), c(2, {2, 3})], load(1, {1: 1}), Limits(5, 1), []),
+    ("per-broker limit counts sources and destinations", [c(1, {1, 2}), c(2, {2, 3}), c(3, {4, 5})], load(), Limits(5, 1), [1, 3]),
+    ("a later one never takes a broker an earlier waiter needs", [c(1, {1, 2}), c(2, {2, 3}), c(3, {3, 4})], load(), Limits(5, 1), [1]),
+    ("bytes: fits", [c(1, {1, 2}, 40), c(2, {3, 4}, 50)], load(1, {}, 10), Limits(5, None, 100), [1, 2]),
+    ("bytes: the head waits and nothing passes it", [c(1, {1, 2}, 95), c(2, {3, 4}, 1)], load(1, {}, 10), Limits(5, None, 100), []),
+    ("bytes: larger than the limit goes alone", [c(1, {1, 2}, 500), c(2, {3, 4}, 1)], load(), Limits(5, None, 100), [1]),
+    ("nothing pending", [], load(), Limits(3, 1, 10), []),
+]
+
+
+@pytest.mark.parametrize("pending, current, limits, expected", [case[1:] for case in SCHEDULE_CASES],
+                         ids=[case[0] for case in SCHEDULE_CASES])
+def test_schedule(pending, current, limits, expected):
+    assert schedule(pending, current, limits) == expected
+
+
+def test_load_counts_every_replica_of_a_reassigning_partition_and_bytes_per_new_replica():
+    ongoing = {("t", 0): {"replicas": [3, 1, 2], "adding": [3], "removing": [2]},
+               ("t", 1): {"replicas": [4, 5, 1], "adding": [4, 5], "removing": [1]}}
+    result = load_of(ongoing, {("t", 0): 10, ("t", 1): 7})
+    assert (result.partitions, result.bytes) == (2, 10 + 14)
+    assert result.per_broker == Counter({1: 2, 2: 1, 3: 1, 4: 1, 5: 1})
+
+
+@pytest.mark.parametrize("order, expected", [(FILE, [1, 2, 3]), (SMALLEST, [2, 3, 1]), (LARGEST, [1, 3, 2])],
+                         ids=["file", "smallest", "largest"])
+def test_order(order, expected):
+    candidates = [c(1, {1}, 30), c(2, {1}, 10), c(3, {1}, 10 if order != LARGEST else 20)]
+    assert [x.key for x in ordered(candidates, order)] == expected
+
+
+M = Move("t", 0, (1, 2), (3, 2))
+ONGOING_OURS = {"replicas": [3, 2, 1], "adding": [3], "removing": [1]}
+ONGOING_OTHER = {"replicas": [4, 2, 1], "adding": [4], "removing": [1]}
+STATE_CASES = [
+    # id, submitted, current replicas, ongoing row, expected state
+    ("never submitted, at the sources", False, [1, 2], None, PENDING),
+    ("submitted, reassigning to our target", True, [3, 2, 1], ONGOING_OURS, IN_FLIGHT),
+    ("submitted, completed", True, [3, 2], None, DONE),
+    ("already at the target, never submitted", False, [3, 2], None, DONE),
+    ("someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER, LEFT_ALONE),
+    ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, LEFT_ALONE),
+    ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, LEFT_ALONE),
+    ("submitted, then cancelled: back on the sources", True, [1, 2], None, CANCELLED),
+    ("someone else moved it before we submitted", False, [4, 2], None, LEFT_ALONE),
+    ("the topic was deleted", False, None, None, LEFT_ALONE),
+]
+
+
+@pytest.mark.parametrize("submitted, current, ongoing, expected", [case[1:] for case in STATE_CASES],
+                         ids=[case[0] for case in STATE_CASES])
+def test_partition_state(submitted, current, ongoing, expected):
+    state, reason = classify(M, submitted, current, ongoing)
+    assert state == expected and reason
+
+
+# ---- properties over generated plans ----
+
+BROKERS = st.integers(1, 6)
+candidates = st.lists(st.tuples(st.frozensets(BROKERS, min_size=2, max_size=4), st.integers(0, 50)), max_size=25).map(
+    lambda rows: [Candidate(i, brokers, size) for i, (brokers, size) in enumerate(rows)])
+limits = st.builds(Limits, st.integers(1, 8), st.none() | st.integers(1, 4), st.none() | st.integers(1, 120))
+loads = st.builds(lambda n, brokers, size: Load(n, Counter(brokers), size), st.integers(0, 6),
+                  st.lists(BROKERS, max_size=8), st.integers(0, 80))
+
+
+def after(current, chosen):
+    for candidate in chosen:
+        current = current.plus(candidate)
+    return current
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidates, loads, limits)
+def test_limits_never_exceeded_by_what_it_submits(pending, current, limit):
+    chosen = [x for x in pending if x.key in set(schedule(pending, current, limit))]
+    result = after(current, chosen)
+    if chosen:
+        assert result.partitions <= limit.partitions_in_flight
+    if limit.moves_per_broker is not None:
+        for broker in {b for x in chosen for b in x.brokers}:
+            assert result.per_broker[broker] <= limit.moves_per_broker
+    if limit.bytes_in_flight is not None and chosen:
+        alone = current.bytes == 0 and len(chosen) == 1
+        assert result.bytes <= limit.bytes_in_flight or alone
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidates, limits)
+def test_progress_whenever_something_can_move(pending, limit):
+    chosen = schedule(pending, Load(), limit)
+    assert bool(chosen) == bool(pending)
+    if pending:
+        assert chosen[0] == pending[0].key  # the head goes first on an idle cluster
+
+
+@settings(max_examples=150, deadline=None)
+@given(candidates, limits, st.randoms(use_true_random=False))
+def test_every_partition_is_submitted_while_moves_keep_completing(pending, limit, rng):
+    """Simulated plan: each step some in-flight moves complete (at least one); every partition is
+    submitted within as many steps as there are partitions, plus one."""
+    in_flight, waiting, steps = [], list(pending), 0
+    while waiting:
+        steps += 1
+        assert steps <= len(pending) + 1, f"starved: {[x.key for x in waiting]}"
+        if in_flight:
+            finished = set(rng.sample(range(len(in_flight)), rng.randint(1, len(in_flight))))
+            in_flight = [x for i, x in enumerate(in_flight) if i not in finished]
+        current = after(Load(), in_flight)
+        chosen = set(schedule(waiting, current, limit))
+        in_flight += [x for x in waiting if x.key in chosen]
+        waiting = [x for x in waiting if x.key not in chosen]
