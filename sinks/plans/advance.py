@@ -11,7 +11,9 @@ meant to call for every active plan (one advancer per plan at a time). Each step
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
    their throttles; nothing is submitted;
 5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
-   are set, so a throttled-replicas list never holds more than the partitions in flight;
+   are set, so a throttled-replicas list never holds more than the partitions in flight; when it removed
+   something the cluster is read again, so the next wave records as prior rate what is there after the
+   sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight: the plan is DONE; PAUSED: nothing is submitted;
 7. schedule (sinks.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
    (sinks.plans.submit) with throttles for exactly its partitions;
@@ -118,6 +120,9 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
                     throttle_actions=actions)
     actions = _sweep(admin, owners, ())
+    if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
+        snapshot = read(sorted({m.topic for m in plan.moves}))
+        states = classified(plan, snapshot, _submitted(waves))
     counts = _counts(states)
     if plan.state != DONE and not counts.get(PENDING) and not counts.get(IN_FLIGHT):
         plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")

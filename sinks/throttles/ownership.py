@@ -108,6 +108,7 @@ def to_json(record):
                   for m in record.moves],
         "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
         "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
+        **({"plan_id": record.plan_id} if record.plan_id is not None else {}),
     }
 
 

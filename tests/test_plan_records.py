@@ -1,0 +1,60 @@
+"""The plan's records in the ownership topic (sinks.plans.plan, plan_store) and the waves' `plan_id`:
+what is written reads back the same, parts and header apart, through the fake cluster's topic log."""
+
+import pytest
+
+from sinks.plans.plan import PART_MOVES, PAUSED, RUNNING, Plan
+from sinks.plans.plan_store import KafkaPlanStore, find
+from sinks.plans.scheduler import Limits
+from sinks.throttles.ownership import STARTED, Move, Ownership, decode, encode
+from sinks.throttles.ownership_store import KafkaOwnershipStore
+from tests.fake_cluster import FakeCluster
+
+TOPIC = "own"
+
+
+def plan_of(partitions, limits=Limits(5, 3, 10**9)):
+    moves = tuple(Move("t", p, (1,), (2,)) for p in range(partitions))
+    return Plan("20261123T180000.000Z-abcd", RUNNING, 1, 1, limits, moves, "smallest", 1000)
+
+
+@pytest.mark.parametrize("partitions", [1, PART_MOVES, PART_MOVES * 2 + 1], ids=["one", "one part", "three parts"])
+def test_a_plan_reads_back_whole(partitions):
+    fake = FakeCluster()
+    KafkaPlanStore(fake, TOPIC, create=True).put(plan_of(partitions), with_parts=True)
+    assert KafkaPlanStore(fake, TOPIC).plans() == [plan_of(partitions)]
+
+
+def test_a_state_change_rewrites_only_the_header_and_the_latest_wins():
+    fake = FakeCluster()
+    store = KafkaPlanStore(fake, TOPIC, create=True)
+    store.put(plan_of(3), with_parts=True)
+    written = len(fake.logs[TOPIC])
+    store.put(plan_of(3).with_state(PAUSED, 2, note="pause"))
+    assert len(fake.logs[TOPIC]) == written + 1
+    assert find(KafkaPlanStore(fake, TOPIC), plan_of(3).request_id).state == PAUSED
+
+
+def test_a_header_without_its_parts_is_no_plan():
+    fake = FakeCluster()
+    KafkaPlanStore(fake, TOPIC, create=True).put(plan_of(3), with_parts=True)
+    del fake.logs[TOPIC][0]  # the part: as if the header had been written first and the part lost
+    assert KafkaPlanStore(fake, TOPIC).plans() == []
+
+
+def test_plans_and_ownership_records_share_the_topic_without_seeing_each_other():
+    fake = FakeCluster()
+    wave = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, moves=(Move("t", 0, (1,), (2,)),),
+                     plan_id=plan_of(1).request_id)
+    owners = KafkaOwnershipStore(fake, TOPIC, create=True)
+    owners.put(wave)
+    KafkaPlanStore(fake, TOPIC).put(plan_of(1), with_parts=True)
+    assert KafkaOwnershipStore(fake, TOPIC).records() == [wave]
+    assert [p.request_id for p in KafkaPlanStore(fake, TOPIC).plans()] == [plan_of(1).request_id]
+
+
+@pytest.mark.parametrize("plan_id", [None, "20261123T180000.000Z-abcd"], ids=["execute", "wave of a plan"])
+def test_plan_id_round_trips(plan_id):
+    record = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, plan_id=plan_id)
+    assert decode(encode(record)) == record
+    assert ("plan_id" in encode(record).decode()) == (plan_id is not None)
