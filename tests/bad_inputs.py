@@ -329,6 +329,33 @@ CASES.append(Case("verify-progress-topic-bad", "topic-flags",
                   ("verify", "--bootstrap-server", "@BOOT", "--reassignment-json-file", "@FILE", "--progress-topic", "x y"),
                   file=MOVE_TOPIC, cluster=True))
 
+# --- plans: execute's limits, pause / resume / cancel --request-id ------------------------------------------
+PLAN_EXECUTE = ("execute", "--bootstrap-server", UNREACHABLE, "--timeout", "1", "--reassignment-json-file", "@FILE")
+for flag, values in (("--max-partitions-in-flight", ("0", "-1", "abc", "1e3", "1.5", "", str(INT32_MAX + 1), "9" * 5000)),
+                     ("--max-moves-per-broker", ("0", "-3", "x", str(INT32_MAX + 1))),
+                     ("--max-bytes-in-flight", ("0", "-1", "1.5GB", "10PB", "x", "GB", str(LONG_MAX + 1), "9" * 5000, "1 GB")),
+                     ("--order", ("random", "", "SMALLEST"))):
+    for value in values:
+        extra = () if flag == "--max-partitions-in-flight" else ("--max-partitions-in-flight", "5")
+        CASES.append(Case(f"execute{flag}-{value[:20]!r}", "plan", (*PLAN_EXECUTE, *extra, flag, value), file=GOOD))
+for extra in (("--max-moves-per-broker", "3"), ("--max-bytes-in-flight", "1GB"), ("--order", "file"), ("--wait",)):
+    CASES.append(Case(f"execute{extra[0]}-without-a-plan", "plan", (*PLAN_EXECUTE, *extra), file=GOOD))
+for extra in (("--additional",), ("--no-auto-remove-throttle",), ("--dry-run",), ("--replica-alter-log-dirs-throttle", "1000")):
+    CASES.append(Case(f"execute-plan-with{extra[0]}", "plan", (*PLAN_EXECUTE, "--max-partitions-in-flight", "5", *extra),
+                      file=GOOD))
+CASES.append(Case("execute-plan-with-log-dirs", "plan", (*PLAN_EXECUTE, "--max-partitions-in-flight", "5"),
+                  file=doc(entry(log_dirs=["/data/a", "any"]))))
+for command in ("pause", "resume", "cancel"):
+    for value in ("", "x", "20261123T180000.000Z-ABCD", "20261123T180000Z-abcd", "20261123T180000.000Z-abcd\n"):
+        CASES.append(Case(f"{command}-request-id-{value!r}", "plan",
+                          (command, "--bootstrap-server", UNREACHABLE, "--request-id", value)))
+    CASES.append(Case(f"{command}-unknown-request-id", "plan", (command, "--bootstrap-server", "@BOOT", "--timeout", "5",
+                                                                "--request-id", "20200101T000000.000Z-0000",
+                                                                "--ownership-topic", NEVER_CREATED), cluster=True))
+CASES += [Case("pause-without-request-id", "usage", ("pause", "--bootstrap-server", UNREACHABLE)),
+          Case("cancel-request-id-and-all", "usage", ("cancel", "--bootstrap-server", UNREACHABLE, "--all",
+                                                      "--request-id", "20261123T180000.000Z-abcd"))]
+
 # --- usage ---------------------------------------------------------------------------------------------------
 CASES += [
     Case("no-command", "usage", ()),

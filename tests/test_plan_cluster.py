@@ -20,7 +20,8 @@ from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.commands.reassign_common import connect as real_connect
 from streaming.commands.reassign_common import strict_poll
 from streaming.vocabulary.config_keys import TOPIC_THROTTLE_KEYS
-from tests.cluster_cli import MB, cli, expect_throttles, ownership_topic, reassigning, replicas, write_plan
+from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic, reassigning, replicas, throttles,
+                               write_plan)
 from tests.job_process import CLI
 from tests.kafka_fixtures import wait_for
 
@@ -148,16 +149,12 @@ def test_plan_under_limits_survives_sigkill_and_resumes(cluster, clean, tmp_path
         checking.append(CheckingStarts(real_connect(args), cluster))
         return checking[-1]
 
-    print("resume at", round(time.monotonic(), 1))
     code, out, err = cli("resume", *common, "--request-id", request_id, "--wait", connect=connect)
     watcher.stop()
     assert code == 0, f"{err}\n{out[-2000:]}"
     assert f"Plan {request_id} done" in out
     assert [replicas(cluster, topic, p) for p in range(partitions)] == [targets[p] for p in range(partitions)]
     assert watcher.polls > 20, (watcher.polls, watcher.errors[:3])
-    if watcher.violations:
-        for w in waves_of(cluster.bootstrap, own, request_id):
-            print(w.request_id, w.state, w.note, [m.partition for m in w.moves], sorted({c.partition for c in w.entries}))
     assert watcher.violations == [], f"{watcher.violations[:3]}\n{text[-3000:]}\n{out[-3000:]}"
     assert watcher.peak_per_broker == per_broker  # the limit that binds here (3 brokers: at most 4 moves)
     expect_throttles(cluster, [topic], {})
@@ -168,3 +165,57 @@ def test_plan_under_limits_survives_sigkill_and_resumes(cluster, clean, tmp_path
     assert not [w for w in waves if w.state == PENDING]
     print(f"plan of {partitions}: {len(waves)} waves, peaks: in flight {watcher.peak_in_flight}, "
           f"per broker {watcher.peak_per_broker}, throttled partitions {watcher.peak_throttled}")
+
+
+def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(cluster, clean, tmp_path):
+    """Partitions 0 and 1 copy 3 MB each at a 100 kB/s throttle, long enough to be caught moving (one fetch
+    carries up to 1 MB whatever the rate: MEASURED.md); the others are tiny. Three in flight at most."""
+    partitions = 8
+    topic, targets, plan = spread_plan(cluster, tmp_path, "pause", partitions, megabytes=0.02)
+    cluster.produce(topic, [0, 1], megabytes=3)
+    own = ownership_topic()
+    clean += [topic, own]
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    code, out, err = cli("execute", *common, "--reassignment-json-file", plan, "--throttle", MB // 10,
+                         "--max-partitions-in-flight", 3, "--output", "json")
+    assert code == 0, err
+    request_id = json.loads(out.splitlines()[0])["request_id"]
+    assert json.loads(out.splitlines()[1])["submitted"] == [f"{topic}-0", f"{topic}-1", f"{topic}-2"]
+
+    code, out, err = cli("pause", *common, "--request-id", request_id)
+    assert code == 0 and "paused" in out, err
+    assert {(topic, 0), (topic, 1)} <= reassigning(cluster)  # what moves keeps moving
+
+    admin = KafkaClusterAdmin(cluster.bootstrap)
+    try:
+        plans, owners = KafkaPlanStore(admin, own), KafkaOwnershipStore(admin, own)
+
+        def paused_step():  # what the job's watch will call; paused, it submits nothing into the free slot
+            step = advance_once(admin, lambda topics: strict_poll(admin, topics), plans, owners, request_id,
+                                time.time() * 1000, 10)
+            assert step.plan.state == "paused" and step.submitted == ()
+            return step.counts.get("done") == 1 and step
+
+        step = wait_for(paused_step, 60, message="partition 2 done while paused")
+        assert step.counts == {"done": 1, "in_flight": 2, "pending": 5}
+    finally:
+        admin.close()
+    leader, follower = (throttles(cluster, [topic]).get((topic, kind), frozenset()) for kind in ("leader", "follower"))
+    assert {e.split(":")[0] for e in leader | follower} == {"0", "1"}  # partition 2's entries went with it
+
+    code, out, err = cli("resume", *common, "--request-id", request_id, "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["submitted"] == [f"{topic}-3"]
+
+    code, out, err = cli("cancel", *common, "--request-id", request_id)
+    assert code == 0, err
+    assert f"Plan {request_id} cancelled" in out and f"cancelled {topic}-0,{topic}-1" in out
+    assert not reassigning(cluster)
+    moved = {2} | ({3} if replicas(cluster, topic, 3) == targets[3] else set())  # 3 is tiny: it may have finished
+    assert [replicas(cluster, topic, p) for p in range(partitions)] == \
+        [targets[p] if p in moved else [p % 3 + 1] for p in range(partitions)]
+    expect_throttles(cluster, [topic], {})
+    submitted = sorted(m.partition for w in waves_of(cluster.bootstrap, own, request_id) for m in w.moves)
+    assert submitted == [0, 1, 2, 3]  # 4 to 7 never submitted
+    code, _, err = cli("resume", *common, "--request-id", request_id)
+    assert code == 2 and "cancelled" in err

@@ -14,7 +14,8 @@ meant to call for every active plan (one advancer per plan at a time). Each step
    are set, so a throttled-replicas list never holds more than the partitions in flight; when it removed
    something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
-6. nothing pending or in flight: the plan is DONE; PAUSED: nothing is submitted;
+6. nothing pending or in flight at the read of step 1 (so the sweep came after every partition counted
+   done): the plan is DONE; PAUSED: nothing is submitted;
 7. schedule (sinks.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
    (sinks.plans.submit) with throttles for exactly its partitions;
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
@@ -120,17 +121,18 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
                     throttle_actions=actions)
     actions = _sweep(admin, owners, ())
-    if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
-        snapshot = read(sorted({m.topic for m in plan.moves}))
-        states = classified(plan, snapshot, _submitted(waves))
-    counts = _counts(states)
+    counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
     if plan.state != DONE and not counts.get(PENDING) and not counts.get(IN_FLIGHT):
         plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
         plans.put(plan)
     if plan.state != RUNNING:
         return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
+    fresh = states
+    if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
+        snapshot = read(sorted({m.topic for m in plan.moves}))
+        fresh = classified(plan, snapshot, _submitted(waves))
     sizes = sizes_of(snapshot)
-    pending = [candidate(m, sizes) for m in plan.moves if states[(m.topic, m.partition)][0] == PENDING]
+    pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
     chosen = set(schedule(pending, load_of(ongoing, sizes), plan.limits))
     if not chosen:

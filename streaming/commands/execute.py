@@ -135,6 +135,8 @@ def run(args, connect):
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
     file_moves = _file_moves(args.reassignment_json_file)
+    if limits is not None:
+        plan_execute.check_file(file_moves)
     admin = connect(args)
     try:
         request = _request(args, admin, file_moves)

@@ -7,6 +7,7 @@ Resuming after the foreground executor was killed: `resume --request-id ID --wai
 stays running; a paused one is resumed). Run one advancer per plan at a time.
 """
 
+import json
 import sys
 import time
 
@@ -54,6 +55,14 @@ def limits_of(args):
     return Limits(args.max_partitions_in_flight, args.max_moves_per_broker, args.max_bytes_in_flight)
 
 
+def check_file(file_moves):
+    """What a plan cannot honour in the file itself, checked before the cluster is asked anything."""
+    from sinks.throttles.claims import log_dir_moves
+
+    if log_dir_moves(file_moves):
+        raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
+
+
 def stores(args, admin, create=False):
     from sinks.plans.plan_store import KafkaPlanStore
 
@@ -66,8 +75,6 @@ def record_plan(args, admin, request, limits):
     from sinks.plans.plan import RUNNING, Plan
     from sinks.plans.scheduler import FILE, ordered
 
-    if request.log_dirs:
-        raise BadInput("log_dirs other than \"any\" cannot be used in a plan; nothing was changed")
     snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
     sizes = sizes_of(snapshot)
     by_key = {(m.topic, m.partition): m for m in request.moves}
@@ -116,8 +123,8 @@ def print_step(args, result):
     from sinks.throttles.report import describe
 
     plan = result.plan
-    if args.output == "json":
-        common.print_json({"request_id": plan.request_id, "state": plan.state, "partitions": result.counts,
+    if args.output == "json":  # one line per step (JSON lines): --wait prints many
+        _json_line({"request_id": plan.request_id, "state": plan.state, "partitions": result.counts,
                            "submitted": [f"{t}-{p}" for t, p in result.submitted],
                            "refused": [{"partition": f"{t}-{p}", "error": e} for (t, p), e in result.refused],
                            "cancelled": [f"{t}-{p}" for t, p in result.cancelled],
@@ -165,13 +172,11 @@ def execute_plan(args, admin, request, limits):
     and request id, submit the first wave; with --wait advance it until done."""
     plan = record_plan(args, admin, request, limits)
     if args.output == "json":
-        import json
-
-        print(json.dumps({"request_id": plan.request_id, "rollback": json.loads(request.rollback),
+        _json_line({"request_id": plan.request_id, "rollback": json.loads(request.rollback),
                           "partitions": len(plan.moves), "order": plan.order,
                           "limits": {"max_partitions_in_flight": limits.partitions_in_flight,
                                      "max_moves_per_broker": limits.moves_per_broker,
-                                     "max_bytes_in_flight": limits.bytes_in_flight}}), flush=True)
+                                     "max_bytes_in_flight": limits.bytes_in_flight}})
     else:
         print(f"Current partition replica assignment\n\n{request.rollback}\n\n"
               "Save this to use as the --reassignment-json-file option during rollback")
@@ -182,3 +187,7 @@ def execute_plan(args, admin, request, limits):
         print(f"Request id: {plan.request_id}", flush=True)
     plans, owners = stores(args, admin)
     return advance(args, admin, plans, owners, plan.request_id, args.wait)
+
+
+def _json_line(document):
+    print(json.dumps(document, separators=(",", ":")), flush=True)

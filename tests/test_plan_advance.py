@@ -1,0 +1,77 @@
+"""`advance_once` on the fake cluster (plain data): what one step of a plan submits, leaves alone, settles
+and cancels. The real cluster runs the same function in tests/test_plan_cluster.py."""
+
+from dataclasses import replace
+
+from sinks.plans.advance import advance_once
+from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING, Plan
+from sinks.plans.plan_store import MemoryPlanStore
+from sinks.plans.scheduler import Limits
+from sinks.throttles.ownership import PENDING, STARTED, MemoryStore, Move, Ownership
+from streaming.cluster.poller import poll
+from tests.fake_cluster import FakeCluster
+
+PLAN_ID = "20261123T180000.000Z-abcd"
+
+
+def setup(partitions=4, limits=Limits(2), state=RUNNING, waves=()):
+    fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(partitions)},
+                       sizes={("t", p, 1): 1000 for p in range(partitions)})
+    moves = tuple(Move("t", p, (1,), (2,)) for p in range(partitions))
+    plans = MemoryPlanStore()
+    plans.put(Plan(PLAN_ID, state, 0, 0, limits, moves, throttle=5000))
+    return fake, plans, MemoryStore.of(*waves)
+
+
+def step(fake, plans, owners):
+    return advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), plans, owners, PLAN_ID,
+                        10_000, 1.0)
+
+
+def test_first_step_submits_up_to_the_limit_with_throttles_for_exactly_those():
+    fake, plans, owners = setup()
+    result = step(fake, plans, owners)
+    assert result.submitted == (("t", 0), ("t", 1)) and fake.starts == [{("t", 0): [2], ("t", 1): [2]}]
+    [wave] = owners.records()
+    assert wave.plan_id == PLAN_ID and wave.state == STARTED and [m.partition for m in wave.moves] == [0, 1]
+    assert {(c.partition, c.broker) for c in wave.entries} == {(0, 1), (1, 1), (0, 2), (1, 2)}
+    assert fake.topics == {("t", "leader"): "0:1,1:1", ("t", "follower"): "0:2,1:2"}
+
+
+def test_a_partition_someone_else_reassigns_is_left_alone_reported_and_counted_against_the_limit():
+    fake, plans, owners = setup()
+    fake.reassigning[("t", 1)] = ([3, 1], [3], [1])
+    result = step(fake, plans, owners)
+    assert result.left_alone == ((("t", 1), "reassigned by someone else (to 3)"),)
+    assert fake.starts == [{("t", 0): [2]}]  # one slot of two: the foreign move holds the other
+
+
+def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():
+    wave = Ownership("20261123T180001.000Z-0001", PENDING, 1, 1, moves=(Move("t", 0, (1,), (2,)), Move("t", 1, (1,), (2,))),
+                     plan_id=PLAN_ID)
+    fake, plans, owners = setup(waves=(wave,))
+    fake.reassigning[("t", 0)] = ([2, 1], [2], [1])  # accepted before the kill; t-1 was not
+    result = step(fake, plans, owners)
+    settled = next(r for r in owners.records() if r.request_id == wave.request_id)
+    assert settled.state == STARTED and [m.partition for m in settled.moves] == [0]
+    assert result.submitted == (("t", 1),)  # pending again, submitted once; t-0 never again
+
+
+def test_paused_submits_nothing_and_done_when_nothing_is_left():
+    fake, plans, owners = setup(state=PAUSED)
+    assert step(fake, plans, owners).submitted == () and fake.starts == []
+    for p in range(4):
+        fake.partitions[("t", p)] = {"replicas": [2], "isr": [2], "leader": 2}
+    result = step(fake, plans, owners)
+    assert result.plan.state == DONE and result.finished and result.counts == {"done": 4}
+
+
+def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
+    fake, plans, owners = setup()
+    step(fake, plans, owners)
+    fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
+    plans.put(replace(plans.plans()[0], state=CANCELLED))
+    result = step(fake, plans, owners)
+    assert result.cancelled == (("t", 0), ("t", 1)) and fake.cancels == [[("t", 0), ("t", 1)]]
+    assert len(fake.starts) == 1 and result.finished
+    assert fake.topics == {("t", "leader"): "", ("t", "follower"): ""}  # the janitor took its entries out
