@@ -5,7 +5,6 @@ records every poll at which a limit was exceeded."""
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter

@@ -29,9 +29,10 @@ the cluster, so a step may be cut off anywhere; nothing is submitted that reassi
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING
+from sinks.plans.plan import CANCELLED, DONE, RUNNING
 from sinks.plans.plan_store import find
 from sinks.plans.scheduler import Candidate, load_of, schedule
+from sinks.plans.states import CANCELLED as REVERTED
 from sinks.plans.states import IN_FLIGHT, LEFT_ALONE, PENDING, classify
 from sinks.plans.submit import quiet, submit_wave
 from sinks.throttles.actions import Policy
@@ -154,7 +155,7 @@ def _counts(states, cancelled=()):
     counts = Counter(state for state, _ in states.values())
     if cancelled:
         counts[IN_FLIGHT] -= len(cancelled)
-        counts["cancelled"] += len(cancelled)
+        counts[REVERTED] += len(cancelled)
     return dict(counts)
 
 

@@ -39,10 +39,6 @@ class Plan:
     def with_state(self, state, now_ms, note=None):
         return replace(self, state=state, updated_ms=int(now_ms), note=note)
 
-    @property
-    def active(self):
-        return self.state in (RUNNING, PAUSED)
-
 
 def header_key(request_id):
     return f"{PLAN_KEY_PREFIX}{request_id}"

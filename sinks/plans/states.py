@@ -18,7 +18,6 @@ before AlterPartitionReassignments was confirmed is decided from the cluster (si
 
 PENDING, IN_FLIGHT, DONE, CANCELLED, LEFT_ALONE = PARTITION_STATES = (
     "pending", "in_flight", "done", "cancelled", "left_alone")
-ACTIVE_STATES = (PENDING, IN_FLIGHT)
 
 
 def ongoing_target(row):

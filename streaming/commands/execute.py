@@ -17,6 +17,10 @@ Order (each step only after the previous one succeeded):
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
 A crash between 2 and 6 leaves a `pending` record: the janitor treats it as started after
 sinks.throttles.actions.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
+
+With --max-partitions-in-flight the file is a plan (streaming.commands.plan_execute, sinks.plans): step 1
+is the same, then the plan is recorded and submitted a wave at a time, each wave doing steps 2-6 for its
+partitions (sinks.plans.submit).
 """
 
 import sys

@@ -98,6 +98,7 @@ def advance(args, admin, plans, owners, request_id, wait):
     """One step, or with `wait` steps until the plan is finished, printing each step that changed
     something. Returns the exit code."""
     from sinks.plans.plan import CANCELLED
+    from sinks.plans.states import DONE
 
     last = None
     while True:
@@ -111,7 +112,7 @@ def advance(args, admin, plans, owners, request_id, wait):
         time.sleep(STEP_INTERVAL_S)
     if not wait:
         return EXIT_OK
-    unfinished = {k: v for k, v in result.counts.items() if k not in ("done",) and v}
+    unfinished = {state: n for state, n in result.counts.items() if state != DONE and n}
     if result.plan.state == CANCELLED or not unfinished:
         return EXIT_OK
     print(f"Plan {request_id} ended with partitions not moved: " +
