@@ -21,6 +21,13 @@ meant to call for every active plan (one advancer per plan at a time). Each step
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
    cancel racing a step never leaves a partition moving.
 
+For the job (not wired yet): on the driver, for every plan of a KafkaPlanStore on the ownership topic whose
+state is RUNNING or PAUSED, call `advance_once(admin, read, plans, janitor.store, plan.request_id, now_ms,
+timeout_s)` with the driver's admin door, `read` a poll of the given topics that raises when a decision
+API failed (streaming.commands.reassign_common.strict_poll does this for the CLI), and the janitor's own
+ownership store, then turn the Step into `plan` records and metrics. A principal without Alter on the
+Cluster gets a ClusterError from the step: report the plan as not advanced instead of failing the batch.
+
 A partition reassigned by someone else is never submitted or cancelled here: it is LEFT_ALONE and
 reported in `Step.left_alone`. Crash-safe: every decision is taken again from the plan, its waves and
 the cluster, so a step may be cut off anywhere; nothing is submitted that reassigns at the read.
