@@ -111,7 +111,24 @@ def waves_of(bootstrap, own, request_id):
         admin.close()
 
 
-def test_plan_under_limits_survives_sigkill_and_resumes(cluster, clean, tmp_path):
+def run_until_killed(argv, log, watcher, done_at):
+    """Run the CLI as a process writing to `log` and SIGKILL it once the watcher sees `done_at` partitions
+    done. Returns the log's text."""
+    with open(log, "w") as out:
+        process = subprocess.Popen([CLI, *map(str, argv)], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: watcher.done >= done_at or process.poll() is not None, 180,
+                 message=f"{done_at} partitions done")
+        assert process.poll() is None, f"it ended before it was killed: {log.read_text()[-2000:]}"
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return log.read_text()
+
+
+def test_plan_under_limits_survives_three_sigkills_and_resumes(cluster, clean, tmp_path):
     partitions, in_flight, per_broker = 30, 5, 3
     topic, targets, plan = spread_plan(cluster, tmp_path, "plan", partitions, megabytes=0.4)
     own = ownership_topic()
@@ -119,27 +136,16 @@ def test_plan_under_limits_survives_sigkill_and_resumes(cluster, clean, tmp_path
     common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
     watcher = Watcher(cluster, topic, targets, in_flight, per_broker)
     watcher.start()
-    log = tmp_path / "execute.log"
-    with open(log, "w") as out:
-        executor = subprocess.Popen([CLI, "execute", *common, "--reassignment-json-file", str(plan),
-                                     "--throttle", str(MB // 5), "--max-partitions-in-flight", str(in_flight),
-                                     "--max-moves-per-broker", str(per_broker), "--wait"],
-                                    stdout=out, stderr=subprocess.STDOUT)
-    try:
-        request_id = wait_for(lambda: next((line.split()[-1] for line in log.read_text().splitlines()
-                                            if line.startswith("Request id: ")), None), 60, message="the request id")
-        wait_for(lambda: watcher.done >= partitions // 3 or executor.poll() is not None, 180,
-                 message="a third of the plan done")
-        assert executor.poll() is None, f"the executor ended before it was killed: {log.read_text()[-2000:]}"
-        executor.send_signal(signal.SIGKILL)
-        executor.wait(30)
-    finally:
-        if executor.poll() is None:
-            executor.kill()
-    text = log.read_text()
+    text = run_until_killed(["execute", *common, "--reassignment-json-file", plan, "--throttle", MB // 5,
+                             "--max-partitions-in-flight", in_flight, "--max-moves-per-broker", per_broker, "--wait"],
+                            tmp_path / "execute.log", watcher, partitions // 4)
+    request_id = next(line.split()[-1] for line in text.splitlines() if line.startswith("Request id: "))
     rollback = json.loads(text.split("Current partition replica assignment\n\n", 1)[1].split("\n\n", 1)[0])
     assert sorted((p["partition"], p["replicas"]) for p in rollback["partitions"]) == \
         [(p, [p % 3 + 1]) for p in range(partitions)]
+    for kill, done_at in enumerate((partitions // 2, partitions * 3 // 4), start=2):  # killed while resumed, twice
+        text += run_until_killed(["resume", *common, "--request-id", request_id, "--wait"],
+                                 tmp_path / f"resume{kill}.log", watcher, done_at)
     assert 0 < watcher.done < partitions, "killed mid-plan"
 
     checking = []
