@@ -40,14 +40,14 @@ class SecureCluster(LocalCluster):
 
     @staticmethod
     def password(config_path):
-        return client_config.read_properties(config_path)["sasl.password"]
+        return client_config.read_config(config_path).settings["sasl.password"]
 
     def settings(self):
-        return client_config.confluent_settings(client_config.read_properties(self.admin_config), self.bootstrap)
+        return client_config.confluent_settings(client_config.read_config(self.admin_config), self.bootstrap)
 
     def admin(self):
         return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000,
-                                **client_config.kafka_python_settings(client_config.read_properties(self.admin_config)))
+                                **client_config.kafka_python_settings(client_config.read_config(self.admin_config)))
 
     def confluent_admin(self):
         return AdminClient({**self.settings(), "log_level": 0})
@@ -83,7 +83,7 @@ class SecureCluster(LocalCluster):
     def _authenticates(self, config):
         """Metadata answered by each broker in turn (SCRAM credentials reach each broker on its own)."""
         for port in (self.base_port + n for n in (1, 2, 3)):
-            client = AdminClient({**client_config.confluent_settings(client_config.read_properties(config), f"127.0.0.1:{port}"), "log_level": 0})
+            client = AdminClient({**client_config.confluent_settings(client_config.read_config(config), f"127.0.0.1:{port}"), "log_level": 0})
             try:
                 client.list_topics(timeout=3)
             except Exception:  # not yet known on that broker

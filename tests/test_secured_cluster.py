@@ -319,7 +319,7 @@ def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
     config = _config_variant(secure_cluster, tmp_path, case_id, change)
     bootstrap = f"127.0.0.1:{secure_cluster.base_port + port_offset}"
     started = time.monotonic()
-    found = diagnose(bootstrap, client_config.read_properties(config), TIMEOUT_S)
+    found = diagnose(bootstrap, client_config.read_config(config), TIMEOUT_S)
     assert time.monotonic() - started < TIMEOUT_S + 1
     assert type(found) is expected, found
     assert all(f in str(found) for f in fragments), str(found)
