@@ -4,6 +4,7 @@ streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
+import subprocess
 from pathlib import Path
 
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
@@ -73,6 +74,28 @@ class SecureCluster(LocalCluster):
         wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
         return config
+
+    @property
+    def mtls_bootstrap(self):
+        """The mutual-TLS listener (SSL, ssl.client.auth=required) of deploy/local-cluster.sh: BASE+10+N."""
+        return ",".join(f"127.0.0.1:{self.base_port + 10 + n}" for n in (1, 2, 3))
+
+    def tls_principal(self, name, grants, directory):
+        """A client certificate with CN `name`, signed by the cluster's CA (the broker maps it to User:`name`),
+        whose principal holds exactly `grants`. Returns the paths (certificate, unencrypted key)."""
+        directory, tls = Path(directory), self.dir / "tls"
+        crt, key, csr = (directory / f"{name}.{ext}" for ext in ("crt", "key", "csr"))
+        for argv in (["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", str(key),
+                      "-out", str(csr)],
+                     ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(tls / "ca.pem"), "-CAkey", str(tls / "ca.key"),
+                      "-CAcreateserial", "-days", "2", "-out", str(crt)]):
+            subprocess.run(argv, check=True, capture_output=True)
+        admin = self.confluent_admin()
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        for future in admin.create_acls(bindings).values():
+            future.result(15)
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        return crt, key
 
     @staticmethod
     def _acl_count(admin, name):

@@ -17,6 +17,7 @@ from streaming.cluster.connect_diagnosis import diagnose
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
+from tests.java_client_files import scram_java_form
 from tests.job_process import CLI, JobProcess, free_port
 from tests.kafka_fixtures import wait_for
 from tests.secure_cluster import topic_bytes
@@ -237,7 +238,7 @@ def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):
     return result.returncode, result.stdout, result.stderr
 
 
-# -- the streaming job, janitor included, with exactly the grants of `run` --
+# -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file --
 
 def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path):
     cluster = secure_cluster
@@ -245,7 +246,10 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     execute = cluster.principal("job-operator", acls.grants("execute"), tmp_path)
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--debug")
-    job_config = cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic), tmp_path)
+    # The job takes the operator's Java-form file (issue 16): SCRAM in sasl.jaas.config, a JKS trust store, read
+    # (through keytool) by the driver and by each executor's poll.
+    job_config = scram_java_form(cluster, cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic),
+                                                            tmp_path), "JKS", tmp_path)
     job.args += ["--command-config", str(job_config)]
     topics.append(job.progress_topic)
     job.start()
