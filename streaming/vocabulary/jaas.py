@@ -3,11 +3,13 @@
 settings, so a value the Java tools accept gives the same user name and password here.
 
 What StreamTokenizer does that matters for credentials:
-- a value is a quoted string (`"..."` or `'...'`) or a word (letters, digits, `.`, `-`, `_`, `$`, and
-  characters from U+00A0 up); a bare number (`password=123`) or any other character is not a value;
+- a value is a quoted string (`"..."` or `'...'`) or a word (starting with a letter, `_`, `$` or a
+  character from U+00A0 up, going on over those, digits, `.` and `-`); a bare number (`password=123`) or
+  any other character is not a value;
 - inside quotes, `\\n \\t \\r \\b \\f \\a \\v` and octal `\\ddd` are escapes and any other `\\x` is `x`;
   a quoted string also ends at a line break or at the end of the text;
-- `//` and `/* */` are comments; whitespace (any character up to U+0020) separates tokens.
+- `/* */` is a comment, and `/` (so `//` too) comments out the rest of the line; whitespace (any
+  character up to U+0020) separates tokens.
 
 Only the SCRAM and PLAIN login modules are understood: they carry a user name and a password. Messages
 name option keys and the module class, never a value: a value may be a password.
@@ -25,6 +27,7 @@ UNSUPPORTED_MODULES = {
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "OAUTHBEARER",
     "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
 }
+MODULE_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
 CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
 ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 QUOTES = "\"'"
@@ -43,8 +46,18 @@ class _Token:
     text: str = ""
 
 
+def _is_word_start(c):
+    return "a" <= c.lower() <= "z" or c in "_$" or "\u00a0" <= c
+
+
 def _is_word_char(c):
-    return c.isascii() and (c.isalnum() or c in "._-$") or "\u00a0" <= c
+    return _is_word_start(c) or "0" <= c <= "9" or c in ".-"
+
+
+def _is_number_start(text, i):
+    """parseNumbers: a digit or `.` starts a number, and `-` does when a digit or `.` follows."""
+    c, following = text[i], text[i + 1:i + 2]
+    return "0" <= c <= "9" or c == "." or (c == "-" and following != "" and ("0" <= following <= "9" or following == "."))
 
 
 def _tokens(text):
@@ -54,22 +67,22 @@ def _tokens(text):
         c = text[i]
         if c <= " ":
             i += 1
-        elif text.startswith("//", i):
-            while i < n and text[i] not in "\r\n":
-                i += 1
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
+        elif c == "/":  # `//`, and a lone `/` too: '/' is StreamTokenizer's comment character
+            while i < n and text[i] not in "\r\n":
+                i += 1
         elif c in QUOTES:
             i, value = _quoted(text, i + 1, c)
             yield _Token("quoted", value)
-        elif c.isdigit() or (c in "-." and i + 1 < n and text[i + 1].isdigit()):
-            start = i  # parseNumbers: a number token has no string value
+        elif _is_number_start(text, i):
+            start = i  # a number token has no string value: never a value of an option
             i += 1
-            while i < n and (text[i].isdigit() or text[i] == "."):
+            while i < n and ("0" <= text[i] <= "9" or text[i] == "."):
                 i += 1
             yield _Token("number", text[start:i])
-        elif _is_word_char(c):
+        elif _is_word_start(c):
             start = i
             while i < n and _is_word_char(text[i]):
                 i += 1
@@ -148,4 +161,5 @@ def parse(text):
 
 
 def _option_named(key):
-    return repr(key) if key.replace(".", "").replace("_", "").isalnum() and len(key) <= 40 else "(an option)"
+    """An option is named only when it is one of the modules' own: a misplaced token could be a secret."""
+    return repr(key) if key in MODULE_OPTIONS else "(an option)"

@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import shutil
+import ssl
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from streaming.vocabulary.errors import BadInput
 
 JKS_MAGIC, JCEKS_MAGIC = b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce"
 PEM_MARK = b"-----BEGIN "
+CERTIFICATE_BLOCK = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]*?-----END CERTIFICATE-----")
 KEY_BLOCK = re.compile(rb"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.DOTALL)
 STORE_TYPES = ("JKS", "PKCS12", "PEM")
 MAX_STORE_BYTES = 10 * 1024 * 1024  # a store holds a few certificates; a cap keeps a wrong path out of memory
@@ -61,14 +63,17 @@ def _binary_kind(data, setting, declared):
 
 
 def _pem_certificates(data, setting):
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import Encoding
-
+    """The certificate blocks of a PEM file, checked by OpenSSL as the clients will load them (not parsed
+    with `cryptography`, which refuses some certificates of the systems' CA bundles)."""
+    blocks = CERTIFICATE_BLOCK.findall(data)
+    if not blocks:
+        raise BadInput(f"{setting} holds no PEM certificate (a PEM file starts with -----BEGIN CERTIFICATE-----)")
+    text = "\n".join(b.decode("ascii", "replace") for b in blocks) + "\n"
     try:
-        certificates = x509.load_pem_x509_certificates(data)
-    except ValueError as error:
-        raise BadInput(f"{setting} holds no PEM certificate (a PEM file starts with -----BEGIN CERTIFICATE-----)") from error
-    return "".join(c.public_bytes(Encoding.PEM).decode() for c in certificates)
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=text)
+    except ssl.SSLError as error:
+        raise BadInput(f"{setting} holds a PEM certificate that cannot be read ({error.reason or 'damaged'})") from error
+    return text
 
 
 def _encrypted(key, passphrase):
@@ -149,9 +154,32 @@ def _binary_store(path, declared, store_password, key_password, setting, passwor
     return _pkcs12(converted, passphrase, setting, password_setting)
 
 
-@lru_cache(maxsize=16)
+def _version(path):
+    """What tells one version of a file from another, for the caches below: a store replaced on disk (a
+    rotated certificate) is read again when a client is next made; an unchanged one is not (keytool
+    costs a JVM start)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # reading it says what is wrong
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
 def trusted(path, store_type, password, setting="ssl.truststore.location", password_setting="ssl.truststore.password"):
     """PEM text of every certificate in the trust store `path` of `store_type` (JKS, PKCS12 or PEM)."""
+    return _trusted(path, _version(path), store_type, password, setting, password_setting)
+
+
+def identity(path, store_type, store_password, key_password, key_path=None, setting="ssl.keystore.location",
+             password_setting="ssl.keystore.password"):
+    """The client Identity of the key store `path` (JKS, PKCS12, or PEM: the key and its chain in one file,
+    Kafka's PEM keystore), or of a PEM certificate file `path` with its key in `key_path`."""
+    return _identity(path, _version(path), store_type, store_password, key_password, key_path,
+                     key_path and _version(key_path), setting, password_setting)
+
+
+@lru_cache(maxsize=16)
+def _trusted(path, _version, store_type, password, setting, password_setting):
     if store_type == "PEM":
         return _pem_certificates(_read(path, setting), setting)
     from cryptography.hazmat.primitives.serialization import Encoding
@@ -164,10 +192,8 @@ def trusted(path, store_type, password, setting="ssl.truststore.location", passw
 
 
 @lru_cache(maxsize=16)
-def identity(path, store_type, store_password, key_password, key_path=None, setting="ssl.keystore.location",
-             password_setting="ssl.keystore.password"):
-    """The client Identity of the key store `path` (JKS, PKCS12, or PEM: the key and its chain in one file,
-    Kafka's PEM keystore), or of a PEM certificate file `path` with its key in `key_path`."""
+def _identity(path, _version, store_type, store_password, key_password, key_path, _key_version, setting,
+              password_setting):
     from cryptography.hazmat.primitives.serialization import Encoding
 
     passphrase = secrets.token_hex(16)
