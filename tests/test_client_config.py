@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 
 from streaming.vocabulary import client_config, jaas
 from streaming.vocabulary.errors import BadInput
+from tests.kafka_fixtures import ROOT
 
 SECRET = "s3cr3t-never-echo"
 SCRAM = jaas.SCRAM_MODULE
@@ -64,6 +65,41 @@ def test_jaas_as_java_reads_it(case_id):
             jaas.parse(text)
         assert expected in str(refused.value)
         assert SECRET not in str(refused.value)
+
+
+# Refusals of syntax, which Java's parser must refuse too (the others are ours: a module or option we cannot use).
+SYNTAX_REFUSALS = ("not terminated", "no value for option", "expected key=value", "control flag", "is empty",
+                   "more than one login module")
+JAVA_PASSWORDS = ["plain", 'qu"ote', "back\\slash", "it's", "tab\there", "\u00e9t\u00e9", "semi;colon", "a=b", "/*x*/"]
+
+
+def _java_reads(texts):
+    """What Kafka's own client JAAS parsing reads from each text: (module, username, password) or None."""
+    import base64
+
+    lines = "".join(base64.b64encode(t.encode()).decode() + "\n" for t in texts)
+    done = subprocess.run(["java", "-cp", str(ROOT / "deploy" / "kafka" / "lib" / "*"), str(Path(__file__).parent / "java" / "JaasProbe.java")],
+                          input=lines, capture_output=True, text=True, timeout=300, check=True)
+    found = []
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        found.append(None if fields[0] == "ERROR" else tuple(base64.b64decode(f).decode() for f in fields[1:]))
+    assert len(found) == len(texts), done.stderr[-2000:]
+    return found
+
+
+def test_java_reads_every_case_as_we_do():
+    """Differential: the table's values, and operators' quoted passwords, through Kafka's own parser."""
+    texts = [text for text, _ in JAAS_CASES.values()]
+    texts += [f'{SCRAM} required username="u" password="{p}";' for p in JAVA_PASSWORDS]
+    for text, java in zip(texts, _java_reads(texts)):
+        try:
+            ours = jaas.parse(text)
+        except BadInput as refused:
+            if any(fragment in str(refused) for fragment in SYNTAX_REFUSALS):
+                assert java is None, (text, java, str(refused))
+            continue
+        assert java == (ours.module, ours.username, ours.password), text
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40))
