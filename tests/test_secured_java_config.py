@@ -46,6 +46,7 @@ def test_kafka_tools_file_works_with_every_command(secure_cluster, tmp_path, cas
     # Kafka's own tool takes the file first: it is the operators' file, not one written for us.
     listed = subprocess.run(["java", "-cp", f"{ROOT / 'deploy' / 'kafka' / 'lib'}/*",
                              f"-Dlog4j2.configurationFile={ROOT / 'deploy' / 'kafka' / 'log4j2.properties'}",
+                             f"-Dkafka.logs.dir={tmp_path}",
                              "org.apache.kafka.tools.AclCommand", "--bootstrap-server", bootstrap, "--command-config",
                              str(config), "--list"], capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr[-2000:]
