@@ -313,6 +313,10 @@ FAILURES = {  # id: (config change, bootstrap port offset, expected class, fragm
     "plaintext-against-tls": (lambda c, t: {"security.protocol": "SASL_PLAINTEXT", "ssl.ca.location": None}, 1,
                               TlsFailed, ("expects TLS", "SASL_PLAINTEXT")),
     "nothing-listening": (lambda c, t: {}, 99, Unreachable, ("no broker accepted a connection",)),
+    # The mutual-TLS listener (BASE+11) without a client certificate: TLS 1.3 says so only after the handshake.
+    "mtls-without-client-certificate": (lambda c, t: {"security.protocol": "SSL", "sasl.mechanism": None,
+                                                      "sasl.username": None, "sasl.password": None}, 11, TlsFailed,
+                                        ("requires a client certificate", "ssl.keystore.location")),
 }
 TIMEOUT_S = 4.0
 

@@ -6,8 +6,8 @@ module asks the questions one at a time, each bounded by what is left of `timeou
 
 1. TCP: does any bootstrap address accept a connection?            no  -> Unreachable
 2. TLS: with security.protocol SSL/SASL_SSL, does the handshake     no  -> TlsFailed (names the trust
-   succeed with the clients' SSLContext? Without TLS configured, does         store or CA file)
-   the port expect TLS (a handshake succeeds)?                      yes -> TlsFailed
+   succeed with the clients' own SSLContext? Without TLS                   store or the CA file)
+   configured, does the port expect TLS (a handshake succeeds)?     yes -> TlsFailed
 3. SASL: does the broker accept the credentials? Asked through      no  -> AuthenticationFailed (names
    librdkafka, which reports the broker's authentication error             the principal and mechanism)
    at once instead of timing out.
@@ -26,6 +26,9 @@ from streaming.vocabulary.errors import AUTHENTICATION, TLS, AuthenticationFaile
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+# Alerts a broker sends about the client's certificate (Java sends bad_certificate for a missing one).
+CLIENT_CERTIFICATE_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "ALERT_UNKNOWN_CA")
+ALERT_WAIT_S = 0.5  # how long a finished handshake waits for the broker's refusal of the client's certificate
 
 
 def diagnose(bootstrap, config, timeout_s):
@@ -72,8 +75,15 @@ def _left(deadline):
 
 def _handshake(address, context, server_hostname, deadline):
     with socket.create_connection(address, timeout=_left(deadline)) as raw:
-        with context.wrap_socket(raw, server_hostname=server_hostname):
-            pass
+        with context.wrap_socket(raw, server_hostname=server_hostname) as tls:
+            # TLS 1.3 ends the client's handshake before the broker has checked the client's certificate: a
+            # refusal (no or an untrusted certificate on a listener requiring one) comes as the first read's
+            # alert. A broker that accepted sends nothing unasked: the read times out.
+            tls.settimeout(min(ALERT_WAIT_S, _left(deadline)))
+            try:
+                tls.recv(1)
+            except TimeoutError:
+                pass
 
 
 def _tls_problem(address, config, protocol, deadline):
@@ -94,6 +104,10 @@ def _tls_problem(address, config, protocol, deadline):
         return TlsFailed(f"TLS handshake with {_text(address)} failed: its certificate is not trusted by {trusted} "
                          f"({error.verify_message})")
     except ssl.SSLError as error:
+        if any(alert in str(error.reason) for alert in CLIENT_CERTIFICATE_ALERTS):
+            return TlsFailed(f"TLS handshake with {_text(address)} failed: the broker requires a client certificate "
+                             f"it trusts (mutual TLS: ssl.keystore.location, or ssl.certificate.location and "
+                             f"ssl.key.location) ({error.reason})")
         return TlsFailed(f"TLS handshake with {_text(address)} failed: {error.reason or error} "
                          f"(does this port speak TLS? trusting {trusted})")
     except OSError as error:
