@@ -247,6 +247,8 @@ IDENTITIES = {  # id: lines naming the client certificate and key
     "jks-key-password": "ssl.keystore.location={key_jks}\nssl.keystore.password=storepw\nssl.key.password=keypass",
     "pem-keystore": "ssl.keystore.location={keystore_pem}\nssl.keystore.type=PEM\nssl.key.password=keypass",
     "pem-locations": "ssl.certificate.location={client_crt}\nssl.key.location={client_key}",
+    "pem-locations-clear-key-with-password": "ssl.certificate.location={client_crt}\nssl.key.location={client_key}\n"
+                                             "ssl.key.password=unused",
     "pem-locations-encrypted": "ssl.certificate.location={client_crt}\nssl.key.location={client_enc_key}\n"
                                "ssl.key.password=keypass",
 }

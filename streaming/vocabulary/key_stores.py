@@ -90,9 +90,10 @@ def _pem_key(data, password, setting, password_setting):
         raise BadInput(f"{setting} holds no PEM private key")
     try:
         return load_pem_private_key(block.group(0), password.encode() if password is not None else None)
-    except TypeError as error:  # encrypted without a password, or a password for a clear key
-        raise BadInput(f"{setting}: the key is {'not ' if password is not None else ''}encrypted: "
-                       f"{'remove' if password is not None else 'set'} {password_setting}") from error
+    except TypeError as error:
+        if password is not None:  # a password for a key in clear: both client libraries ignore it
+            return load_pem_private_key(block.group(0), None)
+        raise BadInput(f"{setting}: the key is encrypted: set {password_setting}") from error
     except ValueError as error:
         raise BadInput(f"{setting}: the key cannot be read with {password_setting} (wrong password, or not a PEM key)") from error
 
