@@ -43,6 +43,7 @@ JAAS_CASES = {
     "bad-flag": (f'{SCRAM} mandatory username="u" password="p";', "control flag"),
     "number-value": (f'{SCRAM} required username="u" password=123;', "no value for option 'password'"),
     "at-sign-value": (f'{SCRAM} required username="u" password=p@ss;', "expected key=value"),
+    "delegation-token": (f'{SCRAM} required username="id" password="hmac" tokenauth="true";', "tokenauth=true"),
     "missing-password": (f'{SCRAM} required username="u";', "needs password"),
     "missing-both": (f"{SCRAM} required;", "needs username and password"),
     "empty": ("", "is empty"),

@@ -154,6 +154,8 @@ def parse(text):
         raise BadInput("is not terminated by a semicolon")
     if i + 1 < len(tokens):
         raise BadInput("holds more than one login module (a client takes exactly one)")
+    if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
+        raise BadInput("tokenauth=true (delegation token login) is not supported yet")
     missing = [k for k in ("username", "password") if k not in options]
     if missing:
         raise BadInput(f"{_module_named(module)} needs {' and '.join(missing)}")
