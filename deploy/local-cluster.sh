@@ -15,6 +15,9 @@
 # (SAN 127.0.0.1) are made on the spot in CLUSTER_DIR/tls. SCRAM users are created when the nodes are
 # formatted: `admin` and SCRAM_USERS (default "reassign-monitor reassign-operator"), each with a random
 # password that is written only to its client config CLUSTER_DIR/secrets/USER.properties (mode 600).
+# A second listener, SSL on BASE+10+N, takes mutual TLS only (ssl.client.auth=required): a client
+# certificate signed by CLUSTER_DIR/tls/ca.pem is the principal User:<its CN>. It is apart from the SASL_SSL
+# listener so that SASL clients (and the brokers among themselves) need no client certificate.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +34,7 @@ nodes=(1 2 3)
 
 broker_port() { echo $((base_port + $1)); }
 controller_port() { echo $((base_port + 100 + $1)); }
+mtls_port() { echo $((base_port + 10 + $1)); }
 bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(broker_port "$n")"; done; echo "$s"; }
 pid_of() { cat "$cluster_dir/node$1/pid" 2>/dev/null || true; }
 alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
@@ -95,11 +99,13 @@ secured_listeners() {
   local admin_password
   admin_password=$(password_of admin)
   cat <<EOF
-listeners=SASL_SSL://127.0.0.1:$(broker_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
-advertised.listeners=SASL_SSL://127.0.0.1:$(broker_port "$1")
+listeners=SASL_SSL://127.0.0.1:$(broker_port "$1"),SSL://127.0.0.1:$(mtls_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
+advertised.listeners=SASL_SSL://127.0.0.1:$(broker_port "$1"),SSL://127.0.0.1:$(mtls_port "$1")
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=SASL_SSL
-listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT
+listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SASL_PLAINTEXT
+listener.name.ssl.ssl.client.auth=required
+ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/\$1/,DEFAULT
 sasl.enabled.mechanisms=SCRAM-SHA-512
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_password";

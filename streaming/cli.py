@@ -68,7 +68,7 @@ def build_parser(load=_module):
         if name not in NO_CLUSTER:
             sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]")
             sub.add_argument("--command-config", metavar="FILE",
-                             help="client properties: security.protocol, sasl.*, ssl.* locations")
+                             help="Kafka client properties, as Kafka's tools take them: security.protocol, sasl.*, ssl.* stores")
             sub.add_argument("--timeout", type=flags.timeout, default=defaults.TIMEOUT_S, metavar="SECONDS",
                              help="bound on reaching the cluster (default 10; 500ms, 30s, 2m also work)")
         sub.add_argument("--output", choices=("table", "json"), default="table")
@@ -78,9 +78,11 @@ def build_parser(load=_module):
 
 
 def check_shared(args):
-    """What the parser cannot check alone: the --command-config file."""
+    """What the parser cannot check alone: the --command-config file (and the one note about its ignored keys)."""
     if getattr(args, "command_config", None) is not None:
-        client_config.read_properties(args.command_config)
+        note = client_config.ignored_note(client_config.read_config(args.command_config))
+        if note:
+            print(one_line(f"reassign-monitor {args.command}: note: {note}"), file=sys.stderr)
 
 
 def _bug_line(error):

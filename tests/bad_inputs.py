@@ -219,9 +219,19 @@ BAD_CONFIGS = [
     ("no-equals", f"sasl.password {SECRET}\n"),
     ("colon-separator", f"sasl.password: {SECRET}\n"),
     ("empty-key", f"={SECRET}\n"),
-    ("unknown-key", f"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password=\"{SECRET}\";\n"),
+    ("unknown-key", f"sasl.oauthbearer.token.endpoint.url={SECRET}\n"),
+    ("jaas-without-username", f"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password=\"{SECRET}\";\n"),
+    ("jaas-unquoted-number", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                             "org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=1234;\n"),
+    ("jaas-kerberos", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                      f"com.sun.security.auth.module.Krb5LoginModule required keyTab=\"/k\" principal=\"{SECRET}\";\n"),
+    ("jaas-and-password", f"sasl.mechanism=PLAIN\nsasl.password={SECRET}\nsasl.jaas.config="
+                          f"org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"{SECRET}\";\n"),
     ("unknown-key-typo", f"sasl.pasword={SECRET}\n"),
-    ("java-truststore", "ssl.truststore.location=/etc/kafka/truststore.jks\n"),
+    ("truststore-missing", "ssl.truststore.location=/etc/kafka/truststore.jks\n"),
+    ("truststore-not-a-store", "ssl.truststore.location=/etc/passwd\nssl.truststore.password=" + SECRET + "\n"),
+    ("truststore-bad-type", "ssl.truststore.location=/etc/passwd\nssl.truststore.type=BKS\n"),
+    ("hostname-verification-unknown", "security.protocol=SSL\nssl.endpoint.identification.algorithm=ldap\n"),
     ("key-with-newline-escape", "security.protocol=PLAINTEXT\nbad\x1bkey=1\n"),
     ("duplicate-key", f"sasl.password={SECRET}\nsasl.password={SECRET}2\n"),
     ("bad-protocol", "security.protocol=PLAINTEXTT\n"),
@@ -231,6 +241,9 @@ BAD_CONFIGS = [
     ("sasl-without-mechanism", f"security.protocol=SASL_SSL\nsasl.username=u\nsasl.password={SECRET}\n"),
     ("ca-file-missing", "security.protocol=SSL\nssl.ca.location=/nonexistent/ca.pem\n"),
     ("ca-file-is-directory", "security.protocol=SSL\nssl.ca.location=/etc\n"),
+    # Issue 16: a CA file that is not PEM is a local problem (exit 2 before any request), not "TLS settings unusable".
+    ("ca-file-not-pem", "security.protocol=SSL\nssl.ca.location=/etc/passwd\n"),
+    ("certificate-not-pem", "security.protocol=SSL\nssl.certificate.location=/etc/passwd\nssl.key.location=/etc/passwd\n"),
     ("binary", bytes(range(256))),
 ]
 CONFIG_COMMANDS = ("progress", "execute", "verify", "cancel", "run")
@@ -250,11 +263,13 @@ for name, text in BAD_CONFIGS:
 BAD_BOOTSTRAPS = ["", ",", ":9092", "host:", "host:0", "host:65536", "host:99999999999999999999", "host:-1",
                   "host:port", "host:9092:1", "a b:9092", "h\u00f6st:9092", "kafka\n:9092", "::1:9092", "[::1]:0",
                   "[zz]:9092", "h:1,", ",h:1", "h:1,,h:2", "x" * 300 + ":9092", ",".join(["h:1"] * 101),
-                  "h:１２"]
+                  "h:１２",
+                  "127.0.0.1", "kafka-1:9092,kafka-2"]  # issue 16: no port is refused, as Kafka's tools refuse it
 for i, value in enumerate(BAD_BOOTSTRAPS):
-    for command in ("progress", "cancel", "run"):
-        extra = ("--all",) if command == "cancel" else ()
-        CASES.append(Case(f"{command}-bootstrap-{i}", "bootstrap", (command, "--bootstrap-server", value, *extra)))
+    for command in ("progress", "cancel", "run", "execute"):
+        extra = {"cancel": ("--all",), "execute": ("--reassignment-json-file", "@FILE")}.get(command, ())
+        CASES.append(Case(f"{command}-bootstrap-{i}", "bootstrap", (command, "--bootstrap-server", value, *extra),
+                          file=GOOD if command == "execute" else None))
 
 BAD_DURATIONS = ["inf", "-inf", "nan", "0", "-1", "0s", "1e309", "1e3", "", " ", "x", "10d", "1.2.3", "99999999999999999999",
                  "5000000h", "10ss", "0.0000001", "+", "٣"]
@@ -417,6 +432,15 @@ CASES += [
          config=f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password={SECRET}\n",
          code=EXIT_CLUSTER, cluster=True),
 ]
+# Issue 16: an empty ssl.endpoint.identification.algorithm (Java's "no hostname verification") is given to both
+# client libraries alike, so every command answers the same: here TLS spoken to the plaintext test cluster, exit 3
+# at connecting, before anything changed (execute used to fail mid-way on librdkafka's "_INVALID_ARG").
+for command, extra in (("progress", ()), ("execute", ("--reassignment-json-file", "@FILE", "--throttle", "1000000")),
+                       ("verify", ("--reassignment-json-file", "@FILE")), ("cancel", ("--all",))):
+    CASES.append(Case(f"{command}-hostname-verification-off-tls-against-plaintext", "cluster",
+                      (command, "--bootstrap-server", "@BOOT", "--timeout", "2", "--command-config", "@CONFIG", *extra),
+                      file=MOVE_TOPIC, config="security.protocol=SSL\nssl.ca.location=/etc/ssl/certs/ca-certificates.crt\n"
+                                              "ssl.endpoint.identification.algorithm=\n", code=EXIT_CLUSTER, cluster=True))
 
 IDS = [case.id for case in CASES]
 assert len(IDS) == len(set(IDS)), "case ids are unique"

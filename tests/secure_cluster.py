@@ -4,6 +4,7 @@ streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
+import subprocess
 from pathlib import Path
 
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
@@ -40,14 +41,14 @@ class SecureCluster(LocalCluster):
 
     @staticmethod
     def password(config_path):
-        return client_config.read_properties(config_path)["sasl.password"]
+        return client_config.read_config(config_path).settings["sasl.password"]
 
     def settings(self):
-        return client_config.confluent_settings(client_config.read_properties(self.admin_config), self.bootstrap)
+        return client_config.confluent_settings(client_config.read_config(self.admin_config), self.bootstrap)
 
     def admin(self):
         return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000,
-                                **client_config.kafka_python_settings(client_config.read_properties(self.admin_config)))
+                                **client_config.kafka_python_settings(client_config.read_config(self.admin_config)))
 
     def confluent_admin(self):
         return AdminClient({**self.settings(), "log_level": 0})
@@ -74,6 +75,28 @@ class SecureCluster(LocalCluster):
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
         return config
 
+    @property
+    def mtls_bootstrap(self):
+        """The mutual-TLS listener (SSL, ssl.client.auth=required) of deploy/local-cluster.sh: BASE+10+N."""
+        return ",".join(f"127.0.0.1:{self.base_port + 10 + n}" for n in (1, 2, 3))
+
+    def tls_principal(self, name, grants, directory):
+        """A client certificate with CN `name`, signed by the cluster's CA (the broker maps it to User:`name`),
+        whose principal holds exactly `grants`. Returns the paths (certificate, unencrypted key)."""
+        directory, tls = Path(directory), self.dir / "tls"
+        crt, key, csr = (directory / f"{name}.{ext}" for ext in ("crt", "key", "csr"))
+        for argv in (["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", str(key),
+                      "-out", str(csr)],
+                     ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(tls / "ca.pem"), "-CAkey", str(tls / "ca.key"),
+                      "-CAcreateserial", "-days", "2", "-out", str(crt)]):
+            subprocess.run(argv, check=True, capture_output=True)
+        admin = self.confluent_admin()
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        for future in admin.create_acls(bindings).values():
+            future.result(15)
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        return crt, key
+
     @staticmethod
     def _acl_count(admin, name):
         match = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{name}", None,
@@ -83,7 +106,7 @@ class SecureCluster(LocalCluster):
     def _authenticates(self, config):
         """Metadata answered by each broker in turn (SCRAM credentials reach each broker on its own)."""
         for port in (self.base_port + n for n in (1, 2, 3)):
-            client = AdminClient({**client_config.confluent_settings(client_config.read_properties(config), f"127.0.0.1:{port}"), "log_level": 0})
+            client = AdminClient({**client_config.confluent_settings(client_config.read_config(config), f"127.0.0.1:{port}"), "log_level": 0})
             try:
                 client.list_topics(timeout=3)
             except Exception:  # not yet known on that broker

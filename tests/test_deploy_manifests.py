@@ -11,7 +11,7 @@ import yaml
 
 from dashboards.build import DASHBOARDS
 from streaming.cli import build_parser
-from streaming.vocabulary.client_config import read_properties
+from streaming.vocabulary.client_config import read_config
 from streaming.commands import run as run_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def run_parser():
     return build_parser(load=lambda name: run_command if name == "run" else stub)
 
 
-DEFAULT_PORT = run_parser().parse_args(["run", "--bootstrap-server", "x"]).metrics_port
+DEFAULT_PORT = run_parser().parse_args(["run", "--bootstrap-server", "x:9092"]).metrics_port
 
 
 def load(path):
@@ -141,7 +141,7 @@ def test_command_config_secret_is_a_valid_command_config(tmp_path):
     [(key, text)] = one("Secret")["stringData"].items()
     assert key == Path(args.command_config).name
     (tmp_path / key).write_text(text)
-    assert read_properties(tmp_path / key)
+    assert read_config(tmp_path / key).settings
 
 
 def test_rbac_binds_the_driver_service_account():

@@ -17,6 +17,7 @@ from streaming.cluster.connect_diagnosis import diagnose
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
+from tests.java_client_files import scram_java_form
 from tests.job_process import CLI, JobProcess, free_port
 from tests.kafka_fixtures import wait_for
 from tests.secure_cluster import topic_bytes
@@ -237,7 +238,7 @@ def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):
     return result.returncode, result.stdout, result.stderr
 
 
-# -- the streaming job, janitor included, with exactly the grants of `run` --
+# -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file --
 
 def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path):
     cluster = secure_cluster
@@ -245,7 +246,10 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     execute = cluster.principal("job-operator", acls.grants("execute"), tmp_path)
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--debug")
-    job_config = cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic), tmp_path)
+    # The job takes the operator's Java-form file (issue 16): SCRAM in sasl.jaas.config, a JKS trust store, read
+    # (through keytool) by the driver and by each executor's poll.
+    job_config = scram_java_form(cluster, cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic),
+                                                            tmp_path), "JKS", tmp_path)
     job.args += ["--command-config", str(job_config)]
     topics.append(job.progress_topic)
     job.start()
@@ -309,6 +313,10 @@ FAILURES = {  # id: (config change, bootstrap port offset, expected class, fragm
     "plaintext-against-tls": (lambda c, t: {"security.protocol": "SASL_PLAINTEXT", "ssl.ca.location": None}, 1,
                               TlsFailed, ("expects TLS", "SASL_PLAINTEXT")),
     "nothing-listening": (lambda c, t: {}, 99, Unreachable, ("no broker accepted a connection",)),
+    # The mutual-TLS listener (BASE+11) without a client certificate: TLS 1.3 says so only after the handshake.
+    "mtls-without-client-certificate": (lambda c, t: {"security.protocol": "SSL", "sasl.mechanism": None,
+                                                      "sasl.username": None, "sasl.password": None}, 11, TlsFailed,
+                                        ("requires a client certificate", "ssl.keystore.location")),
 }
 TIMEOUT_S = 4.0
 
@@ -319,7 +327,7 @@ def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
     config = _config_variant(secure_cluster, tmp_path, case_id, change)
     bootstrap = f"127.0.0.1:{secure_cluster.base_port + port_offset}"
     started = time.monotonic()
-    found = diagnose(bootstrap, client_config.read_properties(config), TIMEOUT_S)
+    found = diagnose(bootstrap, client_config.read_config(config), TIMEOUT_S)
     assert time.monotonic() - started < TIMEOUT_S + 1
     assert type(found) is expected, found
     assert all(f in str(found) for f in fragments), str(found)

@@ -11,7 +11,7 @@ from pathlib import Path
 from kafka import KafkaAdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from streaming.vocabulary.client_config import kafka_python_settings, read_properties  # noqa: E402  (after the path to the repository)
+from streaming.vocabulary.client_config import kafka_python_settings, read_config  # noqa: E402  (after the path to the repository)
 
 
 def _listening(host, port):
@@ -23,7 +23,7 @@ def _listening(host, port):
 
 
 def main(bootstrap, expected, seconds, command_config=None):
-    settings = kafka_python_settings(read_properties(command_config))
+    settings = kafka_python_settings(read_config(command_config))
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:

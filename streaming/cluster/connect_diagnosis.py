@@ -5,9 +5,9 @@ listener all alike: a bootstrap KafkaTimeoutError once the whole timeout has pas
 module asks the questions one at a time, each bounded by what is left of `timeout_s`:
 
 1. TCP: does any bootstrap address accept a connection?            no  -> Unreachable
-2. TLS: with security.protocol SSL/SASL_SSL, does the handshake     no  -> TlsFailed (names the CA file)
-   succeed against ssl.ca.location? Without TLS configured, does
-   the port expect TLS (a handshake succeeds)?                      yes -> TlsFailed
+2. TLS: with security.protocol SSL/SASL_SSL, does the handshake     no  -> TlsFailed (names the trust
+   succeed with the clients' own SSLContext? Without TLS                   store or the CA file)
+   configured, does the port expect TLS (a handshake succeeds)?     yes -> TlsFailed
 3. SASL: does the broker accept the credentials? Asked through      no  -> AuthenticationFailed (names
    librdkafka, which reports the broker's authentication error             the principal and mechanism)
    at once instead of timing out.
@@ -26,14 +26,17 @@ from streaming.vocabulary.errors import AUTHENTICATION, TLS, AuthenticationFaile
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+# Alerts a broker sends about the client's certificate (Java sends bad_certificate for a missing one).
+CLIENT_CERTIFICATE_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "ALERT_UNKNOWN_CA")
+ALERT_WAIT_S = 0.5  # how long a finished handshake waits for the broker's refusal of the client's certificate
 
 
-def diagnose(bootstrap, properties, timeout_s):
+def diagnose(bootstrap, config, timeout_s):
     """The ClusterError (Unreachable, TlsFailed or AuthenticationFailed) that says why connecting to
-    `bootstrap` ("host:port,...") with the `--command-config` properties `properties` ({}: plaintext)
+    `bootstrap` ("host:port,...") with the `--command-config` ClientConfig `config` (empty: plaintext)
     fails. Returns within `timeout_s` (plus one socket timeout at most); never raises for a cluster problem."""
     deadline = time.monotonic() + timeout_s
-    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    protocol = config.protocol
     addresses = [_address(a) for a in bootstrap.split(",") if a.strip()]
 
     reachable, refusals = None, []
@@ -48,9 +51,9 @@ def diagnose(bootstrap, properties, timeout_s):
         return Unreachable(f"connecting to {bootstrap}: cluster unreachable: no broker accepted a connection "
                            f"({'; '.join(refusals)})")
 
-    problem = _tls_problem(reachable, properties, protocol, deadline)
+    problem = _tls_problem(reachable, config, protocol, deadline)
     if problem is None and protocol in SASL_PROTOCOLS:
-        problem = _sasl_problem(bootstrap, properties, deadline)
+        problem = _sasl_problem(bootstrap, config, deadline)
     return problem or Unreachable(
         f"connecting to {bootstrap}: no usable answer within the timeout, although TCP"
         f"{', TLS' if protocol in TLS_PROTOCOLS else ''}{' and authentication' if protocol in SASL_PROTOCOLS else ''}"
@@ -72,11 +75,18 @@ def _left(deadline):
 
 def _handshake(address, context, server_hostname, deadline):
     with socket.create_connection(address, timeout=_left(deadline)) as raw:
-        with context.wrap_socket(raw, server_hostname=server_hostname):
-            pass
+        with context.wrap_socket(raw, server_hostname=server_hostname) as tls:
+            # TLS 1.3 ends the client's handshake before the broker has checked the client's certificate: a
+            # refusal (no or an untrusted certificate on a listener requiring one) comes as the first read's
+            # alert. A broker that accepted sends nothing unasked: the read times out.
+            tls.settimeout(min(ALERT_WAIT_S, _left(deadline)))
+            try:
+                tls.recv(1)
+            except TimeoutError:
+                pass
 
 
-def _tls_problem(address, properties, protocol, deadline):
+def _tls_problem(address, config, protocol, deadline):
     if protocol not in TLS_PROTOCOLS:
         probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         probe.check_hostname, probe.verify_mode = False, ssl.CERT_NONE
@@ -85,25 +95,19 @@ def _tls_problem(address, properties, protocol, deadline):
         except (OSError, ssl.SSLError):
             return None  # the port does not speak TLS, as configured
         return TlsFailed(f"{_text(address)} expects TLS but security.protocol is {protocol} "
-                         f"(use SSL or SASL_SSL with ssl.ca.location)")
-    ca_file = properties.get("ssl.ca.location")
-    try:
-        context = ssl.create_default_context(cafile=ca_file)
-        if properties.get("ssl.certificate.location"):
-            context.load_cert_chain(properties["ssl.certificate.location"], properties.get("ssl.key.location"),
-                                    properties.get("ssl.key.password"))
-    except (OSError, ssl.SSLError) as error:
-        return TlsFailed(f"TLS settings unusable: {getattr(error, 'strerror', None) or error} "
-                         f"(ssl.ca.location {ca_file or 'not set'})")
-    if properties.get("ssl.endpoint.identification.algorithm") == "":
-        context.check_hostname = False
-    trusted = f"the CA file {ca_file}" if ca_file else "the system's CA certificates (ssl.ca.location not set)"
+                         f"(use SSL or SASL_SSL with a trust store)")
+    context = client_config.ssl_context(config)  # what the clients use; read and checked with the file
+    trusted = config.trust_origin or "the system's CA certificates (no trust store or ssl.ca.location set)"
     try:
         _handshake(address, context, address[0], deadline)
     except ssl.SSLCertVerificationError as error:
         return TlsFailed(f"TLS handshake with {_text(address)} failed: its certificate is not trusted by {trusted} "
                          f"({error.verify_message})")
     except ssl.SSLError as error:
+        if any(alert in str(error.reason) for alert in CLIENT_CERTIFICATE_ALERTS):
+            return TlsFailed(f"TLS handshake with {_text(address)} failed: the broker requires a client certificate "
+                             f"it trusts (mutual TLS: ssl.keystore.location, or ssl.certificate.location and "
+                             f"ssl.key.location) ({error.reason})")
         return TlsFailed(f"TLS handshake with {_text(address)} failed: {error.reason or error} "
                          f"(does this port speak TLS? trusting {trusted})")
     except OSError as error:
@@ -112,13 +116,13 @@ def _tls_problem(address, properties, protocol, deadline):
     return None
 
 
-def _sasl_problem(bootstrap, properties, deadline):
+def _sasl_problem(bootstrap, config, deadline):
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    principal = f"user {properties.get('sasl.username', '(no sasl.username)')} with {properties.get('sasl.mechanism', 'GSSAPI')}"
+    principal = f"user {config.settings.get('sasl.username', '(no user)')} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
     reported = []
-    settings = {**client_config.confluent_settings(properties, bootstrap), "log_level": 0,
+    settings = {**client_config.confluent_settings(config, bootstrap), "log_level": 0,
                 "error_cb": reported.append}
     try:
         client = AdminClient(settings)

@@ -48,10 +48,10 @@ class Door:
 
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S):
         self._bootstrap = bootstrap_servers
-        self._properties = client_config.read_properties(command_config)
-        self._settings = client_config.kafka_python_settings(self._properties)
-        self._principal = client_config.principal_of(self._properties)
-        self._confluent_settings = client_config.confluent_settings(self._properties, bootstrap_servers)
+        self._config = client_config.read_config(command_config)
+        self._settings = client_config.kafka_python_settings(self._config)
+        self._principal = client_config.principal_of(self._config)
+        self._confluent_settings = client_config.confluent_settings(self._config, bootstrap_servers)
         self._timeout_s = timeout_s
         self.requests = 0
         self.retried = Counter()
@@ -88,7 +88,7 @@ class Door:
             self._connect(budget_s=self._timeout_s * BOOTSTRAP_SHARE)
         except Exception as error:
             left = max(self._timeout_s - (time.monotonic() - started), MIN_DIAGNOSIS_S)
-            raise (diagnose(self._bootstrap, self._properties, left)
+            raise (diagnose(self._bootstrap, self._config, left)
                    or from_kafka_error(error, f"connecting to {self._bootstrap}")) from error
 
     def _forget(self, client):

@@ -8,8 +8,9 @@ from streaming.vocabulary import durations
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, PORT_MAX, topic_name_problem
 
-# HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. Both client libraries
-# default a missing port to 9092, so a bare host is accepted too.
+# HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. The port is required, as
+# Kafka's own tools require it ("Invalid url in bootstrap.servers"): a guessed 9092 would turn a forgotten
+# port into a wait for the timeout and an "unreachable" that hides the typo.
 _SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 MAX_HOST_LENGTH = 253  # a DNS name's limit
 MAX_BOOTSTRAP_SERVERS = 100
@@ -29,7 +30,9 @@ def bootstrap_servers(text):
             raise argparse.ArgumentTypeError(f"{shown(server)!r} is not HOST:PORT")
         if len(match.group(1)) > MAX_HOST_LENGTH:
             raise argparse.ArgumentTypeError(f"host {shown(match.group(1))!r} is longer than {MAX_HOST_LENGTH} characters")
-        if match.group(2) is not None and not 1 <= int(match.group(2)) <= PORT_MAX:
+        if match.group(2) is None:
+            raise argparse.ArgumentTypeError(f"{shown(server)!r} has no port: give HOST:PORT, as Kafka's tools require")
+        if not 1 <= int(match.group(2)) <= PORT_MAX:
             raise argparse.ArgumentTypeError(f"port {match.group(2)} in {shown(server)!r} is not 1-{PORT_MAX}")
     return text
 

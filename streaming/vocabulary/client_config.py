@@ -1,86 +1,335 @@
-"""`--command-config FILE`: Kafka client properties (as `kafka-reassign-partitions` takes them), turned
-into the settings of each client library we use. Only the keys below are understood; any other key
-is bad input, so a typo cannot silently drop security settings."""
+"""`--command-config FILE`: the Kafka client properties operators already give Kafka's own tools
+(`kafka-reassign-partitions.sh --command-config`), turned into the settings of each client library we use.
+The one place that reads the file, with the one mapping table (CLIENT_SETTINGS) from what it says to what
+kafka-python and librdkafka are given.
+
+Accepted: the Java client's forms (`sasl.jaas.config` with the SCRAM or PLAIN login module,
+`ssl.truststore.*` / `ssl.keystore.*` / `ssl.key.password` stores of type JKS, PKCS12 or PEM,
+`ssl.endpoint.identification.algorithm` with Java's meaning) and librdkafka's (`sasl.username`,
+`sasl.password`, `ssl.ca.location`, `ssl.certificate.location`, `ssl.key.location`). Keys that only tune the
+Java client (JAVA_ONLY) are accepted and ignored, and the CLI says so in one note line. Any other key is bad
+input, so a typo cannot silently drop a security setting. Values are read as java.util.Properties reads them
+(backslash escapes, a trailing backslash continues the line), except that only `=` separates a key from its
+value and trailing whitespace is dropped.
+
+Every TLS file is read here, whole, into memory: a file that is not what its key says is bad input (exit 2)
+before any request, and the clients never open a file later. librdkafka takes the PEM text itself
+(`ssl.ca.pem`, `ssl.certificate.pem`, `ssl.key.pem`); kafka-python takes an SSLContext built from it
+(`ssl_context`). Hostname verification is the same in both: on unless the file turns it off.
+"""
 
 import os
+import ssl
+import tempfile
+from dataclasses import dataclass, field
 
+from streaming.vocabulary import jaas, key_stores
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
 from streaming.vocabulary.operator_file import read_text
 
-# Java/librdkafka property -> kafka-python keyword.
-KAFKA_PYTHON_KEYS = {
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.endpoint.identification.algorithm": None,  # handled below: "" turns hostname checks off
+# The one mapping: a setting handed to the clients -> (kafka-python keyword, librdkafka property). kafka-python's
+# TLS settings (None here) go into the one SSLContext of `ssl_context`.
+CLIENT_SETTINGS = {
+    "security.protocol": ("security_protocol", "security.protocol"),
+    "sasl.mechanism": ("sasl_mechanism", "sasl.mechanism"),
+    "sasl.username": ("sasl_plain_username", "sasl.username"),
+    "sasl.password": ("sasl_plain_password", "sasl.password"),
+    "ssl.ca.pem": (None, "ssl.ca.pem"),
+    "ssl.certificate.pem": (None, "ssl.certificate.pem"),
+    "ssl.key.pem": (None, "ssl.key.pem"),
+    "ssl.key.password": (None, "ssl.key.password"),
+    "ssl.endpoint.identification.algorithm": (None, "ssl.endpoint.identification.algorithm"),
 }
 
+# The operator's keys, by what is done with them.
+PLAIN_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password")
+HOSTNAME_KEY = "ssl.endpoint.identification.algorithm"
+PEM_FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password")
+JAVA_FORM_KEYS = ("sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+                  "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password")
+# Keys that tune only the Java client: accepted, ignored, named in one note. Security settings that restrict
+# (ssl.enabled.protocols, ssl.cipher.suites) are not among them: dropping those silently would weaken TLS.
+JAVA_ONLY = ("request.timeout.ms", "default.api.timeout.ms", "retries", "retry.backoff.ms", "retry.backoff.max.ms",
+             "reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
+             "socket.connection.setup.timeout.max.ms", "connections.max.idle.ms", "metadata.max.age.ms",
+             "send.buffer.bytes", "receive.buffer.bytes", "client.id", "client.dns.lookup", "ssl.protocol",
+             "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation")
+KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *JAVA_ONLY)
 
 # Values that are names, not secrets: checked here so a typo is bad input, not a refused connection.
 ALLOWED_VALUES = {
     "security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
     "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
-FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+# Java's meaning: empty turns hostname verification off, https (its default) on; librdkafka's `none` is off.
+HOSTNAME_VERIFICATION = {"": "none", "none": "none", "https": "https"}
+DEFAULT_STORE_TYPE = "JKS"  # Java's default for ssl.truststore.type and ssl.keystore.type
 # A client config is a handful of lines; a cap keeps a wrong path (a log, /dev/zero) out of memory.
 MAX_FILE_BYTES = 1024 * 1024
+JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-def _parse(lines):
-    """key=value lines; '#' and '!' start comments. Messages name keys and line numbers, never values:
-    a value may be a password."""
-    properties = {}
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
+@dataclass(frozen=True)
+class ClientConfig:
+    """What a `--command-config` file says: `settings` (keys of CLIENT_SETTINGS), where the trusted
+    certificates came from as the operator wrote it (`trust_origin`, for messages), and the Java-only keys
+    ignored, as (key, line)."""
+    settings: dict = field(default_factory=dict)
+    trust_origin: str | None = None
+    ignored: tuple = ()
+
+    @property
+    def protocol(self):
+        return self.settings.get("security.protocol", "PLAINTEXT")
+
+    @property
+    def checks_hostname(self):
+        return self.settings.get(HOSTNAME_KEY, "https") == "https"
+
+
+def _unescaped(text):
+    """A value as java.util.Properties reads it: \\t \\n \\r \\f, \\uXXXX, and any other \\x is x."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u":
+                digits = text[i + 2:i + 6]
+                if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    raise BadInput("malformed \\uXXXX escape")
+                out.append(chr(int(digits, 16)))
+                i += 6
+                continue
+            out.append(JAVA_ESCAPES.get(nxt, nxt))
+            i += 2
             continue
-        key, sep, value = stripped.partition("=")
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _logical_lines(lines):
+    """(line number, text) of each logical line: a line ending in an odd number of backslashes continues on
+    the next, whose leading whitespace is skipped (Java's Properties). Comment lines never continue."""
+    pending, start = None, 0
+    for number, line in enumerate(lines, 1):
+        text = line.lstrip() if pending is not None else line
+        if pending is None:
+            stripped = text.strip()
+            if not stripped or stripped[0] in "#!":
+                continue
+            start = number
+        joined = (pending or "") + text
+        trailing = len(joined) - len(joined.rstrip("\\"))
+        if trailing % 2:
+            pending = joined[:-1]
+            continue
+        pending = None
+        yield start, joined
+    if pending is not None:
+        yield start, pending
+
+
+def _raw(lines):
+    """{key: (value, line)} of known keys; each problem names the key and line, never a value."""
+    raw = {}
+    for number, line in _logical_lines(lines):
+        key, sep, value = line.strip().partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key:
             raise BadInput(f"line {number}: expected key=value")
-        if key not in KAFKA_PYTHON_KEYS:
-            raise BadInput(f"line {number}: unsupported key {shown(key)!r} (supported: {', '.join(KAFKA_PYTHON_KEYS)})")
-        if key in properties:
+        if key not in KNOWN_KEYS:
+            raise BadInput(f"line {number}: unsupported key {shown(key)!r} (supported: see the README's "
+                           f"--command-config table; e.g. {', '.join(KNOWN_KEYS[:6])}, ...)")
+        if key in raw:
             raise BadInput(f"line {number}: {key} is set twice")
+        try:
+            value = _unescaped(value)
+        except BadInput as error:
+            raise BadInput(f"line {number}: {key}: {error}") from error
         if key in ALLOWED_VALUES and value not in ALLOWED_VALUES[key]:
             raise BadInput(f"line {number}: {key} must be one of {', '.join(ALLOWED_VALUES[key])}")
-        if key in FILE_KEYS and not os.path.isfile(value):
-            raise BadInput(f"line {number}: {key} does not name a readable file")
-        properties[key] = value
-    if properties.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in properties:
+        raw[key] = (value, number)
+    return raw
+
+
+class _Lines:
+    """Values of the raw keys, and problems said at the line of the key they concern."""
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def get(self, key, default=None):
+        return self.raw[key][0] if key in self.raw else default
+
+    def __contains__(self, key):
+        return key in self.raw
+
+    def refuse(self, key, message):
+        raise BadInput(f"line {self.raw[key][1]}: {message}" if key in self.raw else message)
+
+    def checked(self, key, load):
+        """load(), any BadInput said at the line of `key`."""
+        try:
+            return load()
+        except BadInput as error:
+            self.refuse(key, str(error))
+
+
+def _sasl(lines):
+    settings = {k: lines.get(k) for k in ("security.protocol", "sasl.mechanism") if k in lines}
+    if "sasl.jaas.config" in lines:
+        both = [k for k in ("sasl.username", "sasl.password") if k in lines]
+        if both:
+            lines.refuse("sasl.jaas.config", f"sasl.jaas.config and {' and '.join(both)} both give the credentials: keep one")
+        login = lines.checked("sasl.jaas.config", lambda: _jaas(lines.get("sasl.jaas.config")))
+        settings.update({"sasl.username": login.username, "sasl.password": login.password})
+    else:
+        settings.update({k: lines.get(k) for k in ("sasl.username", "sasl.password") if k in lines})
+    if settings.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in settings:
         raise BadInput("security.protocol SASL_* needs sasl.mechanism")
-    if "sasl.mechanism" in properties and not {"sasl.username", "sasl.password"} <= set(properties):
-        raise BadInput("sasl.mechanism needs sasl.username and sasl.password")
-    return properties
+    if "sasl.mechanism" in settings and not {"sasl.username", "sasl.password"} <= set(settings):
+        raise BadInput("sasl.mechanism needs sasl.jaas.config (or sasl.username and sasl.password)")
+    return settings
 
 
-def read_properties(path):
-    """The properties of `path` ({} for None, no file: plaintext). Anything wrong with the file or a line
-    (an empty path too): BadInput. Read once per client; the settings below are derived from what it returns."""
-    if path is None:
+def _jaas(text):
+    try:
+        return jaas.parse(text)
+    except BadInput as error:
+        raise BadInput(f"sasl.jaas.config {error}") from error
+
+
+def _store_type(lines, key):
+    value = lines.get(key, DEFAULT_STORE_TYPE).upper()
+    if value not in key_stores.STORE_TYPES:
+        lines.refuse(key, f"{key} must be one of {', '.join(key_stores.STORE_TYPES)}")
+    return value
+
+
+def _trust(lines):
+    """(PEM text of the trusted certificates or None, where they came from)."""
+    if "ssl.ca.location" in lines and "ssl.truststore.location" in lines:
+        lines.refuse("ssl.truststore.location", "ssl.truststore.location and ssl.ca.location both name the trusted "
+                                                "certificates: keep one")
+    if "ssl.truststore.location" in lines:
+        path, kind = lines.get("ssl.truststore.location"), _store_type(lines, "ssl.truststore.type")
+        pem = lines.checked("ssl.truststore.location",
+                            lambda: key_stores.trusted(path, kind, lines.get("ssl.truststore.password")))
+        return pem, f"ssl.truststore.location {path}"
+    if "ssl.ca.location" in lines:
+        path = lines.get("ssl.ca.location")
+        pem = lines.checked("ssl.ca.location", lambda: key_stores.trusted(path, "PEM", None, "ssl.ca.location"))
+        return pem, f"the CA file {path}"
+    return None, None
+
+
+def _identity(lines):
+    """The client's Identity for mutual TLS, or None."""
+    if "ssl.keystore.location" in lines and "ssl.certificate.location" in lines:
+        lines.refuse("ssl.keystore.location", "ssl.keystore.location and ssl.certificate.location both name the "
+                                              "client certificate: keep one")
+    key_password = lines.get("ssl.key.password")
+    if "ssl.keystore.location" in lines:
+        path, kind = lines.get("ssl.keystore.location"), _store_type(lines, "ssl.keystore.type")
+        return lines.checked("ssl.keystore.location", lambda: key_stores.identity(
+            path, kind, lines.get("ssl.keystore.password"), key_password))
+    if "ssl.certificate.location" in lines:
+        path, key_path = lines.get("ssl.certificate.location"), lines.get("ssl.key.location")
+        return lines.checked("ssl.certificate.location", lambda: key_stores.identity(
+            path, "PEM", None, key_password, key_path, "ssl.certificate.location"))
+    if "ssl.key.location" in lines:
+        lines.refuse("ssl.key.location", "ssl.key.location needs ssl.certificate.location")
+    return None
+
+
+def _hostname_verification(lines):
+    value = lines.get(HOSTNAME_KEY)
+    if value is None:
         return {}
+    if value.lower() not in HOSTNAME_VERIFICATION:
+        lines.refuse(HOSTNAME_KEY, f"{HOSTNAME_KEY} must be https (verify the broker's host name) or empty (do not)")
+    return {HOSTNAME_KEY: HOSTNAME_VERIFICATION[value.lower()]}
+
+
+def _parse(lines):
+    given = _Lines(_raw(lines))
+    settings = {**_sasl(given), **_hostname_verification(given)}
+    ca_pem, origin = _trust(given)
+    if ca_pem is not None:
+        settings["ssl.ca.pem"] = ca_pem
+    identity = _identity(given)
+    if identity is not None:
+        settings.update({"ssl.certificate.pem": identity.chain, "ssl.key.pem": identity.key,
+                         "ssl.key.password": identity.key_password})
+    ignored = tuple((k, n) for k, (_, n) in given.raw.items() if k in JAVA_ONLY)
+    config = ClientConfig(settings, origin, ignored)
+    if identity is not None:  # the key must belong to the certificate: found now, not as a refused handshake
+        key = "ssl.keystore.location" if "ssl.keystore.location" in given else "ssl.certificate.location"
+        given.checked(key, lambda: _loaded(config))
+    return config
+
+
+def _loaded(config):
+    try:
+        ssl_context(config)
+    except ssl.SSLError as error:
+        raise BadInput(f"the client key does not match its certificate ({error.reason or 'unusable'})") from error
+
+
+def read_config(path):
+    """The ClientConfig of `path` (an empty one for None: plaintext). Anything wrong with the file, a line,
+    or a store it names: BadInput, naming the key and line, never a value. Read once per client."""
+    if path is None:
+        return ClientConfig()
     with reading_input(f"--command-config {shown(path, 200)}"):
         return _parse(read_text(path, MAX_FILE_BYTES).splitlines())
 
 
-def kafka_python_settings(properties):
-    settings = {KAFKA_PYTHON_KEYS[k]: v for k, v in properties.items() if KAFKA_PYTHON_KEYS[k]}
-    if properties.get("ssl.endpoint.identification.algorithm") == "":
-        settings["ssl_check_hostname"] = False
+def ignored_note(config):
+    """The one note line about ignored Java-only keys, or None."""
+    if not config.ignored:
+        return None
+    keys = ", ".join(f"{key} (line {line})" for key, line in config.ignored)
+    return f"--command-config: ignored, as they only tune the Java client: {keys}"
+
+
+def ssl_context(config):
+    """The SSLContext kafka-python (and the connection diagnosis) use, from `config`'s PEM text: TLS 1.2 or
+    later, the trusted certificates (the system's without any), hostname verification as configured, and
+    the client certificate. The key passes through a file in a private directory (mode 0700) for the
+    moment load_cert_chain reads it (Python loads a certificate chain from files only), still encrypted."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = config.checks_hostname
+    if "ssl.ca.pem" in config.settings:
+        context.load_verify_locations(cadata=config.settings["ssl.ca.pem"])
+    else:
+        context.load_default_certs()
+    if "ssl.certificate.pem" in config.settings:
+        with tempfile.TemporaryDirectory(prefix="reassign-monitor-tls-") as private:
+            chain = os.path.join(private, "client.pem")
+            descriptor = os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(config.settings["ssl.key.pem"] + config.settings["ssl.certificate.pem"])
+            context.load_cert_chain(chain, password=config.settings["ssl.key.password"])
+    return context
+
+
+def kafka_python_settings(config):
+    settings = {CLIENT_SETTINGS[k][0]: v for k, v in config.settings.items() if CLIENT_SETTINGS[k][0]}
+    if config.protocol in ("SSL", "SASL_SSL"):
+        settings["ssl_context"] = ssl_context(config)
     return settings
 
 
-def confluent_settings(properties, bootstrap_servers):
-    return {"bootstrap.servers": bootstrap_servers, **properties}
+def confluent_settings(config, bootstrap_servers):
+    return {"bootstrap.servers": bootstrap_servers, **{CLIENT_SETTINGS[k][1]: v for k, v in config.settings.items()}}
 
 
-def principal_of(properties):
+def principal_of(config):
     """`User:NAME` of the SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
-    name = properties.get("sasl.username")
+    name = config.settings.get("sasl.username")
     return f"User:{name}" if name else None

@@ -1,0 +1,167 @@
+"""`sasl.jaas.config`, read as Kafka's Java client reads it (org.apache.kafka.common.security.JaasConfig):
+`LoginModuleClass controlFlag key=value ... ;`, tokenized as java.io.StreamTokenizer does with Kafka's
+settings, so a value the Java tools accept gives the same user name and password here.
+
+What StreamTokenizer does that matters for credentials:
+- a value is a quoted string (`"..."` or `'...'`) or a word (starting with a letter, `_`, `$` or a
+  character from U+00A0 up, going on over those, digits, `.` and `-`); a bare number (`password=123`) or
+  any other character is not a value;
+- inside quotes, `\\n \\t \\r \\b \\f \\a \\v` and octal `\\ddd` are escapes and any other `\\x` is `x`;
+  a quoted string also ends at a line break or at the end of the text;
+- `/* */` is a comment, and `/` (so `//` too) comments out the rest of the line; whitespace (any
+  character up to U+0020) separates tokens.
+
+Only the SCRAM and PLAIN login modules are understood: they carry a user name and a password. Messages
+name option keys and the module class, never a value: a value may be a password.
+"""
+
+from dataclasses import dataclass
+
+from streaming.vocabulary.errors import BadInput
+
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SUPPORTED_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
+# Login modules operators use that this tool cannot log in with yet, by what they are.
+UNSUPPORTED_MODULES = {
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "OAUTHBEARER",
+    "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
+}
+MODULE_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
+CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
+ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
+QUOTES = "\"'"
+
+
+@dataclass(frozen=True)
+class Login:
+    module: str
+    username: str
+    password: str
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "word", "quoted", "number" or the character itself ("=", ";", ...)
+    text: str = ""
+
+
+def _is_word_start(c):
+    return "a" <= c.lower() <= "z" or c in "_$" or "\u00a0" <= c
+
+
+def _is_word_char(c):
+    return _is_word_start(c) or "0" <= c <= "9" or c in ".-"
+
+
+def _is_number_start(text, i):
+    """parseNumbers: a digit or `.` starts a number, and `-` does when a digit or `.` follows."""
+    c, following = text[i], text[i + 1:i + 2]
+    return "0" <= c <= "9" or c == "." or (c == "-" and following != "" and ("0" <= following <= "9" or following == "."))
+
+
+def _tokens(text):
+    """The tokens of `text` as StreamTokenizer with Kafka's settings yields them."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c <= " ":
+            i += 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif c == "/":  # `//`, and a lone `/` too: '/' is StreamTokenizer's comment character
+            while i < n and text[i] not in "\r\n":
+                i += 1
+        elif c in QUOTES:
+            i, value = _quoted(text, i + 1, c)
+            yield _Token("quoted", value)
+        elif _is_number_start(text, i):
+            start = i  # a number token has no string value: never a value of an option
+            i += 1
+            while i < n and ("0" <= text[i] <= "9" or text[i] == "."):
+                i += 1
+            yield _Token("number", text[start:i])
+        elif _is_word_start(c):
+            start = i
+            while i < n and _is_word_char(text[i]):
+                i += 1
+            yield _Token("word", text[start:i])
+        else:
+            i += 1
+            yield _Token(c)
+
+
+def _quoted(text, i, quote):
+    """(index after the string, its value) for a string opened just before `i`."""
+    out, n = [], len(text)
+    while i < n and text[i] != quote and text[i] not in "\r\n":
+        c = text[i]
+        i += 1
+        if c == "\\" and i < n:
+            c, i = _escape(text, i)
+        out.append(c)
+    if i < n and text[i] == quote:
+        i += 1
+    return i, "".join(out)
+
+
+def _escape(text, i):
+    """The character an escape starting at `i` (after the backslash) stands for, and the index after it."""
+    first = text[i]
+    if "0" <= first <= "7":
+        value, j = int(first), i + 1
+        limit = 3 if first <= "3" else 2  # \377 at most, as StreamTokenizer reads it
+        while j < len(text) and j - i < limit and "0" <= text[j] <= "7":
+            value, j = value * 8 + int(text[j]), j + 1
+        return chr(value), j
+    return ESCAPES.get(first, first), i + 1
+
+
+def _module_named(name):
+    """How a refused module is named: its class only when it looks like one (a typo's text could be a secret)."""
+    short = name.rsplit(".", 1)[-1]  # the class without its package: one line, no Java-looking path
+    if name in UNSUPPORTED_MODULES:
+        return f"{short} ({UNSUPPORTED_MODULES[name]})"
+    return short if short.endswith("LoginModule") else "an unknown login module"
+
+
+def parse(text):
+    """The Login of a client `sasl.jaas.config` value. Anything Java would refuse, more than one module, a
+    module other than SCRAM or PLAIN, or a missing username or password: BadInput."""
+    tokens = list(_tokens(text))
+    if not tokens:
+        raise BadInput("is empty")
+    if tokens[0].kind != "word":
+        raise BadInput("does not start with a login module class")
+    module = tokens[0].text
+    if module not in SUPPORTED_MODULES:
+        raise BadInput(f"login module {_module_named(module)} is not supported: use "
+                       f"ScramLoginModule (SCRAM-SHA-256/512) or PlainLoginModule (PLAIN); OAUTHBEARER and GSSAPI are not supported yet")
+    if len(tokens) < 2 or tokens[1].kind != "word" or tokens[1].text.upper() not in CONTROL_FLAGS:
+        raise BadInput(f"the control flag after {_module_named(module)} must be one of {', '.join(f.lower() for f in CONTROL_FLAGS)}")
+    options, i = {}, 2
+    while i < len(tokens) and tokens[i].kind != ";":
+        key = tokens[i]
+        if key.kind not in ("word", "quoted"):
+            raise BadInput("expected key=value options after the control flag")
+        value = tokens[i + 2] if i + 2 < len(tokens) and tokens[i + 1].kind == "=" else None
+        if value is None or value.kind not in ("word", "quoted"):
+            raise BadInput(f"no value for option {_option_named(key.text)} (quote values: key=\"value\")")
+        options[key.text] = value.text
+        i += 3
+    if i >= len(tokens):
+        raise BadInput("is not terminated by a semicolon")
+    if i + 1 < len(tokens):
+        raise BadInput("holds more than one login module (a client takes exactly one)")
+    if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
+        raise BadInput("tokenauth=true (delegation token login) is not supported yet")
+    missing = [k for k in ("username", "password") if k not in options]
+    if missing:
+        raise BadInput(f"{_module_named(module)} needs {' and '.join(missing)}")
+    return Login(module, options["username"], options["password"])
+
+
+def _option_named(key):
+    """An option is named only when it is one of the modules' own: a misplaced token could be a secret."""
+    return repr(key) if key in MODULE_OPTIONS else "(an option)"

@@ -1,0 +1,294 @@
+"""The --command-config reader on plain files: Java's JAAS and Properties syntax as tables of cases, the
+trust and key stores (PEM, PKCS12, JKS made by the JDK's own keytool, as operators make them), and the
+same settings handed to both client libraries. The secured cluster proves them with real handshakes
+(tests/test_secured_cluster.py)."""
+
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from streaming.vocabulary import client_config, jaas
+from streaming.vocabulary.errors import BadInput
+from tests.kafka_fixtures import ROOT
+
+SECRET = "s3cr3t-never-echo"
+SCRAM = jaas.SCRAM_MODULE
+PLAIN = jaas.PLAIN_MODULE
+
+# id: (sasl.jaas.config value as Java's JaasConfig receives it, (username, password) or the fragment of the refusal)
+JAAS_CASES = {
+    "scram-quoted": (f'{SCRAM} required username="u" password="p";', ("u", "p")),
+    "plain-quoted": (f'{PLAIN} required username="alice" password="pw";', ("alice", "pw")),
+    "single-quotes": (f"{SCRAM} required username='u' password='p q';", ("u", "p q")),
+    "bare-words": (f"{SCRAM} required username=u password=p-1_$;", ("u", "p-1_$")),
+    "flag-case": (f'{SCRAM} REQUIRED username="u" password="p";', ("u", "p")),
+    "escaped-quote": (f'{SCRAM} required username="u" password="a\\"b";', ("u", 'a"b')),
+    "escaped-backslash": (f'{SCRAM} required username="u" password="a\\\\b";', ("u", "a\\b")),
+    "escape-n-and-other": (f'{SCRAM} required username="u" password="a\\nb\\qc";', ("u", "a\nbqc")),
+    "octal-escape": (f'{SCRAM} required username="u" password="\\101\\0601";', ("u", "A01")),
+    "other-quote-inside": (f"{SCRAM} required username=\"u\" password=\"it's\";", ("u", "it's")),
+    "comments": (f'{SCRAM} /* c */ required // line\n username="u" password="p";', ("u", "p")),
+    "extra-option": (f'{SCRAM} required username="u" password="p" tokenauth="false";', ("u", "p")),
+    "unicode-word": (f"{SCRAM} required username=jos\u00e9 password=p;", ("jos\u00e9", "p")),
+    "word-with-digits-dots-dashes": (f"{SCRAM} required username=u1.a-b password=x9.-;", ("u1.a-b", "x9.-")),
+    "dash-start-value": (f"{SCRAM} required username=u password=-abc;", "no value for option 'password'"),
+    "lone-slash-comments-out": (f"{SCRAM} required username=u password=/abc;", "no value for option 'password'"),
+    "no-semicolon": (f'{SCRAM} required username="u" password="p"', "not terminated by a semicolon"),
+    "two-modules": (f'{SCRAM} required username="u" password="p"; {PLAIN} required username="u" password="p";',
+                    "more than one login module"),
+    "no-flag": (f'{SCRAM} username="u" password="p";', "control flag"),
+    "bad-flag": (f'{SCRAM} mandatory username="u" password="p";', "control flag"),
+    "number-value": (f'{SCRAM} required username="u" password=123;', "no value for option 'password'"),
+    "at-sign-value": (f'{SCRAM} required username="u" password=p@ss;', "expected key=value"),
+    "delegation-token": (f'{SCRAM} required username="id" password="hmac" tokenauth="true";', "tokenauth=true"),
+    "missing-password": (f'{SCRAM} required username="u";', "needs password"),
+    "missing-both": (f"{SCRAM} required;", "needs username and password"),
+    "empty": ("", "is empty"),
+    "oauth": ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+              "OAuthBearerLoginModule (OAUTHBEARER) is not supported"),
+    "kerberos": ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k";',
+                 "Krb5LoginModule (GSSAPI (Kerberos)) is not supported"),
+    "secret-as-module": (f'{SECRET}LoginModul required username="u" password="p";', "an unknown login module"),
+}
+
+
+@pytest.mark.parametrize("case_id", list(JAAS_CASES))
+def test_jaas_as_java_reads_it(case_id):
+    text, expected = JAAS_CASES[case_id]
+    if isinstance(expected, tuple):
+        login = jaas.parse(text)
+        assert (login.username, login.password) == expected
+    else:
+        with pytest.raises(BadInput) as refused:
+            jaas.parse(text)
+        assert expected in str(refused.value)
+        assert SECRET not in str(refused.value)
+
+
+# Refusals of syntax, which Java's parser must refuse too (the others are ours: a module or option we cannot use).
+SYNTAX_REFUSALS = ("not terminated", "no value for option", "expected key=value", "control flag", "is empty",
+                   "more than one login module")
+JAVA_PASSWORDS = ["plain", 'qu"ote', "back\\slash", "it's", "tab\there", "\u00e9t\u00e9", "semi;colon", "a=b", "/*x*/"]
+
+
+def _java_reads(texts):
+    """What Kafka's own client JAAS parsing reads from each text: (module, username, password) or None."""
+    import base64
+
+    lines = "".join(base64.b64encode(t.encode()).decode() + "\n" for t in texts)
+    done = subprocess.run(["java", "-cp", str(ROOT / "deploy" / "kafka" / "lib" / "*"), str(Path(__file__).parent / "java" / "JaasProbe.java")],
+                          input=lines, capture_output=True, text=True, timeout=300, check=True)
+    found = []
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        found.append(None if fields[0] == "ERROR" else tuple(base64.b64decode(f).decode() for f in fields[1:]))
+    assert len(found) == len(texts), done.stderr[-2000:]
+    return found
+
+
+def test_java_reads_every_case_as_we_do():
+    """Differential: the table's values, and operators' quoted passwords, through Kafka's own parser."""
+    texts = [text for text, _ in JAAS_CASES.values()]
+    texts += [f'{SCRAM} required username="u" password="{p}";' for p in JAVA_PASSWORDS]
+    for text, java in zip(texts, _java_reads(texts)):
+        try:
+            ours = jaas.parse(text)
+        except BadInput as refused:
+            if any(fragment in str(refused) for fragment in SYNTAX_REFUSALS):
+                assert java is None, (text, java, str(refused))
+            continue
+        assert java == (ours.module, ours.username, ours.password), text
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40))
+def test_any_password_survives_java_quoting(password):
+    """Quoted as an operator escapes it for Java (backslash before backslash and quote), any password reads back."""
+    quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+    assert jaas.parse(f'{SCRAM} required username="u" password="{quoted}";').password == password
+
+
+# -- the file: Properties syntax, key handling, refusals naming key and line --
+
+def config(tmp_path, text, name="client.properties"):
+    path = tmp_path / name
+    path.write_text(text)
+    return client_config.read_config(str(path))
+
+
+def refusal(tmp_path, text):
+    with pytest.raises(BadInput) as refused:
+        config(tmp_path, text)
+    message = str(refused.value)
+    assert SECRET not in message
+    return message
+
+
+def test_the_issue_file_with_a_continued_jaas_line(tmp_path, stores):
+    found = config(tmp_path, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                             f"sasl.jaas.config={SCRAM} required \\\n    username=\"u\" \\\n    password=\"{SECRET}\";\n"
+                             f"ssl.truststore.location={stores['trust_jks']}\nssl.truststore.password=changeit\n")
+    assert found.settings["sasl.username"] == "u" and found.settings["sasl.password"] == SECRET
+    assert found.settings["ssl.ca.pem"] == stores["ca-text"]
+    assert found.trust_origin == f"ssl.truststore.location {stores['trust_jks']}"
+
+
+def test_properties_escapes_apply_before_jaas(tmp_path):
+    # In the file `\\\"` is Properties' `\"` after unescaping, which JAAS reads as a quote.
+    found = config(tmp_path, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                             f'sasl.jaas.config={PLAIN} required username="u\\u00e9" password="a\\\\\\"b";\n')
+    assert (found.settings["sasl.username"], found.settings["sasl.password"]) == ("u\u00e9", 'a"b')
+
+
+REFUSALS = {  # id: (file text, fragments of the message)
+    "jaas-and-username": (f'sasl.mechanism=PLAIN\nsasl.username=u\nsasl.jaas.config={PLAIN} required username="u" '
+                          f'password="{SECRET}";\n', ("line 3", "both give the credentials")),
+    "jaas-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=com.sun.security.auth.module."
+                    f"Krb5LoginModule required keyTab=\"{SECRET}\";\n", ("line 3", "GSSAPI", "not supported yet")),
+    "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("line 2", "sasl.mechanism must be")),
+    "hostname-ldaps": ("ssl.endpoint.identification.algorithm=ldaps\n", ("line 1", "must be https")),
+    "unknown-key": (f"ssl.cipher.suites={SECRET}\n", ("line 1", "'ssl.cipher.suites'")),
+    "two-trusts": ("ssl.ca.location=/etc/hostname\nssl.truststore.location=/etc/hostname\n", ("line 2", "keep one")),
+    "store-type": ("ssl.truststore.location=/etc/hostname\nssl.truststore.type=BKS\n", ("line 2", "JKS, PKCS12, PEM")),
+    "ca-not-pem": ("security.protocol=SSL\nssl.ca.location=/etc/passwd\n", ("line 2", "ssl.ca.location holds no PEM certificate")),
+    "truststore-not-a-store": ("ssl.truststore.location=/etc/passwd\n", ("line 1", "neither a JKS, a PKCS12 nor a PEM")),
+    "key-without-certificate": ("ssl.key.location=/etc/passwd\n", ("line 1", "needs ssl.certificate.location")),
+    "bad-unicode-escape": (f"sasl.password={SECRET}\\u12\n", ("line 1", "\\uXXXX")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(REFUSALS))
+def test_refusals_name_key_and_line_never_a_value(tmp_path, case_id):
+    text, fragments = REFUSALS[case_id]
+    message = refusal(tmp_path, text)
+    assert all(f in message for f in fragments), message
+
+
+def test_java_only_keys_are_ignored_in_one_note(tmp_path):
+    found = config(tmp_path, "request.timeout.ms=30000\nsecurity.protocol=PLAINTEXT\nclient.id=ops\nretries=3\n")
+    assert found.settings == {"security.protocol": "PLAINTEXT"}
+    note = client_config.ignored_note(found)
+    assert note.count("\n") == 0
+    assert "request.timeout.ms (line 1)" in note and "client.id (line 3)" in note and "retries (line 4)" in note
+
+
+HOSTNAME = {  # value in the file: (librdkafka's setting, kafka-python's SSLContext.check_hostname)
+    None: (None, True), "": ("none", False), "https": ("https", True), "HTTPS": ("https", True), "none": ("none", False)}
+
+
+@pytest.mark.parametrize("value", list(HOSTNAME), ids=lambda v: "absent" if v is None else (v or "empty"))
+def test_hostname_verification_is_the_same_in_both_libraries(tmp_path, stores, value):
+    line = "" if value is None else f"ssl.endpoint.identification.algorithm={value}\n"
+    found = config(tmp_path, f"security.protocol=SSL\nssl.ca.location={stores['ca_pem']}\n{line}")
+    librdkafka, python = HOSTNAME[value]
+    assert client_config.confluent_settings(found, "b:1").get("ssl.endpoint.identification.algorithm") == librdkafka
+    assert client_config.kafka_python_settings(found)["ssl_context"].check_hostname is python
+
+
+# -- stores: every form gives the same PEM to both libraries --
+
+def _run(*argv, env=None):
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """A CA, a client certificate signed by it, and the stores operators make of them with openssl and keytool."""
+    d = tmp_path_factory.mktemp("stores")
+    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
+         "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    _run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=client", "-keyout", str(d / "client.key"),
+         "-out", str(d / "client.csr"))
+    _run("openssl", "x509", "-req", "-in", str(d / "client.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+         "-CAcreateserial", "-days", "2", "-out", str(d / "client.crt"))
+    _run("openssl", "pkcs8", "-topk8", "-in", str(d / "client.key"), "-out", str(d / "client.enc.key"),
+         "-passout", "pass:keypass")
+    (d / "keystore.pem").write_text((d / "client.enc.key").read_text() + (d / "client.crt").read_text())
+    for kind, name in (("JKS", "trust.jks"), ("PKCS12", "trust.p12")):
+        _run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", str(d / "ca.pem"), "-keystore",
+             str(d / name), "-storetype", kind, "-storepass", "changeit")
+    _run("openssl", "pkcs12", "-export", "-in", str(d / "client.crt"), "-inkey", str(d / "client.key"), "-certfile",
+         str(d / "ca.pem"), "-name", "client", "-out", str(d / "key.p12"), "-passout", "pass:storepw")
+    _run("keytool", "-importkeystore", "-noprompt", "-srckeystore", str(d / "key.p12"), "-srcstoretype", "PKCS12",
+         "-srcstorepass", "storepw", "-destkeystore", str(d / "key.jks"), "-deststoretype", "JKS",
+         "-deststorepass", "storepw", "-destkeypass", "keypass")
+    found = {name.replace(".", "_"): str(d / name) for name in ("ca.pem", "trust.jks", "trust.p12", "key.p12", "key.jks", "keystore.pem",
+                                              "client.crt", "client.key", "client.enc.key")}
+    found["ca-text"] = client_config.read_config(_write(d / "ca.properties", f"ssl.ca.location={d / 'ca.pem'}\n")) \
+        .settings["ssl.ca.pem"]
+    return found
+
+
+def _write(path, text):
+    Path(path).write_text(text)
+    return str(path)
+
+
+TRUSTS = {  # id: lines naming the trusted certificates
+    "pem-ca-location": "ssl.ca.location={ca_pem}",
+    "jks": "ssl.truststore.location={trust_jks}\nssl.truststore.password=changeit",
+    "jks-no-password": "ssl.truststore.location={trust_jks}",
+    "pkcs12": "ssl.truststore.location={trust_p12}\nssl.truststore.type=PKCS12\nssl.truststore.password=changeit",
+    "pkcs12-declared-jks": "ssl.truststore.location={trust_p12}\nssl.truststore.password=changeit",
+    "pem-truststore": "ssl.truststore.location={ca_pem}\nssl.truststore.type=PEM",
+}
+
+
+@pytest.mark.parametrize("case_id", list(TRUSTS))
+def test_every_trust_store_gives_the_ca(tmp_path, stores, case_id):
+    found = config(tmp_path, "security.protocol=SSL\n" + TRUSTS[case_id].format(**stores) + "\n")
+    assert found.settings["ssl.ca.pem"] == stores["ca-text"]
+    assert client_config.confluent_settings(found, "b:1")["ssl.ca.pem"] == stores["ca-text"]
+
+
+IDENTITIES = {  # id: lines naming the client certificate and key
+    "pkcs12": "ssl.keystore.location={key_p12}\nssl.keystore.type=PKCS12\nssl.keystore.password=storepw",
+    "jks-key-password": "ssl.keystore.location={key_jks}\nssl.keystore.password=storepw\nssl.key.password=keypass",
+    "pem-keystore": "ssl.keystore.location={keystore_pem}\nssl.keystore.type=PEM\nssl.key.password=keypass",
+    "pem-locations": "ssl.certificate.location={client_crt}\nssl.key.location={client_key}",
+    "pem-locations-clear-key-with-password": "ssl.certificate.location={client_crt}\nssl.key.location={client_key}\n"
+                                             "ssl.key.password=unused",
+    "pem-locations-encrypted": "ssl.certificate.location={client_crt}\nssl.key.location={client_enc_key}\n"
+                               "ssl.key.password=keypass",
+}
+
+
+@pytest.mark.parametrize("case_id", list(IDENTITIES))
+def test_every_key_store_gives_the_client_identity(tmp_path, stores, case_id):
+    found = config(tmp_path, f"security.protocol=SSL\nssl.ca.location={stores['ca_pem']}\n"
+                             + IDENTITIES[case_id].format(**stores) + "\n")
+    settings = client_config.confluent_settings(found, "b:1")
+    assert "CN=client" in _subject(settings["ssl.certificate.pem"])
+    assert "ENCRYPTED PRIVATE KEY" in settings["ssl.key.pem"]  # never in clear, even in memory
+    assert isinstance(client_config.kafka_python_settings(found)["ssl_context"], ssl.SSLContext)
+    assert not list(Path(tmp_path).glob("reassign-monitor-*"))
+
+
+STORE_REFUSALS = {  # id: (lines, fragments)
+    "jks-wrong-password": ("ssl.truststore.location={trust_jks}\nssl.truststore.password=" + SECRET,
+                           ("line 2", "cannot be read as JKS with ssl.truststore.password")),
+    "pkcs12-wrong-password": ("ssl.keystore.location={key_p12}\nssl.keystore.password=" + SECRET,
+                              ("line 2", "cannot be read as PKCS12")),
+    "keystore-without-key": ("ssl.keystore.location={trust_p12}\nssl.keystore.password=changeit",
+                             ("line 2", "holds no private key")),
+    "pem-declared-jks": ("ssl.truststore.location={ca_pem}", ("line 2", "type=PEM")),
+    "encrypted-key-without-password": ("ssl.certificate.location={client_crt}\nssl.key.location={client_enc_key}",
+                                       ("line 2", "encrypted", "ssl.key.password")),
+    "key-of-another-certificate": ("ssl.certificate.location={ca_pem}\nssl.key.location={client_key}",
+                                   ("line 2", "does not match its certificate")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(STORE_REFUSALS))
+def test_store_refusals(tmp_path, stores, case_id):
+    lines, fragments = STORE_REFUSALS[case_id]
+    message = refusal(tmp_path, "security.protocol=SSL\n" + lines.format(**stores) + "\n")
+    assert all(f in message for f in fragments), message
+
+
+def _subject(pem):
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificates(pem.encode())[0].subject.rfc4514_string()
