@@ -33,7 +33,10 @@ What one batch does:
 Dry run and `--throttle-cleanup off` stop after step 2 and report each due action once (again only
 after it stopped being due for a batch), never writing to the cluster or the ownership topic.
 
-`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call.
+`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call, and what the job's driver
+watch (streaming.watch) calls the moment an owned partition leaves the reassignment list. The job calls
+`on_batch` from Spark's foreachBatch thread and `sweep`, `owned_partitions` and `requests` from the watch's
+thread: one lock serializes them, so the ownership store and the observer's history see one caller at a time.
 `sinks.throttles.apply.apply(admin, actions)` is step 4 alone (with read-back), for callers holding a
 plan of their own.
 
@@ -42,6 +45,7 @@ cluster-default broker resource "", so a cluster-wide default rate is never set,
 """
 
 import sys
+import threading
 import time
 from collections import deque
 from typing import NamedTuple
@@ -50,7 +54,7 @@ from sinks.throttles.actions import ALL, Policy, ThrottleAction
 from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
 from sinks.throttles.bookkeeping import settled
 from sinks.throttles.observe import observe
-from sinks.throttles.ownership import DONE, new_request_id
+from sinks.throttles.ownership import DONE, EXECUTE, new_request_id
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_for_plan
@@ -75,8 +79,26 @@ class Janitor:
         self._reported = set()  # dry-run actions already reported while they stay due
         self._history = deque(maxlen=2)  # the last complete views, to see throttles appear with a reassignment
         self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
+        self._lock = threading.RLock()  # the job's batch thread and its watch thread (module docstring)
 
     def on_batch(self, snapshot, batch_id):
+        with self._lock:
+            return self._on_batch(snapshot, batch_id)
+
+    def owned_partitions(self):
+        """(topic, partition) of every move of an active ownership record, after reading what others wrote
+        since the last call: what the job's watch must see leave the reassignment list."""
+        with self._lock:
+            self.store.refresh()
+            return {(m.topic, m.partition) for r in self.store.records() + self._observed if r.active for m in r.moves}
+
+    def requests(self):
+        """Ongoing `execute` requests as last read: request id -> its (topic, partition)s."""
+        with self._lock:
+            return {r.request_id: [(m.topic, m.partition) for m in r.moves]
+                    for r in self.store.records() if r.active and r.origin == EXECUTE}
+
+    def _on_batch(self, snapshot, batch_id):
         try:
             self.store.refresh()
             self._observe(snapshot, self.store.records())
@@ -94,6 +116,10 @@ class Janitor:
 
     def sweep(self, batch_id=-1):
         """Refresh ownership, read the cluster now, remove what is due, settle records. Raises on read errors."""
+        with self._lock:
+            return self._sweep(batch_id)
+
+    def _sweep(self, batch_id):
         self.store.refresh()
         records = self.store.records()
         if not self.policy.acts:

@@ -7,8 +7,10 @@ in streaming.spark.stateful and runs on executors. `run(config)` is what `reassi
 
 import collections
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -16,7 +18,6 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from sinks import records
-from sinks.throttles.ownership import EXECUTE
 from streaming.spark import codec
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 from streaming.spark.checkpoint import local_path
@@ -27,6 +28,7 @@ from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
                                      make_tracker)
+from streaming.watch.watch import Watch
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
@@ -84,7 +86,10 @@ def build_session(config):
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.streaming.minBatchesToRetain", "20"))
+               .config("spark.sql.streaming.minBatchesToRetain", "20")
+               # No batch without new data: the stateful step has no timeout or watermark to advance, and
+               # while the watch holds the source's offset (streaming.watch.gate) nothing may run.
+               .config("spark.sql.streaming.noDataMicroBatches.enabled", "false"))
     if config.master:  # spark-submit passes the master itself
         builder = builder.master(config.master)
     spark = builder.getOrCreate()
@@ -105,18 +110,16 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
 
     def _requests(self):
         """Ongoing `execute` requests (from the janitor's ownership records): id -> its partitions."""
-        if self.janitor is None:
-            return {}
-        return {r.request_id: [(m.topic, m.partition) for m in r.moves]
-                for r in self.janitor.store.records() if r.active and r.origin == EXECUTE}
+        return {} if self.janitor is None else self.janitor.requests()
 
     def __call__(self, frame, batch_id):
         started = time.monotonic()
@@ -151,6 +154,8 @@ class BatchHandler:
             raise
         self.metrics.snapshot.update(output.picture)
         self.last_output = output
+        if self.after_batch is not None:
+            self.after_batch(output)
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
             print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
@@ -185,14 +190,16 @@ def track(stream, settings):
         make_tracker(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
 
 
-def poll_stream(spark, config, source=PollDataSource):
-    """The stream of source rows: one poll per trigger. bench/stream.py passes its alternative sources."""
+def poll_stream(spark, config, source=PollDataSource, gate_path=None):
+    """The stream of source rows: one poll per trigger while the driver's watch wants a batch (`gate_path`,
+    streaming.watch.gate; None: every trigger). bench/stream.py passes its alternative sources."""
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())
             .option("bootstrap", config.bootstrap)
             .option("command_config", config.command_config or "")
             .option("timeout", str(config.timeout_s))
             .option("buckets", str(STATE_BUCKETS))
+            .option("gate", gate_path or "")
             .load())
 
 
@@ -207,8 +214,8 @@ def start_tracking(stream, config, handler):
             .start())
 
 
-def start_query(spark, config, handler):
-    return start_tracking(poll_stream(spark, config), config, handler)
+def start_query(spark, config, handler, gate_path=None):
+    return start_tracking(poll_stream(spark, config, gate_path=gate_path), config, handler)
 
 
 def last_finished_batch(query):
@@ -238,8 +245,10 @@ def stop_between_batches(query, bound_s=30.0):
 def run(config, janitor_factory=None, out=sys.stderr):
     """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
 
-    Start-up order: /metrics first (a taken port fails before anything is created), then the topics
-    (created through the admin door, which waits until they have leaders), then the janitor, then Spark.
+    Start-up order: /metrics first (a taken port fails before anything is created), then the janitor
+    (it reads the ownership records) and the progress topic (created through the admin door, which waits
+    until topics have leaders), then the driver's watch (streaming.watch: liveness, removals due while the
+    job was down, whether batches are needed), then Spark, whose source asks the watch's gate each trigger.
     A query that fails mid-run (a batch's records could not be written in time) is restarted from the
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
@@ -248,25 +257,28 @@ def run(config, janitor_factory=None, out=sys.stderr):
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
-    admin = janitor = spark = None
+    admin = janitor = spark = watch = None
+    gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (watch.gate)
     try:
-        # The driver's one door to the cluster: topics, progress records and the janitor share it.
+        # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it.
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+        janitor = janitor_factory(config, admin) if janitor_factory else None
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
-        janitor = janitor_factory(config, admin) if janitor_factory else None
+        gate_path = os.path.join(gate_directory, "gate.json")
+        watch = Watch(admin, metrics, gate_path, config.trigger_interval_s, janitor, writer).start()
         spark = build_session(config)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(_batch_duration_listener(metrics))
-        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout)
+        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
         pause_s = QUERY_RESTART_FIRST_PAUSE_S
         while not stop.is_set():
-            query = start_query(spark, config, handler)
+            query = start_query(spark, config, handler, gate_path)
             while query.isActive and not stop.is_set():
                 try:
                     query.awaitTermination(0.5)
@@ -281,6 +293,9 @@ def run(config, janitor_factory=None, out=sys.stderr):
             stop.wait(pause_s)
             pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
     finally:
+        if watch is not None:
+            watch.stop()
+        shutil.rmtree(gate_directory, ignore_errors=True)
         for closable in (admin, metrics):
             if closable is not None:
                 closable.close()
