@@ -1,6 +1,7 @@
 """The driver's watch: its rules as tables of cases, its gate file, and its ticks on the one admin fake with
 the real janitor (tests/fake_cluster.py, sinks.throttles.ownership.MemoryStore)."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -117,16 +118,17 @@ def sample(metrics, metric, **labels):
     return metrics.registry.get_sample_value(metric.name, labels)
 
 
-def batch(*states, topic_throttles=()):
-    snapshot = {"topic_throttles": list(topic_throttles), "broker_throttles": []}
-    return SimpleNamespace(replicas=[{"state": s} for s in states], snapshot=snapshot)
+def batch(*states, batch_id=7):
+    """(a batch's output as the watch reads it, its batch id)."""
+    snapshot = {"topic_throttles": [], "broker_throttles": []}
+    return SimpleNamespace(replicas=[{"state": s} for s in states], snapshot=snapshot), batch_id
 
 
 def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
     watch, metrics, clock = a_watch(tmp_path, FakeCluster())
     assert watch.tick() == "first_batch"
     assert sample(metrics, LAST_POLL) == 1000.0  # before Spark's first batch, within its start allowance
-    watch.batch_done(batch())
+    watch.batch_done(*batch())
     clock.now += 1
     assert watch.tick() is None
     assert not gate.batch_wanted(watch.gate_path, clock.now * 1000)
@@ -136,7 +138,7 @@ def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
 def test_a_failed_list_counts_as_a_poll_error_and_asks_for_a_batch(tmp_path):
     cluster = FakeCluster(fail={"list_reassignments": RuntimeError("broker gone")})
     watch, metrics, clock = a_watch(tmp_path, cluster)
-    watch.batch_done(batch())
+    watch.batch_done(*batch())
     assert watch.tick() == "watch_blind"
     assert metrics.registry.get_sample_value(POLL_ERRORS.name, {"api": LIST_REASSIGNMENTS}) == 1.0
     assert sample(metrics, LAST_POLL) is None
@@ -146,11 +148,11 @@ def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path
     cluster = FakeCluster()
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
     watch, _, clock = a_watch(tmp_path, cluster)
-    watch.batch_done(batch("COPYING"))
+    watch.batch_done(*batch("COPYING"))
     assert watch.tick() == "reassigning"
     del cluster.reassigning[("t", 0)]
     assert watch.tick() == "tracked_in_state"  # the batch that reports COMPLETED must still run
-    watch.batch_done(batch("COMPLETED"))
+    watch.batch_done(*batch("COMPLETED"))
     assert watch.tick() is None
 
 
@@ -158,7 +160,7 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
     cluster = FakeCluster()
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
     watch, metrics, clock = a_watch(tmp_path, cluster, trigger_s=2.0)
-    watch.batch_done(batch("COPYING"))
+    watch.batch_done(*batch("COPYING"))
     watch.tick()
     clock.now += 7  # more than three triggers without a batch
     watch.tick()
@@ -169,7 +171,7 @@ def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path
     cluster, store = throttled(moving=True), MemoryStore.of(request())
     writer = Writer()
     watch, metrics, _ = a_watch(tmp_path, cluster, store, writer)
-    watch.batch_done(batch("COPYING"))
+    watch.batch_done(*batch("COPYING"))
     assert watch.tick() == "reassigning"
     assert cluster.alters == []  # still moving: nothing due
     del cluster.reassigning[("t", 0)]
@@ -178,6 +180,7 @@ def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path
     assert store.records()[0].state == DONE
     assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
     assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
+    assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
 
 
 def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path):
@@ -203,6 +206,6 @@ def test_dry_run_leaves_removals_to_the_batches(tmp_path):
     metrics = MonitorMetrics()
     watch = Watch(cluster, metrics, str(tmp_path / "gate.json"), 10.0, janitor(cluster, store, dry_run=True)[0],
                   Writer(), log=lambda line: None)
-    watch.batch_done(batch())
+    watch.batch_done(*batch())
     assert watch.tick() == "owned_throttles"
     assert cluster.alters == []

@@ -155,7 +155,7 @@ class BatchHandler:
         self.metrics.snapshot.update(output.picture)
         self.last_output = output
         if self.after_batch is not None:
-            self.after_batch(output)
+            self.after_batch(output, batch_id)
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
             print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)

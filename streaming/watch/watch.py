@@ -8,7 +8,9 @@ Each tick (`Watch.tick`):
 3. The moment an owned partition leaves the reassignment list - or on the first tick, when ownership
    records are active (a removal due while the job was down) - run the throttle janitor's `sweep`: the
    same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
-   `throttle` records go to the progress topic (kept and written again next tick if that write fails).
+   `throttle` records go to the progress topic (kept and written again next tick if that write fails),
+   with the id of the batch after the last one this run finished (the batch that reports the move
+   finished), -1 before this run's first batch.
 4. Decide whether a Spark batch is needed (streaming.watch.rules) and write it to the gate the source
    reads (streaming.watch.gate); log each change of that decision.
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
@@ -29,11 +31,15 @@ from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
 WATCH_INTERVAL_S = 1.0
+LOG_PREFIX = "reassign-monitor: watch: "
+# The decision lines, logged when the decision changes (tests read them from the job's log).
+IDLE_LINE = "idle: no Spark batch until something moves"
+BATCHES_LINE = "Spark batches run: "
 FINISHED_NAMES = frozenset(s.name for s in FINISHED_STATES)
 
 
 def _log(line):
-    print(f"reassign-monitor: watch: {line}", file=sys.stderr, flush=True)
+    print(f"{LOG_PREFIX}{line}", file=sys.stderr, flush=True)
 
 
 class Watch:
@@ -48,6 +54,7 @@ class Watch:
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self._lock = threading.Lock()  # what batch_done (foreachBatch thread) hands over
         self._batches_done = 0
+        self._last_batch_id = -1
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
@@ -63,12 +70,13 @@ class Watch:
 
     # -- from the batch handler (foreachBatch thread) --
 
-    def batch_done(self, output):
+    def batch_done(self, output, batch_id):
         """After a successful batch: what its state tracks and what its janitor may still have to clear."""
         snapshot = output.snapshot
         clear_all = self.janitor is not None and self.janitor.policy.cleanup == ALL
         with self._lock:
             self._batches_done += 1
+            self._last_batch_id = batch_id
             self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
@@ -104,7 +112,7 @@ class Watch:
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
             if left or (first and self._owned) or self._sweep_due:
-                self._sweep(sorted(left))
+                self._sweep(sorted(left), first)
         if listed is not None:
             self._reassigning = frozenset(listed)
         self._write_unwritten()
@@ -127,12 +135,17 @@ class Watch:
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading ownership records failed: {error}")
 
-    def _sweep(self, left):
+    def _sweep(self, left, first):
         if left:
             self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
                      f"{', ...' if len(left) > 1 else ''}): running the throttle janitor")
+        elif first:
+            self.log("ownership records are active at start: running the throttle janitor for removals that "
+                     "came due while the job was down")
+        with self._lock:  # its records go with the next batch's: the one that reports the move finished
+            batch_id = self._last_batch_id + 1 if self._batches_done else -1
         try:
-            outputs = self.janitor.sweep()
+            outputs = self.janitor.sweep(batch_id)
         except Exception as error:  # retried next tick, on a fresh read again
             self._sweep_due = True
             self.log(f"throttle janitor skipped: {type(error).__name__}: {error}")
@@ -167,7 +180,7 @@ class Watch:
             self._wanted_since_s = now_s
         gate.write(self.gate_path, reason, now_wall * 1000)
         if reason != self._reason:
-            self.log(f"Spark batches run: {reason}" if reason else "idle: no Spark batch until something moves")
+            self.log(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason
         waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
         if rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
