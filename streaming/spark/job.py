@@ -56,6 +56,13 @@ class JobConfig:
     quiet: bool = False
 
 
+# Sizing (README "Sizing"), applied where this process starts the JVM (`--master`; under spark-submit the
+# operator's --driver-memory and JVM options stand). The driver JVM (with local[*] also the executor) holds a
+# batch's Arrow output on its way to Python and the state store's last two versions of four bucket blobs:
+# tens of MB at 100,000 moving replicas. The serial collector has no parallel GC threads to wake on 2 cores
+# and returns heap after a full collection, which a job that is idle most of the time benefits from.
+DRIVER_MEMORY = "768m"
+DRIVER_JVM_OPTIONS = "-XX:+UseSerialGC"
 SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")
 SPARK_LOG_NAME = "spark-driver.log"
 
@@ -70,7 +77,8 @@ def _driver_log_options(checkpoint_location):
     def quoted(value):  # Spark splits extraJavaOptions like a shell: quote, escaping \ and "
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    return f"-Dlog4j2.configurationFile={quoted(SPARK_LOG_CONFIG)} -Dreassign.monitor.spark.log={quoted(log_file)}"
+    return (f"{DRIVER_JVM_OPTIONS} -Dlog4j2.configurationFile={quoted(SPARK_LOG_CONFIG)} "
+            f"-Dreassign.monitor.spark.log={quoted(log_file)}")
 
 
 def build_session(config):
@@ -85,13 +93,16 @@ def build_session(config):
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               # One Python worker per core, kept between batches: starting one (pandas, pyarrow, this
+               # package) costs about a second; Spark's daemon stops workers left idle.
+               .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.streaming.minBatchesToRetain", "20")
                # No batch without new data: the stateful step has no timeout or watermark to advance, and
                # while the watch holds the source's offset (streaming.watch.gate) nothing may run.
                .config("spark.sql.streaming.noDataMicroBatches.enabled", "false"))
-    if config.master:  # spark-submit passes the master itself
-        builder = builder.master(config.master)
+    if config.master:  # spark-submit passes the master (and sizes the driver) itself
+        builder = builder.master(config.master).config("spark.driver.memory", DRIVER_MEMORY)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
