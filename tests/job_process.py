@@ -168,6 +168,22 @@ def failures_after(log_text, batch_id):
     return sorted(failed)
 
 
+def watch_decision(log_text):
+    """The driver watch's last logged decision (streaming.watch.watch): IDLE_LINE, or the line saying why
+    batches run; None before the first."""
+    from streaming.watch.watch import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
+
+    lines = [line[len(LOG_PREFIX):] for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
+    decisions = [line for line in lines if line == IDLE_LINE or line.startswith(BATCHES_LINE)]
+    return decisions[-1] if decisions else None
+
+
+def idle(log_text):
+    from streaming.watch.watch import IDLE_LINE
+
+    return watch_decision(log_text) == IDLE_LINE
+
+
 def last_batch(log_text):
     """The highest batch id the log shows, -1 before the first batch."""
     return max((b for b, _, _ in batch_lines(log_text)), default=-1)

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from streaming.watch.watch import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
-from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, read_topic, running
+from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.test_job_janitor_cluster import (FOREIGN_RATE, cleanup, configs, entries, execute, moving, setup_topic,
                                             throttle_records)
@@ -24,15 +23,8 @@ def job(owned_job):
     return running(owned_job)
 
 
-def decision(log_text):
-    """The watch's last logged decision: IDLE_LINE, or the reason batches run; None before the first."""
-    lines = [line[len(LOG_PREFIX):] for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
-    decisions = [line for line in lines if line == IDLE_LINE or line.startswith(BATCHES_LINE)]
-    return decisions[-1] if decisions else None
-
-
 def wait_idle(job, timeout_s=90):
-    wait_for(lambda: decision(job.log()) == IDLE_LINE, timeout_s, interval_s=0.5, message="the watch to say idle")
+    wait_for(lambda: idle(job.log()), timeout_s, interval_s=0.5, message="the watch to say idle")
 
 
 def batch_ids(job, key, state=None):
@@ -46,7 +38,7 @@ def test_idle_job_runs_no_batch_and_liveness_advances(cluster, job):
     wait_for(lambda: (job.metric(LAST_POLL) or 0) >= polled + IDLE_WINDOW_S, IDLE_WINDOW_S + 30, interval_s=0.5,
              message=f"liveness to advance {IDLE_WINDOW_S:g} s while idle")
     assert job.metric(BATCHES) == batches, "a Spark batch ran while nothing moved"
-    assert decision(job.log()) == IDLE_LINE
+    assert idle(job.log())
 
 
 def test_move_started_while_idle_is_reported_removed_by_the_watch_and_completed(cluster, job, tmp_path):
