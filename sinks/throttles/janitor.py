@@ -62,6 +62,13 @@ from sinks.throttles.report import describe, describe_observed, throttle_record
 from sinks.throttles.view import view_of
 
 
+# The job's observer compares consecutive polls; polls further apart than this many triggers (at least a
+# minute, so long batches at scale still observe) had a gap in between: the job ran no batch while nothing
+# moved, and a throttle someone set meanwhile must not pass for one set with the next foreign reassignment.
+OBSERVE_GAP_TRIGGERS = 3
+OBSERVE_GAP_MIN_S = 60.0
+
+
 class JanitorOutput(NamedTuple):
     action: ThrottleAction
     key: str
@@ -72,8 +79,13 @@ class Janitor:
     """See the module docstring. `admin`: streaming.cluster.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
     through `alter_throttles`); `store`: OwnershipStore."""
 
-    def __init__(self, admin, store, policy=Policy(), readback_timeout_s=READBACK_TIMEOUT_S, log=None):
+    def __init__(self, admin, store, policy=Policy(), readback_timeout_s=READBACK_TIMEOUT_S, log=None,
+                 observe_gap_ms=None):
         self.admin, self.store, self.policy = admin, store, policy
+        # Polls further apart than this are a gap for the observer (the job's batches stop while nothing
+        # moves: README contract change 19); None: no bound.
+        self.observe_gap_ms = observe_gap_ms
+        self._acted_ms = -1  # the time of the fresh read the latest removals were decided on
         self.readback_timeout_s = readback_timeout_s
         self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
         self._reported = set()  # dry-run actions already reported while they stay due
@@ -101,7 +113,8 @@ class Janitor:
     def _on_batch(self, snapshot, batch_id):
         try:
             self.store.refresh()
-            self._observe(snapshot, self.store.records())
+            if snapshot.ts_ms > self._acted_ms:  # an older poll shows throttles since removed, their records done
+                self._observe(snapshot, self.store.records())
             records = self.store.records() + self._observed
             due = plan(snapshot, records, self.policy)
             if not self.policy.acts:
@@ -132,9 +145,12 @@ class Janitor:
         if self.policy.cleanup == ALL:
             return
         view = view_of(snapshot)
-        if not view.complete:
+        gap_ms = view.now_ms - self._history[-1].now_ms if self._history else 0
+        stale = self.observe_gap_ms is not None and gap_ms > self.observe_gap_ms
+        if not view.complete or stale:
             self._history.clear()  # a gap: what looks new after it may just have been unseen
-            return
+            if not view.complete:
+                return
         request_id = new_request_id([r.request_id for r in records], view.now_ms)
         found = observe(list(self._history), view, records + self._observed, request_id, view.now_ms)
         self._history.append(view)
@@ -148,6 +164,7 @@ class Janitor:
 
     def _act(self, records, batch_id, hint):
         fresh = read_for_plan(self.admin, records, self.policy, hint)
+        self._acted_ms = max(self._acted_ms, fresh.ts_ms)
         done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log)
         self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
@@ -179,4 +196,5 @@ class Janitor:
 def janitor_factory(config, admin):
     """The Janitor the streaming job runs (driver side), from its JobConfig and the driver's admin."""
     store = KafkaOwnershipStore(admin, config.ownership_topic, create=True)
-    return Janitor(admin, store, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))
+    return Janitor(admin, store, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run),
+                   observe_gap_ms=int(max(OBSERVE_GAP_TRIGGERS * config.trigger_interval_s, OBSERVE_GAP_MIN_S) * 1000))
