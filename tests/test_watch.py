@@ -191,6 +191,17 @@ def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path
     assert store.records()[0].state == DONE
 
 
+def test_the_start_sweep_waits_for_the_first_list_that_answers(tmp_path):
+    cluster, store = throttled(moving=False), MemoryStore.of(request())
+    cluster.fail["list_reassignments"] = RuntimeError("no controller yet")
+    watch, _, _ = a_watch(tmp_path, cluster, store)
+    assert watch.tick() == "watch_blind"
+    assert cluster.topics[("t", "leader")] == "0:1,3:3"
+    del cluster.fail["list_reassignments"]
+    watch.tick()
+    assert cluster.topics[("t", "leader")] == "3:3" and store.records()[0].state == DONE
+
+
 def test_throttle_records_the_watch_could_not_write_are_written_next_tick(tmp_path):
     cluster, store = throttled(moving=False), MemoryStore.of(request())
     writer = Writer(fail=1)

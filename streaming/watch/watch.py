@@ -3,10 +3,10 @@
 Each tick (`Watch.tick`):
 1. ListPartitionReassignments, one request. A failure counts in
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
-2. Only while something reassigns or owned throttles are known (and on the first tick): read what others
+2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
    wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
-3. The moment an owned partition leaves the reassignment list - or on the first tick, when ownership
-   records are active (a removal due while the job was down) - run the throttle janitor's `sweep`: the
+3. The moment an owned partition leaves the reassignment list - or at start, when ownership records are
+   active (a removal due while the job was down), and again after a failed run - run the janitor's `sweep`: the
    same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
    `throttle` records go to the progress topic (kept and written again next tick if that write fails),
    with the id of the batch after the last one this run finished (the batch that reports the move
@@ -60,8 +60,8 @@ class Watch:
         self._last_batch_s = clock()
         self._reassigning = frozenset()
         self._owned = frozenset()
-        self._ticks = 0
-        self._sweep_due = False
+        self._listed_once = False
+        self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
         self._reason = "not decided"
         self._wanted_since_s = None
@@ -104,17 +104,19 @@ class Watch:
 
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
-        first, self._ticks = self._ticks == 0, self._ticks + 1
         now_wall = self.wall()
         listed = self._list()
-        if listed is not None and (first or listed or self._owned):
+        if listed is not None and (not self._listed_once or listed or self._owned):
             self._refresh_owned()
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
-            if left or (first and self._owned) or self._sweep_due:
-                self._sweep(sorted(left), first)
+            if left or (self._sweep_due and self._owned):
+                self._sweep(sorted(left))
+            elif not self._owned:
+                self._sweep_due = False
         if listed is not None:
             self._reassigning = frozenset(listed)
+            self._listed_once = True
         self._write_unwritten()
         return self._decide(listed is not None, now_wall)
 
@@ -135,13 +137,15 @@ class Watch:
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading ownership records failed: {error}")
 
-    def _sweep(self, left, first):
+    def _sweep(self, left):
         if left:
             self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
                      f"{', ...' if len(left) > 1 else ''}): running the throttle janitor")
-        elif first:
+        elif not self._listed_once:
             self.log("ownership records are active at start: running the throttle janitor for removals that "
                      "came due while the job was down")
+        else:
+            self.log("running the throttle janitor again (its last run failed)")
         with self._lock:  # its records go with the next batch's: the one that reports the move finished
             batch_id = self._last_batch_id + 1 if self._batches_done else -1
         try:
