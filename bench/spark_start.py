@@ -16,7 +16,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,9 +31,10 @@ ONE_ROUND = r"""
 import json, sys, tempfile, threading, time
 t0 = time.monotonic()
 from streaming.spark import job
+from streaming.spark.driver import JobConfig
 from streaming.cluster.admin import KafkaClusterAdmin
 t1 = time.monotonic()
-config = job.JobConfig(bootstrap=sys.argv[1], checkpoint_location=tempfile.mkdtemp(), master="local[*]")
+config = JobConfig(bootstrap=sys.argv[1], checkpoint_location=tempfile.mkdtemp(), master="local[*]")
 admin = KafkaClusterAdmin(config.bootstrap)
 t2 = time.monotonic()
 spark = job.build_session(config)

@@ -1,59 +1,28 @@
 """The streaming job: source -> bucketed stateful progress -> foreachBatch sinks.
 
-Driver side only (building the session and query, the batch handler, signals); the per-bucket work is
-in streaming.spark.stateful and runs on executors. `run(config)` is what `reassign-monitor run` and
-`spark-submit streaming/job_main.py` both call.
+Driver side only (building the session and query, the batch handler); the per-bucket work is in
+streaming.spark.stateful and runs on executors. The job's start-up and restart loop (`run`) are in
+streaming.spark.driver, which imports this module only once the driver's watch is running.
 """
 
 import collections
 import os
-import shutil
-import signal
 import sys
-import tempfile
-import threading
 import time
-from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
 from sinks import records
 from streaming.spark import codec
-from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
-from streaming.vocabulary import defaults
-from streaming.vocabulary.echo import first_line
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
                                      make_tracker)
-from streaming.watch.watch import Watch
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
-QUERY_RESTART_FIRST_PAUSE_S = 1.0
-QUERY_RESTART_MAX_PAUSE_S = 30.0
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    bootstrap: str
-    command_config: str | None = None
-    timeout_s: float = defaults.TIMEOUT_S
-    master: str | None = defaults.MASTER
-    checkpoint_location: str = defaults.CHECKPOINT_LOCATION
-    progress_topic: str = defaults.PROGRESS_TOPIC
-    ownership_topic: str = defaults.OWNERSHIP_TOPIC
-    metrics_port: int = defaults.METRICS_PORT
-    metrics_address: str = defaults.METRICS_ADDRESS
-    metrics_detail: str = defaults.METRICS_DETAIL
-    trigger_interval_s: float = defaults.TRIGGER_INTERVAL_S
-    stall_after_s: float = defaults.STALL_AFTER_S
-    rate_window_s: float = defaults.RATE_WINDOW_S
-    throttle_cleanup: str = defaults.THROTTLE_CLEANUP
-    dry_run: bool = False
-    quiet: bool = False
 
 
 # Sizing (README "Sizing"), applied where this process starts the JVM (`--master`; under spark-submit the
@@ -251,65 +220,3 @@ def stop_between_batches(query, bound_s=30.0):
         time.sleep(0.05)
     if query.isActive:
         query.stop()
-
-
-def run(config, janitor_factory=None, out=sys.stderr):
-    """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
-
-    Start-up order: /metrics first (a taken port fails before anything is created), then the janitor
-    (it reads the ownership records) and the progress topic (created through the admin door, which waits
-    until topics have leaders), then the driver's watch (streaming.watch: liveness, removals due while the
-    job was down, whether batches are needed), then Spark, whose source asks the watch's gate each trigger.
-    A query that fails mid-run (a batch's records could not be written in time) is restarted from the
-    checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
-    from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
-    from sinks.prometheus import MonitorMetrics
-    from streaming.cluster.admin import KafkaClusterAdmin
-
-    metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
-    metrics.serve(config.metrics_port, config.metrics_address)
-    admin = janitor = spark = watch = None
-    gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (watch.gate)
-    try:
-        # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it.
-        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
-        janitor = janitor_factory(config, admin) if janitor_factory else None
-        ensure_progress_topic(admin, config.progress_topic)
-        writer = ProgressTopicWriter(admin, config.progress_topic)
-        gate_path = os.path.join(gate_directory, "gate.json")
-        watch = Watch(admin, metrics, gate_path, config.trigger_interval_s, janitor, writer).start()
-        spark = build_session(config)
-        stop = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
-        spark.streams.addListener(_batch_duration_listener(metrics))
-        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done)
-        print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
-              f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
-              f"progress topic {config.progress_topic}", flush=True)
-        pause_s = QUERY_RESTART_FIRST_PAUSE_S
-        while not stop.is_set():
-            query = start_query(spark, config, handler, gate_path)
-            while query.isActive and not stop.is_set():
-                try:
-                    query.awaitTermination(0.5)
-                except Exception:  # it raises once the query failed; query.exception() below says why
-                    break
-            stop_between_batches(query)
-            error = query.exception()
-            if error is None or stop.is_set():
-                break
-            print(f"reassign-monitor: streaming query failed ({first_line(getattr(error, 'desc', None) or error) or type(error).__name__}); restarting from the checkpoint "
-                  f"in {pause_s:g}s", file=out, flush=True)
-            stop.wait(pause_s)
-            pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
-    finally:
-        if watch is not None:
-            watch.stop()
-        shutil.rmtree(gate_directory, ignore_errors=True)
-        for closable in (admin, metrics):
-            if closable is not None:
-                closable.close()
-        if spark is not None:
-            spark.stop()
-    return 0
