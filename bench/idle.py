@@ -97,8 +97,8 @@ def one_run(cluster, arm, scratch, seconds, index):
                                    start_new_session=True, cwd=arm.cwd, env={**os.environ, **arm.env})
     topic = f"bench-idle-{arm.name}-{index}-{os.urandom(3).hex()}"
     try:
-        first_poll = wait_for(lambda: job.metric(LAST_POLL) and time.monotonic() - started, 240, 0.1, "first poll")
-        first_batch = wait_for(lambda: job.metric(BATCHES) and time.monotonic() - started, 240, 0.1, "first batch")
+        first_poll = wait_for(lambda: job.metric(LAST_POLL) and time.monotonic() - started, 600, 0.1, "first poll")
+        first_batch = wait_for(lambda: job.metric(BATCHES) and time.monotonic() - started, 600, 0.1, "first batch")
         time.sleep(SETTLE_S)  # the fixed settling time of the measurement itself
         idle = window(job, seconds) + (session_processes(job.process.pid),)
         cluster.create_topic(topic, {0: [1]}, megabytes=MOVE_MEGABYTES)
