@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.results import markdown_table, write_section  # noqa: E402
-from bench.throttle import session_cpu_s  # noqa: E402
 from tests.job_process import BATCHES, CLI, LAST_POLL, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
 
@@ -68,15 +67,36 @@ def session_processes(sid):
     return count
 
 
+def session_cpu_by_pid(sid):
+    """{pid: CPU seconds} of the live processes of one session."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # fields after ")": state ppid pgrp session ... utime(11) stime(12)
+            out[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def window(job, seconds):
-    """(cores, mean RSS MB, max RSS MB, batches) of the job's session over `seconds`."""
+    """(cores, mean RSS MB, max RSS MB, batches) of the job's session over `seconds`. CPU is summed per
+    process from its first to its last sample, so a process that exits in the window (Spark stops idle Python
+    workers) keeps what it used instead of taking its whole past out of the sum."""
     sid = job.process.pid
-    cpu0, t0, batches0 = session_cpu_s(sid), time.monotonic(), job.metric(BATCHES) or 0
+    first, last = session_cpu_by_pid(sid), {}
+    t0, batches0 = time.monotonic(), job.metric(BATCHES) or 0
     samples = []
     while time.monotonic() - t0 < seconds:
         samples.append(session_rss_mb(sid))
+        last.update(session_cpu_by_pid(sid))
         time.sleep(1.0)
-    cores = (session_cpu_s(sid) - cpu0) / (time.monotonic() - t0)
+    last.update(session_cpu_by_pid(sid))
+    cores = sum(cpu - first.get(pid, 0.0) for pid, cpu in last.items()) / (time.monotonic() - t0)
     return cores, statistics.mean(samples), max(samples), int((job.metric(BATCHES) or 0) - batches0)
 
 
