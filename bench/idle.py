@@ -189,7 +189,7 @@ def main():
         f"and RSS of every process in the job's session over {args.window:g} s, {SETTLE_S:g} s after the first batch "
         f"(idle), then over {args.window:g} s while one partition moves under a 1 MB/s throttle (moving). RSS is the "
         f"sum of the processes' VmRSS (shared pages counted in each).\n\n{idle_table}\n\n"
-        f"1-minute load average at the end of each run (before, after, after, before order by arm): {loads} on 2 "
+        f"1-minute load average at the end of each run (the two before runs, then the two after runs): {loads} on 2 "
         f"cores shared with four other engineers' clusters and jobs. Whole bench {elapsed / 60:.1f} min."))
     start_rows = [[arm.name, f"{statistics.median(r['first_poll'] for r in arm.runs):.1f}",
                    f"{statistics.median(r['first_batch'] for r in arm.runs):.1f}"] for arm in (before, after)]
