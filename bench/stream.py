@@ -37,8 +37,9 @@ from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, st
                          stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
-from streaming.spark.job import (STATE_BUCKETS, BatchHandler, JobConfig, build_session, poll_stream,  # noqa: E402
-                           start_query, start_tracking, stop_between_batches)
+from streaming.spark.driver import JobConfig  # noqa: E402
+from streaming.spark.job import (STATE_BUCKETS, BatchHandler, build_session, poll_stream,  # noqa: E402
+                                 start_query, start_tracking, stop_between_batches)
 from streaming.cluster.poller import describe_cluster, poll_cluster, poll_log_dirs  # noqa: E402
 from streaming.vocabulary.snapshot import Snapshot, alive_brokers, table  # noqa: E402
 from streaming.spark.source import (SOURCE_SCHEMA, PollStreamReader, cached_admin, poll_rows, snapshot_rows,  # noqa: E402

@@ -7,7 +7,7 @@ ordinary prometheus_client objects on the same registry. Names and labels: sinks
 """
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -85,6 +85,10 @@ def samples(picture, detail="replica"):
     return out
 
 
+def _later(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
 class SnapshotCollector:
     def __init__(self, detail="replica"):
         self._lock = threading.Lock()
@@ -93,7 +97,13 @@ class SnapshotCollector:
 
     def update(self, picture):
         with self._lock:
-            self._picture = picture
+            self._picture = replace(picture, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s))
+
+    def touch(self, poll_s):
+        """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no
+        batch runs, streaming.watch). Liveness never moves back: a batch's poll may predate the watch's."""
+        with self._lock:
+            self._picture = replace(self._picture, last_poll_s=_later(self._picture.last_poll_s, poll_s))
 
     def describe(self):
         return []  # names are fixed, but describing none keeps registration from calling collect()

@@ -102,7 +102,7 @@ def fault_job(fault_cluster, tmp_path_factory):
     import time
 
     from tests.fault_support import JOB_FLAGS
-    from tests.job_process import FIRST_POLL_S, LAST_POLL, JobProcess
+    from tests.job_process import BATCHES, FIRST_POLL_S, JobProcess
     from tests.kafka_fixtures import wait_for
 
     # Inside the cluster's directory (wiped with it at the next session), not pytest's rotating tmp dirs:
@@ -113,7 +113,7 @@ def fault_job(fault_cluster, tmp_path_factory):
     started = time.monotonic()
     job.start()
     try:
-        outcome = wait_for(lambda: ("first poll" if job.metric(LAST_POLL) else None)
+        outcome = wait_for(lambda: ("first poll" if job.metric(BATCHES) else None)
                            or (f"exited {job.process.poll()}" if job.process.poll() is not None else None),
                            FIRST_POLL_S, message="the first run's first poll or its exit")
     except AssertionError as timeout:

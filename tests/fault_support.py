@@ -9,7 +9,7 @@ import threading
 import time
 
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
-from tests.job_process import LAST_POLL, batch_lines, read_topic
+from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
@@ -139,6 +139,14 @@ def removals(job, names, since_batch):
                 and throttle.get("action") in ("removed", "restored")):
             out.setdefault((throttle["scope"], str(throttle["name"]), throttle["kind"]), set()).add(value["batch_id"])
     return {k: sorted(v) for k, v in out.items()}
+
+
+def wait_batches_or_idle(job_watch, count, timeout_s=60):
+    """Wait until `count` more batches have run or the job's driver watch said no batch is needed (it runs
+    none while nothing moves and nothing is owned: README contract change 18)."""
+    start = job_watch.last()
+    return wait_for(lambda: job_watch.last() >= start + count or idle(job_watch.job.log()), timeout_s,
+                    interval_s=0.2, message=f"{count} more batches after batch {start}, or the job idle")
 
 
 def wait_batches(job_watch, count, timeout_s=60):

@@ -15,6 +15,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from sinks.metric_names import POLL_DURATION
 from sinks.metric_names import LAST_POLL as LAST_POLL_METRIC
 from tests.kafka_fixtures import wait_for
 
@@ -22,6 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("reassign-monitor"))
 OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
 LAST_POLL = LAST_POLL_METRIC.name
+# Spark batches handled (the poll-duration histogram's count, observed in foreachBatch itself; the batch-duration
+# histogram comes from Spark's listener events, which can lag a batch). Liveness (LAST_POLL) comes from the
+# driver's watch seconds after start, long before Spark's first batch: tests that need Spark's results wait on this.
+BATCHES = POLL_DURATION.name + "_count"
 FIRST_POLL_S = 150  # a Spark start on the loaded 2-core machine took up to 45 s; bound it well above
 
 
@@ -55,8 +60,8 @@ class JobProcess:
             self.start()
         return self
 
-    def wait_first_poll(self, timeout_s=FIRST_POLL_S, interval_s=0.5, message="the job's first poll"):
-        wait_for(lambda: self.metric(LAST_POLL), timeout_s, interval_s=interval_s, message=message)
+    def wait_first_batch(self, timeout_s=FIRST_POLL_S, interval_s=0.5, message="the job's first Spark batch"):
+        wait_for(lambda: self.metric(BATCHES), timeout_s, interval_s=interval_s, message=message)
         return self
 
     def kill(self):
@@ -95,10 +100,10 @@ class JobProcess:
 
 @contextlib.contextmanager
 def running_job(cluster, directory, *flags):
-    """A started job whose first poll is done; stopped (its log tail printed) when the block ends."""
+    """A started job whose first Spark batch is done; stopped (its log tail printed) when the block ends."""
     process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", *flags).start()
     try:
-        yield process.wait_first_poll(120)
+        yield process.wait_first_batch(120)
     finally:
         process.stop()
         print(process.log()[-3000:])
@@ -106,7 +111,7 @@ def running_job(cluster, directory, *flags):
 
 def running(job):
     """A shared job up and polling: started again when a test before killed it."""
-    return job.ensure_started().wait_first_poll()
+    return job.ensure_started().wait_first_batch()
 
 
 def read_topic(bootstrap, topic, timeout_s=20):
@@ -161,6 +166,22 @@ def failures_after(log_text, batch_id):
     failed = [(b, f"batch {b}: {rest}") for b, ok, rest in batch_lines(log_text) if not ok and b > batch_id]
     failed += [(int(m.group(1)), m.group(0)) for m in JANITOR_SKIPPED.finditer(log_text) if int(m.group(1)) > batch_id]
     return sorted(failed)
+
+
+def watch_decision(log_text):
+    """The driver watch's last logged decision (streaming.watch.watch): IDLE_LINE, or the line saying why
+    batches run; None before the first."""
+    from streaming.watch.watch import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
+
+    lines = [line[len(LOG_PREFIX):] for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
+    decisions = [line for line in lines if line == IDLE_LINE or line.startswith(BATCHES_LINE)]
+    return decisions[-1] if decisions else None
+
+
+def idle(log_text):
+    from streaming.watch.watch import IDLE_LINE
+
+    return watch_decision(log_text) == IDLE_LINE
 
 
 def last_batch(log_text):

@@ -9,7 +9,7 @@ import pytest
 
 from tests.fault_support import (
     ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, atoms, cleanup, execute, figure, moving, owned_configs, prepare,
-    removals, replica_states, seconds_until, wait_batches)
+    removals, replica_states, seconds_until, wait_batches, wait_batches_or_idle)
 from tests.job_process import failures_after, running
 from tests.kafka_fixtures import wait_for
 
@@ -79,7 +79,7 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes):
         found["slowest_batch_before_s"] = watch.longest_gap(watch.started_at, killed)
         found["to_gone_s"] = seconds_until(lambda: not (atoms(cluster, [topic]) & owned),
                                            gone_bound_s(found["slowest_batch_before_s"]) + 30)
-        wait_batches(watch, 3)  # batches after the removal: none may remove anything again
+        wait_batches_or_idle(watch, 3)  # batches after the removal: none may remove anything again
         log = job.log()
         found["failures_after_back"] = failures_after(log, back_batch + 1)
         found["failures_while_down"] = failures_after(log, kill_batch)

@@ -14,7 +14,7 @@ from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
     TRIGGER_S, BeforeFirstConfigChange, atoms, cleanup, execute, figure, moving, prepare,
     seconds_until)
-from tests.job_process import FIRST_POLL_S, LAST_POLL, batch_lines, failures_after, last_batch, running
+from tests.job_process import BATCHES, FIRST_POLL_S, LAST_POLL, batch_lines, failures_after, last_batch, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -124,7 +124,7 @@ def move_leader(cluster, topic, partition):
         admin.close()
 
 
-def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster, fault_job):
+def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster, fault_job, tmp_path):
     """The ownership topic's and the progress topic's leaders move while the job starts (its first reads of
     both) and then while it runs: retried, never fatal (the first run on a fresh cluster exited 3 on a
     leaderless ownership topic)."""
@@ -136,6 +136,9 @@ def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster
         admin.close()
     targets = [(OWNERSHIP_TOPIC, 0)] + [(job.progress_topic, p) for p in progress_partitions]
     moves = {"start-up": 0, "mid-run": 0}
+    # A throttled move started with the first batch keeps batches (and their progress records) running mid-run:
+    # the job runs no batch while nothing moves (README contract change 18).
+    busy = prepare(cluster, 1, 3, 30)
     job.kill()
     log_from = len(job.log())
     job.start()
@@ -148,8 +151,9 @@ def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster
             for topic, partition in targets:
                 if move_leader(cluster, topic, partition) is not None:
                     moves[phase] += 1
-            if first_poll_batch is None and job.metric(LAST_POLL):
+            if first_poll_batch is None and job.metric(BATCHES):
                 first_poll_batch = last_batch(job.log())
+                execute(cluster, tmp_path, [(busy, 0, [1, 2])])
             if first_poll_batch is not None and last_batch(job.log()) >= first_poll_batch + 6 and moves["mid-run"] >= 4:
                 break
             time.sleep(TRIGGER_S / 2)  # pace of the leader moves: about two per batch
@@ -171,7 +175,7 @@ def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster
     finally:
         if job.process.poll() is not None:
             job.start()
-        cluster.ensure_whole()
+        cleanup(cluster, [busy])
 
 
 PAUSE_S = 6.0  # a hung broker, short of the 9 s broker session timeout after which it would be fenced
@@ -189,10 +193,12 @@ def test_broker_paused_mid_run_never_stops_the_job(fault_cluster, fault_job):
         time.sleep(PAUSE_S)  # the fault's duration itself, not a wait for a condition
     finally:
         cluster.resume(paused)
-    resumed_batch = last_batch(job.log())
+    resumed_batch, resumed_at = last_batch(job.log()), time.time()
     try:
-        wait_for(lambda: last_batch(job.log()) >= resumed_batch + 4 or job.process.poll() is not None, 90,
-                 interval_s=0.5, message="four batches after the broker resumed")
+        # Polls go on: liveness advances four triggers past the resume (the watch's polls while nothing moves,
+        # README contract change 18; a batch's while a batch is needed).
+        wait_for(lambda: (job.metric(LAST_POLL) or 0) >= resumed_at + 4 * TRIGGER_S or job.process.poll() is not None,
+                 90, interval_s=0.5, message="liveness four triggers past the broker's resume")
         log = job.log()[log_from:]
         failed_polls = [b for b, ok, _ in batch_lines(log) if not ok]
         late = failures_after(log, resumed_batch + 1)

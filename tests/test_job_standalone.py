@@ -44,7 +44,7 @@ def test_job_runs_on_a_standalone_master(cluster, tmp_path):
         wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 60,
                  message="the worker to register")
         job.start()
-        job.wait_first_poll(150, interval_s=1, message="the first poll on the standalone cluster")
+        job.wait_first_batch(150, interval_s=1, message="the first batch on the standalone cluster")
         labels = {"topic": topic, "partition": 0, "broker": 3}
         wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is not None, 60,
                  interval_s=1, message="replica progress computed on the standalone cluster")

@@ -254,7 +254,7 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     topics.append(job.progress_topic)
     job.start()
     try:
-        job.wait_first_poll(150)
+        job.wait_first_batch(150)
         plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
         code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
                                                "--throttle", 2 * MB))

@@ -1,12 +1,15 @@
 """Throttles observed appearing together with a reassignment another tool started (sinks.throttles.observe)."""
 
+import time
+
 import pytest
 
 from sinks.throttles import entries as te
 from sinks.throttles import view as tv
-from sinks.throttles.ownership import OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
+from sinks.throttles.ownership import DONE, OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
+from sinks.throttles.janitor import Janitor
 from tests.fake_cluster import FakeCluster
-from tests.test_janitor import janitor
+from tests.test_janitor import janitor, request, throttled
 from tests.test_throttle_plan import cluster
 from sinks.throttles.observe import observe
 
@@ -83,9 +86,44 @@ def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
     assert te.parse(fake.topics[("t", F)]) == frozenset()
 
 
+def foreign_throttled_move(fake):
+    """Another tool (kafka-reassign-partitions) throttles and starts t-0: 1 -> 3."""
+    fake.topics.update({("t", L): "5:1,0:1", ("t", F): "0:3"})
+    fake.rates.update({(1, L): MB, (3, F): MB})
+    fake.reassigning[("t", 0)] = ((3, 1), (3,))
+
+
+def test_polls_a_gap_apart_observe_nothing():
+    """The job runs no batch while nothing moves: a throttle set during such a gap is not one set with the
+    next reassignment, whatever the two polls around the gap show."""
+    fake = FakeCluster(topics={("t", L): "5:1"})
+    store = MemoryStore()
+    j = Janitor(fake, store, readback_timeout_s=0.5, log=lambda line: None, observe_gap_ms=60_000)
+    assert j.on_batch(fake.snapshot(now_ms=1_000_000), 1) == []
+    foreign_throttled_move(fake)
+    assert j.on_batch(fake.snapshot(now_ms=1_000_000 + 61_000), 2) == []
+    assert store.records() == []
+
+
+def test_a_poll_older_than_the_last_removal_observes_nothing():
+    """A batch whose poll predates a removal the watch made on a fresher read shows `execute`'s throttles,
+    since removed and their record done: they must not come back as an observed record."""
+    fake = FakeCluster()
+    store = MemoryStore()
+    j = Janitor(fake, store, readback_timeout_s=0.5, log=lambda line: None)
+    assert j.on_batch(fake.snapshot(), 1) == []  # idle
+    executed = throttled(moving=True)  # `execute` recorded R1, throttled and started t-0: 1 -> 2
+    fake.topics, fake.rates, fake.reassigning = executed.topics, executed.rates, executed.reassigning
+    store.put(request())
+    in_flight = fake.snapshot(now_ms=int(time.time() * 1000) - 1000)  # the poll of a batch still running
+    del fake.reassigning[("t", 0)]
+    assert j.sweep(2)  # the driver watch, on a fresh read
+    assert [r.state for r in store.records()] == [DONE]
+    assert j.on_batch(in_flight, 2) == []
+    assert [r.request_id for r in store.records()] == [request().request_id]
+
 from hypothesis import given  # noqa: E402
 
-from sinks.throttles.ownership import DONE  # noqa: E402
 from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
 
 

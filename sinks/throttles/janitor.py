@@ -33,7 +33,10 @@ What one batch does:
 Dry run and `--throttle-cleanup off` stop after step 2 and report each due action once (again only
 after it stopped being due for a batch), never writing to the cluster or the ownership topic.
 
-`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call.
+`sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call, and what the job's driver
+watch (streaming.watch) calls the moment an owned partition leaves the reassignment list. The job calls
+`on_batch` from Spark's foreachBatch thread and `sweep`, `owned_partitions` and `requests` from the watch's
+thread: one lock serializes them, so the ownership store and the observer's history see one caller at a time.
 `sinks.throttles.apply.apply(admin, actions)` is step 4 alone (with read-back), for callers holding a
 plan of their own.
 
@@ -42,6 +45,7 @@ cluster-default broker resource "", so a cluster-wide default rate is never set,
 """
 
 import sys
+import threading
 import time
 from collections import deque
 from typing import NamedTuple
@@ -50,12 +54,19 @@ from sinks.throttles.actions import ALL, Policy, ThrottleAction
 from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
 from sinks.throttles.bookkeeping import settled
 from sinks.throttles.observe import observe
-from sinks.throttles.ownership import DONE, new_request_id
+from sinks.throttles.ownership import DONE, EXECUTE, new_request_id
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_for_plan
 from sinks.throttles.report import describe, describe_observed, throttle_record
 from sinks.throttles.view import view_of
+
+
+# The job's observer compares consecutive polls; polls further apart than this many triggers (at least a
+# minute, so long batches at scale still observe) had a gap in between: the job ran no batch while nothing
+# moved, and a throttle someone set meanwhile must not pass for one set with the next foreign reassignment.
+OBSERVE_GAP_TRIGGERS = 3
+OBSERVE_GAP_MIN_S = 60.0
 
 
 class JanitorOutput(NamedTuple):
@@ -68,18 +79,42 @@ class Janitor:
     """See the module docstring. `admin`: streaming.cluster.admin.ClusterAdmin (reads, and IncrementalAlterConfigs
     through `alter_throttles`); `store`: OwnershipStore."""
 
-    def __init__(self, admin, store, policy=Policy(), readback_timeout_s=READBACK_TIMEOUT_S, log=None):
+    def __init__(self, admin, store, policy=Policy(), readback_timeout_s=READBACK_TIMEOUT_S, log=None,
+                 observe_gap_ms=None):
         self.admin, self.store, self.policy = admin, store, policy
+        # Polls further apart than this are a gap for the observer (the job's batches stop while nothing
+        # moves: README contract change 19); None: no bound.
+        self.observe_gap_ms = observe_gap_ms
+        self._acted_ms = -1  # the time of the fresh read the latest removals were decided on
         self.readback_timeout_s = readback_timeout_s
         self.log = log or (lambda line: print(f"throttle janitor: {line}", file=sys.stderr, flush=True))
         self._reported = set()  # dry-run actions already reported while they stay due
         self._history = deque(maxlen=2)  # the last complete views, to see throttles appear with a reassignment
         self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
+        self._lock = threading.RLock()  # the job's batch thread and its watch thread (module docstring)
 
     def on_batch(self, snapshot, batch_id):
+        with self._lock:
+            return self._on_batch(snapshot, batch_id)
+
+    def owned_partitions(self):
+        """(topic, partition) of every move of an active ownership record, after reading what others wrote
+        since the last call: what the job's watch must see leave the reassignment list."""
+        with self._lock:
+            self.store.refresh()
+            return {(m.topic, m.partition) for r in self.store.records() + self._observed if r.active for m in r.moves}
+
+    def requests(self):
+        """Ongoing `execute` requests as last read: request id -> its (topic, partition)s."""
+        with self._lock:
+            return {r.request_id: [(m.topic, m.partition) for m in r.moves]
+                    for r in self.store.records() if r.active and r.origin == EXECUTE}
+
+    def _on_batch(self, snapshot, batch_id):
         try:
             self.store.refresh()
-            self._observe(snapshot, self.store.records())
+            if snapshot.ts_ms > self._acted_ms:  # an older poll shows throttles since removed, their records done
+                self._observe(snapshot, self.store.records())
             records = self.store.records() + self._observed
             due = plan(snapshot, records, self.policy)
             if not self.policy.acts:
@@ -94,6 +129,10 @@ class Janitor:
 
     def sweep(self, batch_id=-1):
         """Refresh ownership, read the cluster now, remove what is due, settle records. Raises on read errors."""
+        with self._lock:
+            return self._sweep(batch_id)
+
+    def _sweep(self, batch_id):
         self.store.refresh()
         records = self.store.records()
         if not self.policy.acts:
@@ -106,9 +145,12 @@ class Janitor:
         if self.policy.cleanup == ALL:
             return
         view = view_of(snapshot)
-        if not view.complete:
+        gap_ms = view.now_ms - self._history[-1].now_ms if self._history else 0
+        stale = self.observe_gap_ms is not None and gap_ms > self.observe_gap_ms
+        if not view.complete or stale:
             self._history.clear()  # a gap: what looks new after it may just have been unseen
-            return
+            if not view.complete:
+                return
         request_id = new_request_id([r.request_id for r in records], view.now_ms)
         found = observe(list(self._history), view, records + self._observed, request_id, view.now_ms)
         self._history.append(view)
@@ -122,6 +164,7 @@ class Janitor:
 
     def _act(self, records, batch_id, hint):
         fresh = read_for_plan(self.admin, records, self.policy, hint)
+        self._acted_ms = max(self._acted_ms, fresh.ts_ms)
         done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log)
         self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
@@ -153,4 +196,5 @@ class Janitor:
 def janitor_factory(config, admin):
     """The Janitor the streaming job runs (driver side), from its JobConfig and the driver's admin."""
     store = KafkaOwnershipStore(admin, config.ownership_topic, create=True)
-    return Janitor(admin, store, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run))
+    return Janitor(admin, store, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run),
+                   observe_gap_ms=int(max(OBSERVE_GAP_TRIGGERS * config.trigger_interval_s, OBSERVE_GAP_MIN_S) * 1000))

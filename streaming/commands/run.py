@@ -1,4 +1,4 @@
-"""`reassign-monitor run`: the streaming job (see streaming.spark.job). Spark is imported only here.
+"""`reassign-monitor run`: the streaming job (see streaming.spark.driver). Spark is imported only there.
 
 Everything the operator gave is checked before Spark starts or any topic is created (`preflight`): the
 flags, that the metrics port can be bound, that a local checkpoint location is (or can become) a
@@ -56,7 +56,7 @@ def add_arguments(parser):
 
 
 def config_from(args):
-    from streaming.spark.job import JobConfig
+    from streaming.spark.driver import JobConfig
 
     if not 0 < args.metrics_port <= PORT_MAX:
         raise BadInput(f"--metrics-port {shown(args.metrics_port, 20)}: not a port (1-{PORT_MAX})")
@@ -150,7 +150,7 @@ def preflight(config):
 
 def run(args):
     from sinks.throttles.janitor import janitor_factory
-    from streaming.spark.job import run as run_job
+    from streaming.spark.driver import run as run_job
 
     config = config_from(args)
     preflight(config)

@@ -1,28 +1,21 @@
 """The streaming job: source -> bucketed stateful progress -> foreachBatch sinks.
 
-Driver side only (building the session and query, the batch handler, signals); the per-bucket work is
-in streaming.spark.stateful and runs on executors. `run(config)` is what `reassign-monitor run` and
-`spark-submit streaming/job_main.py` both call.
+Driver side only (building the session and query, the batch handler); the per-bucket work is in
+streaming.spark.stateful and runs on executors. The job's start-up and restart loop (`run`) are in
+streaming.spark.driver, which imports this module only once the driver's watch is running.
 """
 
 import collections
 import os
-import signal
 import sys
-import threading
 import time
-from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
 from sinks import records
-from sinks.throttles.ownership import EXECUTE
 from streaming.spark import codec
-from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
-from streaming.vocabulary import defaults
-from streaming.vocabulary.echo import first_line
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
@@ -30,30 +23,15 @@ from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND,
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
-QUERY_RESTART_FIRST_PAUSE_S = 1.0
-QUERY_RESTART_MAX_PAUSE_S = 30.0
 
 
-@dataclass(frozen=True)
-class JobConfig:
-    bootstrap: str
-    command_config: str | None = None
-    timeout_s: float = defaults.TIMEOUT_S
-    master: str | None = defaults.MASTER
-    checkpoint_location: str = defaults.CHECKPOINT_LOCATION
-    progress_topic: str = defaults.PROGRESS_TOPIC
-    ownership_topic: str = defaults.OWNERSHIP_TOPIC
-    metrics_port: int = defaults.METRICS_PORT
-    metrics_address: str = defaults.METRICS_ADDRESS
-    metrics_detail: str = defaults.METRICS_DETAIL
-    trigger_interval_s: float = defaults.TRIGGER_INTERVAL_S
-    stall_after_s: float = defaults.STALL_AFTER_S
-    rate_window_s: float = defaults.RATE_WINDOW_S
-    throttle_cleanup: str = defaults.THROTTLE_CLEANUP
-    dry_run: bool = False
-    quiet: bool = False
-
-
+# Sizing (README "Sizing"), applied where this process starts the JVM (`--master`; under spark-submit the
+# operator's --driver-memory and JVM options stand). The driver JVM (with local[*] also the executor) holds a
+# batch's Arrow output on its way to Python and the state store's last two versions of four bucket blobs:
+# tens of MB at 100,000 moving replicas. The serial collector has no parallel GC threads to wake on 2 cores
+# and returns heap after a full collection, which a job that is idle most of the time benefits from.
+DRIVER_MEMORY = "768m"
+DRIVER_JVM_OPTIONS = "-XX:+UseSerialGC"
 SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")
 SPARK_LOG_NAME = "spark-driver.log"
 
@@ -68,7 +46,8 @@ def _driver_log_options(checkpoint_location):
     def quoted(value):  # Spark splits extraJavaOptions like a shell: quote, escaping \ and "
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    return f"-Dlog4j2.configurationFile={quoted(SPARK_LOG_CONFIG)} -Dreassign.monitor.spark.log={quoted(log_file)}"
+    return (f"{DRIVER_JVM_OPTIONS} -Dlog4j2.configurationFile={quoted(SPARK_LOG_CONFIG)} "
+            f"-Dreassign.monitor.spark.log={quoted(log_file)}")
 
 
 def build_session(config):
@@ -83,10 +62,16 @@ def build_session(config):
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               # One Python worker per core, kept between batches: starting one (pandas, pyarrow, this
+               # package) costs about a second; Spark's daemon stops workers left idle.
+               .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.streaming.minBatchesToRetain", "20"))
-    if config.master:  # spark-submit passes the master itself
-        builder = builder.master(config.master)
+               .config("spark.sql.streaming.minBatchesToRetain", "20")
+               # No batch without new data: the stateful step has no timeout or watermark to advance, and
+               # while the watch holds the source's offset (streaming.watch.gate) nothing may run.
+               .config("spark.sql.streaming.noDataMicroBatches.enabled", "false"))
+    if config.master:  # spark-submit passes the master (and sizes the driver) itself
+        builder = builder.master(config.master).config("spark.driver.memory", DRIVER_MEMORY)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
@@ -105,18 +90,16 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
 
     def _requests(self):
         """Ongoing `execute` requests (from the janitor's ownership records): id -> its partitions."""
-        if self.janitor is None:
-            return {}
-        return {r.request_id: [(m.topic, m.partition) for m in r.moves]
-                for r in self.janitor.store.records() if r.active and r.origin == EXECUTE}
+        return {} if self.janitor is None else self.janitor.requests()
 
     def __call__(self, frame, batch_id):
         started = time.monotonic()
@@ -151,6 +134,8 @@ class BatchHandler:
             raise
         self.metrics.snapshot.update(output.picture)
         self.last_output = output
+        if self.after_batch is not None:
+            self.after_batch(output, batch_id)
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
             print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
@@ -185,14 +170,16 @@ def track(stream, settings):
         make_tracker(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
 
 
-def poll_stream(spark, config, source=PollDataSource):
-    """The stream of source rows: one poll per trigger. bench/stream.py passes its alternative sources."""
+def poll_stream(spark, config, source=PollDataSource, gate_path=None):
+    """The stream of source rows: one poll per trigger while the driver's watch wants a batch (`gate_path`,
+    streaming.watch.gate; None: every trigger). bench/stream.py passes its alternative sources."""
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())
             .option("bootstrap", config.bootstrap)
             .option("command_config", config.command_config or "")
             .option("timeout", str(config.timeout_s))
             .option("buckets", str(STATE_BUCKETS))
+            .option("gate", gate_path or "")
             .load())
 
 
@@ -207,8 +194,8 @@ def start_tracking(stream, config, handler):
             .start())
 
 
-def start_query(spark, config, handler):
-    return start_tracking(poll_stream(spark, config), config, handler)
+def start_query(spark, config, handler, gate_path=None):
+    return start_tracking(poll_stream(spark, config, gate_path=gate_path), config, handler)
 
 
 def last_finished_batch(query):
@@ -233,57 +220,3 @@ def stop_between_batches(query, bound_s=30.0):
         time.sleep(0.05)
     if query.isActive:
         query.stop()
-
-
-def run(config, janitor_factory=None, out=sys.stderr):
-    """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
-
-    Start-up order: /metrics first (a taken port fails before anything is created), then the topics
-    (created through the admin door, which waits until they have leaders), then the janitor, then Spark.
-    A query that fails mid-run (a batch's records could not be written in time) is restarted from the
-    checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
-    from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
-    from sinks.prometheus import MonitorMetrics
-    from streaming.cluster.admin import KafkaClusterAdmin
-
-    metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
-    metrics.serve(config.metrics_port, config.metrics_address)
-    admin = janitor = spark = None
-    try:
-        # The driver's one door to the cluster: topics, progress records and the janitor share it.
-        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
-        ensure_progress_topic(admin, config.progress_topic)
-        writer = ProgressTopicWriter(admin, config.progress_topic)
-        janitor = janitor_factory(config, admin) if janitor_factory else None
-        spark = build_session(config)
-        stop = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
-        spark.streams.addListener(_batch_duration_listener(metrics))
-        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout)
-        print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
-              f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
-              f"progress topic {config.progress_topic}", flush=True)
-        pause_s = QUERY_RESTART_FIRST_PAUSE_S
-        while not stop.is_set():
-            query = start_query(spark, config, handler)
-            while query.isActive and not stop.is_set():
-                try:
-                    query.awaitTermination(0.5)
-                except Exception:  # it raises once the query failed; query.exception() below says why
-                    break
-            stop_between_batches(query)
-            error = query.exception()
-            if error is None or stop.is_set():
-                break
-            print(f"reassign-monitor: streaming query failed ({first_line(getattr(error, 'desc', None) or error) or type(error).__name__}); restarting from the checkpoint "
-                  f"in {pause_s:g}s", file=out, flush=True)
-            stop.wait(pause_s)
-            pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
-    finally:
-        for closable in (admin, metrics):
-            if closable is not None:
-                closable.close()
-        if spark is not None:
-            spark.stop()
-    return 0

@@ -13,8 +13,13 @@ Where things run:
   RESULTS.md has the table. The reader is pickled to executors, so it holds only its options; the admin
   client is created on first use and cached per worker process (module global), so consecutive batches
   reuse one connection.
-Replay: after a restart Spark re-plans the last uncommitted batch; a live poll cannot be replayed, so
-the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
+Idle: `latestOffset` asks the driver's watch (streaming.watch.gate) whether a batch is wanted; while none
+is, it returns the offset the last planned batch ended at, so Spark plans no batch, writes nothing to its
+offset or commit log and leaves the state as the last batch left it. Offsets stay dense (every planned
+batch ends one poll after the one before it), and without the `gate` option every trigger is a batch.
+Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
+recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
+replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
 record for the same key and batch id supersedes an earlier one).
 
 Rows: (poll_id, ts_ms, bucket, table, payload) where payload is an Arrow IPC slice of one snapshot table
@@ -37,6 +42,7 @@ from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
 from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot
+from streaming.watch import gate
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
@@ -135,7 +141,12 @@ class PollStreamReader(DataSourceStreamReader):
         return {"poll": 0}
 
     def latestOffset(self, start, limit):
-        return {"poll": int(start["poll"]) + 1}  # one new poll per trigger
+        """One new poll per trigger while the watch wants a batch; the same offset (no batch) while it does not."""
+        polled = int(start["poll"])
+        gate_path = self.options.get("gate")
+        if gate_path and not gate.batch_wanted(gate_path, time.time() * 1000):
+            return {"poll": polled}
+        return {"poll": polled + 1}
 
     def partitions(self, start, end):
         return [PollPartition(int(end["poll"]))]
@@ -156,7 +167,7 @@ class PollStreamReader(DataSourceStreamReader):
 
 class PollDataSource(DataSource):
     """Options: bootstrap (required), command_config, timeout (s), buckets (state buckets, fixed for
-    the life of a checkpoint)."""
+    the life of a checkpoint), gate (the driver watch's gate file; absent: a batch every trigger)."""
 
     @classmethod
     def name(cls):

@@ -1,0 +1,33 @@
+"""The gate between the driver's watch and the streaming source: should the next trigger run a batch?
+
+The watch (streaming.watch.watch, in the `run` process) writes it every tick; the source's `latestOffset`
+(streaming.spark.source) reads it. Spark runs a Python streaming source's offset calls in a Python process
+of its own that the driver's JVM starts on the driver's machine, whatever the master: two processes on one
+machine, so the gate is a small file there, replaced atomically.
+
+It fails open: a missing, unreadable or stale gate (the watch stopped or is stuck in a long call) means
+"run a batch", which is what the job did before the watch existed.
+"""
+
+import json
+import os
+
+STALE_AFTER_MS = 30_000
+
+
+def write(path, reason, now_ms):
+    """Record the watch's decision: `reason` is why a batch is wanted, None when none is."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as out:
+        json.dump({"reason": reason, "ts_ms": int(now_ms)}, out)
+    os.replace(temporary, path)
+
+
+def batch_wanted(path, now_ms):
+    try:
+        with open(path) as gate:
+            decision = json.load(gate)
+        fresh = now_ms - int(decision["ts_ms"]) <= STALE_AFTER_MS
+        return not fresh or decision["reason"] is not None
+    except (OSError, ValueError, KeyError, TypeError):
+        return True

@@ -1,0 +1,90 @@
+"""What the driver's watch decides each tick. Pure: plain values in, the clock an argument.
+
+- `batch_reason(view)`: whether the job needs a Spark batch, as the name of the first rule that holds
+  (BATCH_RULES, in order) or None. No batch runs only while nothing reassigns, no move is tracked in the
+  stateful operator's state, no owned throttle or pending removal exists, and the watch itself could read.
+- `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
+  moment the watch runs the throttle janitor).
+- `publishes_liveness(...)`: whether the watch's poll is the job's liveness now.
+
+A later driver-side duty (plans advanced by the job) adds its own predicate to BATCH_RULES and its own
+step to streaming.watch.watch.Watch.tick, reading the same `WatchView`.
+"""
+
+from dataclasses import dataclass
+
+# Liveness stops advancing when a wanted batch is this many trigger intervals late: the alert rule's 30 s
+# threshold is three default intervals (deploy/prometheus/alerts.yml, KafkaReassignmentMonitorDown).
+LATE_AFTER_TRIGGERS = 3
+# Before the first batch, Spark's start-up is allowed on top: measured 20-46 s on the loaded 2-core machine.
+SPARK_START_ALLOWANCE_S = 120.0
+
+
+@dataclass(frozen=True)
+class WatchView:
+    """One tick's knowledge. `listed`: whether ListPartitionReassignments answered (`reassigning` is then
+    what it returned); `owned`: partitions of active ownership records; the rest is what the last
+    successful batch left (`batches_done` counts them since start)."""
+    listed: bool
+    reassigning: frozenset = frozenset()
+    owned: frozenset = frozenset()
+    batches_done: int = 0
+    tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
+    throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
+
+
+def watch_blind(view):
+    """The watch could not list the reassignments: let Spark's poll see (and report) what it can."""
+    return not view.listed
+
+
+def first_batch(view):
+    """No batch yet since start: the checkpoint's state may track moves that finished while the job was down,
+    whose COMPLETED or CANCELLED transition only a batch reports."""
+    return view.batches_done == 0
+
+
+def reassigning(view):
+    """Partitions are reassigning: progress to compute."""
+    return bool(view.reassigning)
+
+
+def tracked_in_state(view):
+    """A move is tracked in state: its last transition (COMPLETED or CANCELLED) is still to be reported,
+    so the batch after a move leaves the list always runs."""
+    return view.tracks_moves
+
+
+def owned_throttles(view):
+    """Owned throttles or pending removals exist: the batch's janitor observes, retries and reports."""
+    return bool(view.owned)
+
+
+def throttles_to_clear(view):
+    """Under --throttle-cleanup all, throttles remain for the batch's janitor to clear."""
+    return view.throttles_to_clear
+
+
+BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, throttles_to_clear)
+
+
+def batch_reason(view):
+    """The name of the first rule in BATCH_RULES that holds, or None: no batch needed."""
+    return next((rule.__name__ for rule in BATCH_RULES if rule(view)), None)
+
+
+def partitions_left(before, now, owned):
+    """Owned partitions that were reassigning at the last tick and are not now (completed or cancelled)."""
+    return (set(before) & set(owned)) - set(now)
+
+
+def late_after_s(trigger_interval_s, batches_done):
+    return LATE_AFTER_TRIGGERS * trigger_interval_s + (SPARK_START_ALLOWANCE_S if batches_done == 0 else 0.0)
+
+
+def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s):
+    """The watch's poll is the job's liveness when it answered and either no batch is needed (then there is
+    nothing else to report) or the batch the job waits for is not late (`waiting_since_s`: the later of the
+    last batch's end and the moment a batch became wanted). A job whose batches stall while something
+    moves stops advancing liveness, and KafkaReassignmentMonitorDown fires as it did before the watch."""
+    return listed and (not wanted or now_s - waiting_since_s <= late_s)

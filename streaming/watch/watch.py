@@ -1,0 +1,193 @@
+"""The driver's watch: about every second, from the moment `run` starts (before Spark is up).
+
+Each tick (`Watch.tick`):
+1. ListPartitionReassignments, one request. A failure counts in
+   kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
+2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
+   wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
+3. The moment an owned partition leaves the reassignment list - or at start, when ownership records are
+   active (a removal due while the job was down), and again after a failed run - run the janitor's `sweep`: the
+   same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
+   `throttle` records go to the progress topic (kept and written again next tick if that write fails),
+   with the id of the batch after the last one this run finished (the batch that reports the move
+   finished), -1 before this run's first batch.
+4. Decide whether a Spark batch is needed (streaming.watch.rules) and write it to the gate the source
+   reads (streaming.watch.gate); log each change of that decision.
+5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
+
+Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
+handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch. The janitor serializes
+its own callers. Every cluster call goes through the admin door; the clock is injectable for tests.
+"""
+
+import sys
+import threading
+import time
+
+from sinks import records
+from sinks.throttles.actions import ALL
+from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, PRODUCE, READ
+from streaming.vocabulary.states import FINISHED_STATES
+from streaming.watch import gate, rules
+
+WATCH_INTERVAL_S = 1.0
+LOG_PREFIX = "reassign-monitor: watch: "
+# The decision lines, logged when the decision changes (tests read them from the job's log).
+IDLE_LINE = "idle: no Spark batch until something moves"
+BATCHES_LINE = "Spark batches run: "
+FINISHED_NAMES = frozenset(s.name for s in FINISHED_STATES)
+
+
+def _log(line):
+    print(f"{LOG_PREFIX}{line}", file=sys.stderr, flush=True)
+
+
+class Watch:
+    """`admin`: list_reassignments() (the driver's door); `metrics`: sinks.prometheus.MonitorMetrics;
+    `gate_path`: the file streaming.watch.gate writes; `janitor`: sinks.throttles.janitor.Janitor or None
+    (then the watch only decides batches and liveness); `writer`: write(keyed records)."""
+
+    def __init__(self, admin, metrics, gate_path, trigger_interval_s, janitor=None, writer=None,
+                 interval_s=WATCH_INTERVAL_S, clock=time.monotonic, wall=time.time, log=_log):
+        self.admin, self.metrics, self.gate_path = admin, metrics, gate_path
+        self.trigger_interval_s, self.janitor, self.writer = trigger_interval_s, janitor, writer
+        self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
+        self._lock = threading.Lock()  # what batch_done (foreachBatch thread) hands over
+        self._batches_done = 0
+        self._last_batch_id = -1
+        self._tracks_moves = False
+        self._throttles_to_clear = False
+        self._last_batch_s = clock()
+        self._reassigning = frozenset()
+        self._owned = frozenset()
+        self._listed_once = False
+        self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
+        self._unwritten = []
+        self._reason = "not decided"
+        self._wanted_since_s = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    # -- from the batch handler (foreachBatch thread) --
+
+    def batch_done(self, output, batch_id):
+        """After a successful batch: what its state tracks and what its janitor may still have to clear."""
+        snapshot = output.snapshot
+        clear_all = self.janitor is not None and self.janitor.policy.cleanup == ALL
+        with self._lock:
+            self._batches_done += 1
+            self._last_batch_id = batch_id
+            self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
+            self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
+            self._last_batch_s = self.clock()
+
+    # -- the thread --
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name="reassign-monitor-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def _run(self):
+        while not self._stop.is_set():
+            started = self.clock()
+            try:
+                self.tick()
+            except Exception as error:  # a bug must not end the watch: the gate goes stale and fails open
+                self.log(f"tick failed: {type(error).__name__}: {error}")
+            self._stop.wait(max(0.0, self.interval_s - (self.clock() - started)))
+
+    def tick(self):
+        """One round (module docstring); returns the reason a batch is wanted, or None."""
+        now_wall = self.wall()
+        listed = self._list()
+        if listed is not None and (not self._listed_once or listed or self._owned):
+            self._refresh_owned()
+        if listed is not None and self.janitor is not None and self.janitor.policy.acts:
+            left = rules.partitions_left(self._reassigning, listed, self._owned)
+            if left or (self._sweep_due and self._owned):
+                self._sweep(sorted(left))
+            elif not self._owned:
+                self._sweep_due = False
+        if listed is not None:
+            self._reassigning = frozenset(listed)
+            self._listed_once = True
+        self._write_unwritten()
+        return self._decide(listed is not None, now_wall)
+
+    def _list(self):
+        try:
+            return {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
+        except Exception as error:
+            self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
+            self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
+            return None
+
+    def _refresh_owned(self):
+        if self.janitor is None:
+            return
+        try:
+            self._owned = frozenset(self.janitor.owned_partitions())
+        except Exception as error:  # keep what was known; the batch's janitor reads again
+            self.metrics.poll_errors.labels(api=READ).inc()
+            self.log(f"reading ownership records failed: {error}")
+
+    def _sweep(self, left):
+        if left:
+            self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
+                     f"{', ...' if len(left) > 1 else ''}): running the throttle janitor")
+        elif not self._listed_once:
+            self.log("ownership records are active at start: running the throttle janitor for removals that "
+                     "came due while the job was down")
+        else:
+            self.log("running the throttle janitor again (its last run failed)")
+        with self._lock:  # its records go with the next batch's: the one that reports the move finished
+            batch_id = self._last_batch_id + 1 if self._batches_done else -1
+        try:
+            outputs = self.janitor.sweep(batch_id)
+        except Exception as error:  # retried next tick, on a fresh read again
+            self._sweep_due = True
+            self.log(f"throttle janitor skipped: {type(error).__name__}: {error}")
+            return
+        self._sweep_due = False
+        for action, key, value in outputs:
+            self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
+            self._unwritten.append((key, records.encode(value)))
+        self._refresh_owned()  # the sweep settled what it removed: do not keep batches running for it
+
+    def _write_unwritten(self):
+        if not self._unwritten or self.writer is None:
+            return
+        try:
+            self.writer.write(self._unwritten)
+            self._unwritten = []
+        except Exception as error:
+            self.metrics.poll_errors.labels(api=PRODUCE).inc()
+            self.log(f"writing {len(self._unwritten)} throttle record(s) failed, retrying next tick: {error}")
+
+    def _decide(self, listed, now_wall):
+        with self._lock:
+            view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
+                                   batches_done=self._batches_done, tracks_moves=self._tracks_moves,
+                                   throttles_to_clear=self._throttles_to_clear)
+            last_batch_s = self._last_batch_s
+        reason = rules.batch_reason(view)
+        now_s = self.clock()
+        if reason is None:
+            self._wanted_since_s = None
+        elif self._wanted_since_s is None:
+            self._wanted_since_s = now_s
+        gate.write(self.gate_path, reason, now_wall * 1000)
+        if reason != self._reason:
+            self.log(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
+            self._reason = reason
+        waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
+        if rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
+                                    rules.late_after_s(self.trigger_interval_s, view.batches_done)):
+            self.metrics.snapshot.touch(now_wall)
+        return reason

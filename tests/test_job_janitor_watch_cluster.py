@@ -1,0 +1,104 @@
+"""The driver's watch inside the shared `owned_job` (conftest; trigger 2 s), end to end on the real cluster:
+no Spark batch runs while nothing moves and liveness still advances; a move started while idle is reported
+by the next batch; its owned throttles are removed by the watch at completion and its COMPLETED transition
+is still reported; a removal that came due while the job was down is done before this run's first batch.
+Named to sort right after test_job_janitor_cluster: the owned_job's tests run one after the other."""
+
+import time
+
+import pytest
+
+from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running
+from tests.kafka_fixtures import wait_for
+from tests.test_job_janitor_cluster import (FOREIGN_RATE, cleanup, configs, entries, execute, moving, setup_topic,
+                                            throttle_records)
+
+pytestmark = pytest.mark.cluster
+
+IDLE_WINDOW_S = 4 * OWNED_JOB_TRIGGER_S  # several triggers: any one of them would have run a batch before the watch
+
+
+@pytest.fixture
+def job(owned_job):
+    return running(owned_job)
+
+
+def wait_idle(job, timeout_s=90):
+    wait_for(lambda: idle(job.log()), timeout_s, interval_s=0.5, message="the watch to say idle")
+
+
+def batch_ids(job, key, state=None):
+    return sorted(value["batch_id"] for k, value in read_topic(job.bootstrap, job.progress_topic)
+                  if k == key and (state is None or value["state"] == state))
+
+
+def test_idle_job_runs_no_batch_and_liveness_advances(cluster, job):
+    wait_idle(job)
+    batches, polled = job.metric(BATCHES), job.metric(LAST_POLL)
+    wait_for(lambda: (job.metric(LAST_POLL) or 0) >= polled + IDLE_WINDOW_S, IDLE_WINDOW_S + 30, interval_s=0.5,
+             message=f"liveness to advance {IDLE_WINDOW_S:g} s while idle")
+    assert job.metric(BATCHES) == batches, "a Spark batch ran while nothing moved"
+    assert idle(job.log())
+
+
+def test_move_started_while_idle_is_reported_removed_by_the_watch_and_completed(cluster, job, tmp_path):
+    topic = cluster.unique_topic("watch")
+    # Long enough (at 1 MB/s) that the first batch after an idle stretch - Spark starts its Python workers
+    # again - still finds it moving on a loaded machine.
+    setup_topic(cluster, topic, megabytes=12)
+    try:
+        wait_idle(job)
+        before = max((value["batch_id"] for _, value in read_topic(job.bootstrap, job.progress_topic)
+                      if value["kind"] != "throttle"), default=-1)  # the watch's records carry the next id
+        started = time.monotonic()
+        execute(cluster, tmp_path, topic, 0, [1, 2], 1_000_000)
+        key = f"{topic}:0:2"
+        reported = wait_for(lambda: batch_ids(job, key), 60, interval_s=0.2, message="the move to be reported")
+        reported_s = time.monotonic() - started
+        # Within one trigger, counted in batches (a loaded machine stretches every batch): the first batch
+        # after the move started reports it.
+        assert min(reported) == before + 1, (before, reported)
+
+        wait_for(lambda: not moving(cluster, topic), 90, interval_s=0.1, message="the move to complete")
+        completed_at = time.monotonic()
+        wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 30, interval_s=0.1,
+                 message="the foreign rate restored")
+        gone_s = time.monotonic() - completed_at
+        after = configs(cluster, topic, (1, 2))
+        assert entries(after["leader"]) == ["1:2"] and not after["follower"]  # the foreign entry stays
+        assert f"left the reassignment list ({topic}-0): running the throttle janitor" in job.log()
+
+        completed = wait_for(lambda: batch_ids(job, key, "COMPLETED"), 30, interval_s=0.5,
+                             message="the COMPLETED transition")
+        removals = wait_for(lambda: throttle_records(job, topic), 20, message="throttle records")
+        assert {a["throttle"]["action"] for a in removals} == {"removed"}
+        assert max(a["batch_id"] for a in removals) <= min(completed), (removals, completed)
+        wait_idle(job, 30)
+        print(f"\nWATCH FIGURES reported_after_execute_s={reported_s:.1f} completion_to_gone_s={gone_s:.1f}")
+    finally:
+        cleanup(cluster, topic)
+
+
+def test_removal_due_while_the_job_was_down_is_done_before_the_first_batch(cluster, job, tmp_path):
+    topic = cluster.unique_topic("watch-restart")
+    setup_topic(cluster, topic, megabytes=6)
+    try:
+        execute(cluster, tmp_path, topic, 0, [1, 2], 1_000_000)
+        job.kill()
+        wait_for(lambda: not moving(cluster, topic), 90, message="the move to complete while the job is down")
+        log_from = len(job.log())
+        started = time.monotonic()
+        job.start()
+        wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 60, interval_s=0.2,
+                 message="the removal after the restart")
+        gone_s = time.monotonic() - started
+        batches = job.metric(BATCHES)  # read after the removal was seen: still no batch in this run
+        assert batches == 0, f"the removal waited for Spark ({batches} batches first)"
+        assert "removals that came due while the job was down" in job.log()[log_from:]
+        assert entries(configs(cluster, topic, (1, 2))["leader"]) == ["1:2"]
+        removed = wait_for(lambda: [a for a in throttle_records(job, topic) if a["throttle"]["action"] == "removed"],
+                           20, message="throttle records")
+        assert {a["batch_id"] for a in removed} == {-1}  # the watch's, before this run's first batch
+        print(f"\nWATCH FIGURES restart_to_removed_s={gone_s:.1f}")
+    finally:
+        cleanup(cluster, topic)

@@ -1,0 +1,222 @@
+"""The driver's watch: its rules as tables of cases, its gate file, and its ticks on the one admin fake with
+the real janitor (tests/fake_cluster.py, sinks.throttles.ownership.MemoryStore)."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
+from sinks.prometheus import MonitorMetrics
+from sinks.throttles.ownership import DONE, MemoryStore
+from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
+from streaming.watch import gate, rules
+from streaming.watch.rules import WatchView
+from streaming.watch.watch import Watch
+from tests.fake_cluster import FakeCluster
+from tests.test_janitor import janitor, request, throttled
+
+T0 = frozenset({("t", 0)})
+IDLE = dict(listed=True, batches_done=1)
+
+
+@pytest.mark.parametrize("view, reason", [
+    (WatchView(**IDLE), None),
+    (WatchView(listed=False, batches_done=1), "watch_blind"),
+    (WatchView(listed=True, batches_done=0), "first_batch"),
+    (WatchView(**IDLE, reassigning=T0), "reassigning"),
+    (WatchView(**IDLE, tracks_moves=True), "tracked_in_state"),
+    (WatchView(**IDLE, owned=T0), "owned_throttles"),
+    (WatchView(**IDLE, throttles_to_clear=True), "throttles_to_clear"),
+    # order: the first rule that holds names the reason
+    (WatchView(listed=False, batches_done=0, reassigning=T0), "watch_blind"),
+    (WatchView(**IDLE, reassigning=T0, tracks_moves=True, owned=T0), "reassigning"),
+    (WatchView(**IDLE, tracks_moves=True, owned=T0), "tracked_in_state"),
+], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "clear-all", "blind-first",
+        "reassigning-first", "tracked-before-owned"])
+def test_batch_reason(view, reason):
+    assert rules.batch_reason(view) == reason
+
+
+@pytest.mark.parametrize("before, now, owned, left", [
+    ({("t", 0), ("t", 1)}, {("t", 1)}, {("t", 0)}, {("t", 0)}),
+    ({("t", 0)}, {("t", 0)}, {("t", 0)}, set()),
+    ({("u", 0)}, set(), {("t", 0)}, set()),  # a foreign move finishing is the batch's business
+    (set(), set(), {("t", 0)}, set()),  # never seen moving: the first tick's sweep covers it
+], ids=["owned-left", "still-moving", "foreign-left", "never-seen"])
+def test_partitions_left(before, now, owned, left):
+    assert rules.partitions_left(before, now, owned) == left
+
+
+@pytest.mark.parametrize("listed, wanted, waiting_since, now, late, publishes", [
+    (True, False, 0.0, 1000.0, 30.0, True),  # idle: the watch is the liveness
+    (True, True, 990.0, 1000.0, 30.0, True),  # a batch wanted, not yet late
+    (True, True, 960.0, 1000.0, 30.0, False),  # a batch late: liveness stops, MonitorDown can fire
+    (False, False, 0.0, 1000.0, 30.0, False),  # the watch's poll failed
+], ids=["idle", "waiting", "late", "failed"])
+def test_publishes_liveness(listed, wanted, waiting_since, now, late, publishes):
+    assert rules.publishes_liveness(listed, wanted, waiting_since, now, late) is publishes
+
+
+def test_late_after_allows_spark_start_before_the_first_batch():
+    assert rules.late_after_s(10.0, 1) == 30.0
+    assert rules.late_after_s(10.0, 0) == 30.0 + rules.SPARK_START_ALLOWANCE_S
+
+
+@pytest.mark.parametrize("content, now_ms, wanted", [
+    (None, 1000, True),  # no gate: every trigger is a batch
+    ('{"reason": null, "ts_ms": 1000}', 2000, False),
+    ('{"reason": "reassigning", "ts_ms": 1000}', 2000, True),
+    ('{"reason": null, "ts_ms": 1000}', 1000 + gate.STALE_AFTER_MS + 1, True),  # the watch stopped: fail open
+    ('{"reason": nul', 2000, True),
+    ('[]', 2000, True),
+], ids=["missing", "idle", "wanted", "stale", "garbled", "wrong-shape"])
+def test_gate_fails_open(tmp_path, content, now_ms, wanted):
+    path = tmp_path / "gate.json"
+    if content is not None:
+        path.write_text(content)
+    assert gate.batch_wanted(str(path), now_ms) is wanted
+
+
+def test_gate_round_trip(tmp_path):
+    path = str(tmp_path / "gate.json")
+    gate.write(path, None, 5000)
+    assert not gate.batch_wanted(path, 5001)
+    gate.write(path, "reassigning", 6000)
+    assert gate.batch_wanted(path, 6001)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class Writer:
+    def __init__(self, fail=0):
+        self.written, self.fail = [], fail
+
+    def write(self, keyed):
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("no leader")
+        self.written += keyed
+
+
+def a_watch(tmp_path, cluster, store=None, writer=None, trigger_s=10.0):
+    metrics = MonitorMetrics(apis=(LIST_REASSIGNMENTS,))
+    j = janitor(cluster, store)[0] if store is not None else None
+    clock = Clock()
+    watch = Watch(cluster, metrics, str(tmp_path / "gate.json"), trigger_s, j, writer or Writer(),
+                  clock=clock, wall=clock, log=lambda line: None)
+    return watch, metrics, clock
+
+
+def sample(metrics, metric, **labels):
+    return metrics.registry.get_sample_value(metric.name, labels)
+
+
+def batch(*states, batch_id=7):
+    """(a batch's output as the watch reads it, its batch id)."""
+    snapshot = {"topic_throttles": [], "broker_throttles": []}
+    return SimpleNamespace(replicas=[{"state": s} for s in states], snapshot=snapshot), batch_id
+
+
+def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
+    watch, metrics, clock = a_watch(tmp_path, FakeCluster())
+    assert watch.tick() == "first_batch"
+    assert sample(metrics, LAST_POLL) == 1000.0  # before Spark's first batch, within its start allowance
+    watch.batch_done(*batch())
+    clock.now += 1
+    assert watch.tick() is None
+    assert not gate.batch_wanted(watch.gate_path, clock.now * 1000)
+    assert sample(metrics, LAST_POLL) == 1001.0
+
+
+def test_a_failed_list_counts_as_a_poll_error_and_asks_for_a_batch(tmp_path):
+    cluster = FakeCluster(fail={"list_reassignments": RuntimeError("broker gone")})
+    watch, metrics, clock = a_watch(tmp_path, cluster)
+    watch.batch_done(*batch())
+    assert watch.tick() == "watch_blind"
+    assert metrics.registry.get_sample_value(POLL_ERRORS.name, {"api": LIST_REASSIGNMENTS}) == 1.0
+    assert sample(metrics, LAST_POLL) is None
+
+
+def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    watch, _, clock = a_watch(tmp_path, cluster)
+    watch.batch_done(*batch("COPYING"))
+    assert watch.tick() == "reassigning"
+    del cluster.reassigning[("t", 0)]
+    assert watch.tick() == "tracked_in_state"  # the batch that reports COMPLETED must still run
+    watch.batch_done(*batch("COMPLETED"))
+    assert watch.tick() is None
+
+
+def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    watch, metrics, clock = a_watch(tmp_path, cluster, trigger_s=2.0)
+    watch.batch_done(*batch("COPYING"))
+    watch.tick()
+    clock.now += 7  # more than three triggers without a batch
+    watch.tick()
+    assert sample(metrics, LAST_POLL) == 1000.0
+
+
+def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path):
+    cluster, store = throttled(moving=True), MemoryStore.of(request())
+    writer = Writer()
+    watch, metrics, _ = a_watch(tmp_path, cluster, store, writer)
+    watch.batch_done(*batch("COPYING"))
+    assert watch.tick() == "reassigning"
+    assert cluster.alters == []  # still moving: nothing due
+    del cluster.reassigning[("t", 0)]
+    watch.tick()
+    assert cluster.topics[("t", "leader")] == "3:3"  # surgical: the foreign entry stays
+    assert store.records()[0].state == DONE
+    assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
+    assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
+    assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
+
+
+def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path):
+    cluster, store = throttled(moving=False), MemoryStore.of(request())
+    watch, _, _ = a_watch(tmp_path, cluster, store)
+    assert watch.tick() == "first_batch"
+    assert cluster.topics[("t", "leader")] == "3:3"
+    assert store.records()[0].state == DONE
+
+
+def test_the_start_sweep_waits_for_the_first_list_that_answers(tmp_path):
+    cluster, store = throttled(moving=False), MemoryStore.of(request())
+    cluster.fail["list_reassignments"] = RuntimeError("no controller yet")
+    watch, _, _ = a_watch(tmp_path, cluster, store)
+    assert watch.tick() == "watch_blind"
+    assert cluster.topics[("t", "leader")] == "0:1,3:3"
+    del cluster.fail["list_reassignments"]
+    watch.tick()
+    assert cluster.topics[("t", "leader")] == "3:3" and store.records()[0].state == DONE
+
+
+def test_throttle_records_the_watch_could_not_write_are_written_next_tick(tmp_path):
+    cluster, store = throttled(moving=False), MemoryStore.of(request())
+    writer = Writer(fail=1)
+    watch, metrics, _ = a_watch(tmp_path, cluster, store, writer)
+    watch.tick()
+    assert writer.written == [] and metrics.registry.get_sample_value(POLL_ERRORS.name, {"api": "Produce"}) == 1.0
+    watch.tick()
+    assert {key for key, _ in writer.written} >= {"throttle:topic:t"}
+
+
+def test_dry_run_leaves_removals_to_the_batches(tmp_path):
+    cluster, store = throttled(moving=False), MemoryStore.of(request())
+    metrics = MonitorMetrics()
+    watch = Watch(cluster, metrics, str(tmp_path / "gate.json"), 10.0, janitor(cluster, store, dry_run=True)[0],
+                  Writer(), log=lambda line: None)
+    watch.batch_done(*batch())
+    assert watch.tick() == "owned_throttles"
+    assert cluster.alters == []
