@@ -75,8 +75,15 @@ def broker_busy(candidate, load, limits):
         load.per_broker[b] >= limits.moves_per_broker for b in candidate.brokers)
 
 
+def nothing_in_flight(load):
+    return load.partitions == 0 and load.bytes == 0
+
+
 def bytes_exceeded(candidate, load, limits):
-    return limits.bytes_in_flight is not None and load.bytes > 0 and load.bytes + candidate.bytes > limits.bytes_in_flight
+    """Over the bytes limit, unless nothing is in flight (a zero-byte partition in flight counts: the one
+    that goes alone goes alone)."""
+    return (limits.bytes_in_flight is not None and not nothing_in_flight(load)
+            and load.bytes + candidate.bytes > limits.bytes_in_flight)
 
 
 def schedule(pending, load, limits):
