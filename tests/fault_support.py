@@ -9,11 +9,13 @@ import threading
 import time
 
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
+from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
 from tests.job_process import LAST_POLL, batch_lines, read_topic
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
+POLL_DURATION = POLL_DURATION_METRIC.name
 # No --quiet: each batch's log line (with its id) is how the tests tell which batch did what.
 # --debug: should the job die, its log has the traceback for the report.
 JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--timeout", f"{ADMIN_TIMEOUT_S:g}",
@@ -76,6 +78,48 @@ class BatchWatch(threading.Thread):
         before = [g for t, g in self.polls if t <= since]
         during = [g for t, g in self.polls if since < t <= until]
         return bool(before and during and max(during) > before[-1])
+
+
+def published_gap_bound_s(trigger_s):
+    """Issue 21: after a node is SIGKILLed, no gap between two published polls (batch lines) longer than
+    two triggers plus 1 s."""
+    return 2 * trigger_s + 1
+
+
+def failed_polls(log_text, after_batch):
+    """[(batch id, line)] of the polls that failed in batches later than `after_batch` (not the janitor's
+    skips: failures_after has both)."""
+    return [(b, f"batch {b}: {rest}") for b, ok, rest in batch_lines(log_text) if not ok and b > after_batch]
+
+
+def check_no_wait_on_the_dead(found, test):
+    """Issue 21, with one node SIGKILLed (two alive all along): no poll failed, none waited out its --timeout
+    on the dead node, and no gap between two published polls was longer than two triggers plus 1 s."""
+    trigger_s = found["trigger_s"]
+    bound_s = published_gap_bound_s(trigger_s)
+    figure(test, trigger_s=trigger_s, longest_batch_gap_s=found["longest_batch_gap_s"], gap_bound_s=bound_s,
+           polls_since_kill=found["polls_since_kill"], polls_waiting_out_timeout=found["polls_waiting_out_timeout"],
+           polls_failed_since_kill=len(found["polls_failed_since_kill"]))
+    assert not found["polls_failed_since_kill"], (
+        f"{test}: polls failed with two brokers alive: {found['polls_failed_since_kill'][:4]}")
+    assert found["polls_waiting_out_timeout"] == 0, (
+        f"{test}: {found['polls_waiting_out_timeout']} of {found['polls_since_kill']} polls since the kill took "
+        f"longer than --timeout {found['timeout_s']:g}s (waiting on the dead node)")
+    assert found["longest_batch_gap_s"] <= bound_s, (
+        f"{test}: {found['longest_batch_gap_s']:.1f} s between two published polls after the kill (bound two "
+        f"triggers + 1 s = {bound_s:.1f} s)")
+
+
+def polls_longer_than(job, seconds):
+    """(polls so far, of which longer than `seconds`), from the job's poll-duration histogram (`seconds` one
+    of its bucket bounds)."""
+    samples = {(name, dict(labels).get("le")): v for (name, labels), v in job.samples().items()
+               if name.startswith(POLL_DURATION)}
+    total = samples.get((f"{POLL_DURATION}_count", None), 0)
+    within = next((v for (name, le), v in samples.items()
+                   if name == f"{POLL_DURATION}_bucket" and le not in (None, "+Inf") and float(le) == seconds), None)
+    assert within is not None, f"no bucket le={seconds} in {POLL_DURATION}"
+    return total, total - within
 
 
 def atoms(cluster, topics):
