@@ -146,7 +146,8 @@ def test_next_step(kind, left_s, pause_s, rerouted, gone_before, step):
 CLOSED = kerrors.KafkaConnectionError("111 ECONNREFUSED")
 GONE_CASES = [
     # id, outcomes, reroutes (what reroute() answers, in turn), expected, calls made, seconds slept
-    ("controller-gone-rerouted", [RuntimeError("Transport closed for writes"), CLOSED, "ok"], [False, True], "ok", 3, 0),
+    ("controller-gone-rerouted", [RuntimeError("Transport closed for writes"), CLOSED, "ok"], [False, True], "ok", 3,
+     0),
     ("pinned-node-gone-raises-at-once", [CLOSED, CLOSED, "ok"], [True, False], errors.Unreachable, 2, 0),
     ("gone-then-transient", [CLOSED, kerrors.CoordinatorLoadInProgressError(), "ok"], [True], "ok", 3, 0.1),
     ("gone-everywhere-raises", [CLOSED] * 10, [True, True, False], errors.Unreachable, 3, 0),

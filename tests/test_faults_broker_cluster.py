@@ -9,8 +9,9 @@ import time
 import pytest
 
 from tests.fault_support import (
-    ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, atoms, check_no_wait_on_the_dead, cleanup, execute, failed_polls, figure,
-    moving, owned_configs, polls_longer_than, prepare, removals, replica_states, seconds_until, wait_batches)
+    ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, FencingProbe, atoms, check_no_wait_on_the_dead, cleanup, execute,
+    failed_polls, figure, moving, owned_configs, polls_longer_than, prepare, removals, replica_states, seconds_until,
+    wait_batches)
 from tests.job_process import failures_after, running
 from tests.kafka_fixtures import wait_for
 
@@ -65,8 +66,10 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes, trigg
         wait_for(lambda: (job.metric(COPIED, **labels) or 0) > 1_000_000, 60, interval_s=0.2,
                  message="over 1 MB copied to the destination before the kill")
         polls_before, slow_before = polls_longer_than(job, timeout_s)
+        probe = FencingProbe(cluster)
         kill_batch, killed = watch.last(), time.monotonic()
         cluster.kill(victim)
+        probe.start()
         found["to_offline_s"] = (seconds_until(lambda: job.metric(STATE, state="BROKER_OFFLINE", **labels) == 1,
                                                3 * (trigger_s + timeout_s) + 10)
                                  if victim == destination else None)
@@ -82,9 +85,10 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes, trigg
         wait_batches(watch, batches_after)  # batches after the removal: none may remove anything again
         log = job.log()
         polls_after, slow_after = polls_longer_than(job, timeout_s)
-        found["polls_since_kill"], found["polls_waiting_out_timeout"] = polls_after - polls_before, slow_after - slow_before
+        found["polls_since_kill"] = polls_after - polls_before
+        found["polls_waiting_out_timeout"] = slow_after - slow_before
         found["polls_failed_since_kill"] = failed_polls(log, kill_batch)  # one node down: two or more alive
-        found["trigger_s"], found["timeout_s"] = trigger_s, timeout_s
+        found["trigger_s"], found["timeout_s"], found["fencing_held_s"] = trigger_s, timeout_s, probe.result()
         found["failures_after_back"] = failures_after(log, back_batch + 1)
         found["failures_while_down"] = failures_after(log, kill_batch)
         found["longest_batch_gap_s"] = watch.longest_gap(killed)

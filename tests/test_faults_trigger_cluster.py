@@ -13,8 +13,9 @@ import pytest
 
 from streaming.vocabulary.defaults import TIMEOUT_S, TRIGGER_INTERVAL_S
 from tests.fault_support import (
-    BatchWatch, check_no_wait_on_the_dead, cleanup, execute, failed_polls, figure, moving, polls_longer_than,
-    prepare, wait_batches)
+    BatchWatch, FencingProbe, batches_done, check_no_wait_on_the_dead, cleanup, execute, failed_polls, figure, moving,
+    polls_longer_than, prepare, wait_batches)
+from tests.job_process import FIRST_POLL_S
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -30,18 +31,20 @@ BATCH_WAIT_S = 4 * (TRIGGER_INTERVAL_S + TIMEOUT_S)  # generous: a loaded machin
 
 def kill_and_restart(cluster, job, watch, victim):
     """SIGKILL `victim`, let two batches run without it (they span Kafka's fencing of it, 9 s by default),
-    start it again and wait one batch. The figures check_no_wait_on_the_dead reads, for this kill alone."""
+    take the figures check_no_wait_on_the_dead reads, then start the node again."""
     polls_before, slow_before = polls_longer_than(job, TIMEOUT_S)
+    probe = FencingProbe(cluster)
     kill_batch, killed = watch.last(), time.monotonic()
     cluster.kill(victim)
+    probe.start()
     wait_batches(watch, 2, BATCH_WAIT_S)
-    restart_s = cluster.restart()
-    wait_batches(watch, 1, BATCH_WAIT_S)
     polls_after, slow_after = polls_longer_than(job, TIMEOUT_S)
-    return {"victim": victim, "restart_s": restart_s, "trigger_s": TRIGGER_INTERVAL_S, "timeout_s": TIMEOUT_S,
-            "longest_batch_gap_s": watch.longest_gap(killed), "polls_since_kill": polls_after - polls_before,
-            "polls_waiting_out_timeout": slow_after - slow_before,
-            "polls_failed_since_kill": failed_polls(job.log(), kill_batch)}
+    found = {"victim": victim, "trigger_s": TRIGGER_INTERVAL_S, "timeout_s": TIMEOUT_S,
+             "longest_batch_gap_s": watch.longest_gap(killed), "polls_since_kill": polls_after - polls_before,
+             "polls_waiting_out_timeout": slow_after - slow_before,
+             "polls_failed_since_kill": failed_polls(job.log(), kill_batch), "fencing_held_s": probe.result()}
+    found["restart_s"] = cluster.restart()
+    return found
 
 
 def test_default_trigger_controller_then_destination_killed_mid_move(fault_cluster, fault_job, tmp_path):
@@ -53,7 +56,7 @@ def test_default_trigger_controller_then_destination_killed_mid_move(fault_clust
         source, destination = [n for n in (1, 2, 3) if n != controller]
         topic = prepare(cluster, source, controller, MEGABYTES)  # while Spark starts
         created.append(topic)
-        job.wait_first_poll()
+        wait_for(lambda: batches_done(job), FIRST_POLL_S, message="the restarted job's first batch")
         with BatchWatch(job) as watch:
             execute(cluster, tmp_path, [(topic, 0, [source, destination])], SLOW_RATE)
             wait_for(lambda: (job.metric(COPIED, topic=topic, partition=0, broker=destination) or 0) > 0,
