@@ -125,13 +125,13 @@ class Reads:
         would read as "no throttle" (verify would then leave throttles behind, and execute record no prior
         rate). Sent like kafka-python does, each broker resource to its broker, through its network manager.
         A topic deleted since the Metadata (UNKNOWN_TOPIC_OR_PARTITION) simply has no throttles. A broker held
-        as gone is asked nothing: the poll reports it not alive (streaming.vocabulary.snapshot.without_gone),
-        so nobody reads its missing rows as "no throttle"."""
+        as gone fails the call at once (NodeGone), for the same reason: its rows left out would read as "no
+        throttle". A poll asks only alive brokers, and DescribeCluster reports a gone one not alive."""
         import kafka.errors as kerrors
 
-        gone = self.unanswering()
         brokers, others = kafka._group_config_resources(resources)
-        brokers = {b: rs for b, rs in brokers.items() if b not in gone}
+        for broker in brokers:
+            self._needed(broker, DESCRIBE_CONFIGS)
         manager = kafka._manager
 
         async def ask():
