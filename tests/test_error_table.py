@@ -145,22 +145,26 @@ def test_next_step(kind, left_s, pause_s, rerouted, gone_before, step):
 
 CLOSED = kerrors.KafkaConnectionError("111 ECONNREFUSED")
 GONE_CASES = [
-    # id, outcomes, reroutes (what reroute() answers, in turn), expected, calls made, seconds slept
-    ("controller-gone-rerouted", [RuntimeError("Transport closed for writes"), CLOSED, "ok"], [False, True], "ok", 3,
+    # id, outcomes, what reroute() answers in turn (the nodes avoided; None: no node left), expected, calls
+    # made, seconds slept
+    ("controller-gone-rerouted", [RuntimeError("Transport closed for writes"), CLOSED, "ok"], [set(), {1}], "ok", 3,
      0),
-    ("pinned-node-gone-raises-at-once", [CLOSED, CLOSED, "ok"], [True, False], errors.Unreachable, 2, 0),
-    ("gone-then-transient", [CLOSED, kerrors.CoordinatorLoadInProgressError(), "ok"], [True], "ok", 3, 0.1),
-    ("gone-everywhere-raises", [CLOSED] * 10, [True, True, False], errors.Unreachable, 3, 0),
+    ("second-node-gone-rerouted-again", [CLOSED, CLOSED, "ok"], [{1}, {1, 2}], "ok", 3, 0),
+    ("failing-anew-nowhere-raises", [CLOSED, CLOSED, "ok"], [{1}, {1}], errors.Unreachable, 2, 0),
+    ("gone-then-transient", [CLOSED, kerrors.CoordinatorLoadInProgressError(), "ok"], [{1}], "ok", 3, 0.1),
+    ("no-node-left-raises", [CLOSED, CLOSED, "ok"], [{1}, None], errors.Unreachable, 2, 0),
+    ("nothing-left-at-first-still-reconnects-once", [CLOSED, CLOSED, "ok"], [None, None], errors.Unreachable, 2, 0),
 ]
 
 
 @pytest.mark.parametrize("outcomes, reroutes, expected, calls_made, slept_s",
                          [pytest.param(*case[1:], id=case[0]) for case in GONE_CASES])
 def test_a_closed_connection_is_never_waited_on(outcomes, reroutes, expected, calls_made, slept_s):
-    clock, answers = Clock(), list(reroutes)
+    clock, answers = Clock(), [None if a is None else frozenset(a) for a in reroutes]
     call, calls = failing(*outcomes)
-    run = lambda: retrying(call, "the call", 10, reroute=lambda: answers.pop(0), clock=clock,  # noqa: E731
-                           sleep=clock.sleep)
+
+    def run():
+        return retrying(call, "the call", 10, reroute=lambda: answers.pop(0), clock=clock, sleep=clock.sleep)
     if isinstance(expected, type):
         with pytest.raises(expected):
             run()

@@ -11,13 +11,14 @@ periodic refresh and pins controller-bound requests to one cached broker: measur
 polls failed for minutes after a broker bounce. What a call still cannot do is raised as our exception.
 
 A node whose connection the other side closed or refused (SIGKILLed, stopped, restarting) is not waited
-on: the door holds it as gone (streaming.cluster.gone, told by kafka-python's own reconnect backoff) and
-sends it nothing for one deadline. A request any node can serve goes to another live one at once;
-controller-bound requests (kafka-python pins them to a cached node id) are steered to a live broker,
-which under KRaft forwards them to the active controller; a request for that very node's own facts (its
-log dirs, its configs) is answered "did not answer" at once (NodeGone), and DescribeCluster reports the
-node not alive, so the poll shows its replicas BROKER_OFFLINE. Measured before this rule: the poll after a
-SIGKILL of the active controller took 18 s at --timeout 10 and failed, retrying the dead node.
+on: every request kafka-python sends passes through the door's `_routed` send, which holds such a node as
+gone (streaming.cluster.gone) the moment a request to it fails that way, and sends it nothing for one
+deadline. A request any node can serve goes to a live one; controller-bound requests (kafka-python pins
+them to a cached node id) are steered to a live broker, which under KRaft forwards them to the active
+controller; a request for that very node's own facts (its log dirs, its configs) is answered "did not
+answer" at once (NodeGone), and DescribeCluster reports the node not alive, so the poll shows its replicas
+BROKER_OFFLINE. Measured before this rule: the poll after a SIGKILL of the active controller took 18 s at
+--timeout 10 and failed, retrying the dead node.
 
 Every request counts in `requests` (DescribeLogDirs one per broker); every retried error counts in
 `retried[api]`, which the poll reports as a poll error of that API.
@@ -32,7 +33,8 @@ from streaming.cluster.gone import GoneNodes
 from streaming.cluster.retry import retrying
 from streaming.vocabulary import client_config
 from streaming.vocabulary.defaults import TIMEOUT_S
-from streaming.vocabulary.errors import ClusterError, NodeGone, NotAuthorized, Refused, Unreachable, from_kafka_error
+from streaming.vocabulary.errors import (GONE, ClusterError, NodeGone, NotAuthorized, Refused, Unreachable,
+                                         from_kafka_error, kind_of)
 from streaming.vocabulary.kafka_apis import METADATA
 
 # The first bootstrap gets this share of --timeout; the rest is for saying why it failed.
@@ -85,6 +87,7 @@ class Door:
                     bootstrap_servers=self._bootstrap, client_id="reassign-monitor",
                     bootstrap_timeout_ms=int((budget_s or self._timeout_s) * 1000),
                     request_timeout_ms=int(self._timeout_s * 1000), **self._settings)
+                self._route_sends(self._kafka._manager)
             return self._kafka
 
     def _first_connect(self):
@@ -128,17 +131,44 @@ class Door:
             raise NodeGone(f"{api}: broker {node} did not answer (its connection was closed or refused)")
         return node
 
+    def _route_sends(self, manager):
+        """Every request of this kafka-python client goes through its connection manager's `send` (the
+        admin calls, kafka-python's own Metadata refreshes, our ListOffsets and DescribeConfigs): route them
+        all through `_routed`."""
+        send = manager.send
+
+        def routed(request, node_id=None, request_timeout_ms=None):
+            return self._routed(manager, send, request, node_id, request_timeout_ms)
+        manager.send = routed
+
+    def _routed(self, manager, send, request, node_id, request_timeout_ms):
+        """`send` with a node held as gone avoided and a new one held: a request for any node (node_id None)
+        goes to kafka-python's least loaded node unless that one is gone, else to a live one; a node whose
+        connection is closed or refused (kafka-python's own backoff after a failed connect included) is held
+        as gone before the caller sees the error, so its retry goes elsewhere."""
+        gone = self.unanswering()
+        if node_id is None:
+            node_id = manager.least_loaded_node()
+            if node_id in gone:
+                node_id = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in gone), node_id)
+        future = send(request, node_id, request_timeout_ms)
+        if node_id is not None:
+            future.add_errback(self._hold_if_gone, node_id)
+        return future
+
+    def _hold_if_gone(self, node, error):
+        if kind_of(error) == GONE:
+            with self._lock:
+                self._gone.mark({node}, time.monotonic())
+
     def _reroute(self):
-        """After a closed or refused connection: hold as gone every node kafka-python keeps in reconnect
-        backoff (its own record of a connect that just failed). Whether one was not held yet: the retry
-        then goes elsewhere."""
+        """After a closed or refused connection (its node now held as gone): the nodes a retry avoids, or
+        None when no node the client knows is left to ask (streaming.cluster.retry)."""
         kafka = self._kafka
-        if kafka is None:
-            return False
-        manager = kafka._manager
-        refusing = {b.node_id for b in manager.cluster.brokers() if manager.connection_delay(b.node_id) > 0}
-        with self._lock:
-            return self._gone.mark(refusing, time.monotonic())
+        gone = self.unanswering()
+        if kafka is None or all(b.node_id in gone for b in kafka._manager.cluster.brokers()):
+            return None
+        return gone
 
     def _steer(self, kafka):
         """kafka-python sends controller-bound requests (ListPartitionReassignments, AlterPartitionReassignments,

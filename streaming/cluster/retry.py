@@ -3,9 +3,9 @@
 `next_step` is the rule, in this order:
 1. an error no retry can fix (refused, not authorized, unreachable) is raised at once;
 2. a connection the other side closed or refused (GONE) will not come back within the call: no pause,
-   no waiting on that node. The call is tried again at once when it now goes elsewhere (`reroute()` found
-   a node newly gone, so the door steers around it), or once after the first such error (reconnecting
-   is what tells a closed connection from a dead node). Otherwise the node it needs is gone: raised;
+   no waiting on that node. The call is tried again at once when it can go elsewhere (`reroute()`: the
+   door now holds that node as gone and steers around it, and a live node remains), or once after the
+   first such error of the call. Otherwise no live node is left to ask: raised;
 3. a transient error (leader change, coordinator loading, request timed out) is retried after a pause
    that doubles from `first_pause_s` up to `max_pause_s`; an error meaning the client's view of the
    cluster is stale (unknown broker id, not controller) first calls `refresh` (the caller rebuilds its
@@ -27,7 +27,7 @@ RETRY_AFTER_PAUSE = "retry after pause"
 
 def next_step(kind, left_s, pause_s, rerouted, gone_before):
     """What to do after an error of `kind` with `left_s` seconds left before the deadline. `rerouted`: the
-    door found the call another node to go to; `gone_before`: an earlier error of this call was GONE."""
+    call can go to another node; `gone_before`: an earlier error of this call was GONE."""
     if kind not in RETRIABLE_KINDS or left_s <= 0:
         return RAISE
     if kind == GONE:
@@ -38,17 +38,23 @@ def next_step(kind, left_s, pause_s, rerouted, gone_before):
 def retrying(call, doing, timeout_s, refresh=None, reroute=None, on_retry=None, clock=time.monotonic,
              sleep=time.sleep, first_pause_s=FIRST_PAUSE_S, max_pause_s=MAX_PAUSE_S):
     """`call()`'s result; its errors retried as `next_step` says, then raised as our exceptions.
-    `reroute()` (after a GONE error) says whether the call now goes to another node; `on_retry(error, kind)`
-    hears about every error that is retried (counting, logging)."""
+    `reroute()` (after a GONE error) answers the nodes the call now avoids, or None when no other node is
+    left: the call goes elsewhere when that set grew, so immediate retries end once nodes stop failing anew.
+    `on_retry(error, kind)` hears about every error that is retried (counting, logging)."""
     deadline = clock() + timeout_s
     pause = first_pause_s
     gone_before = False
+    avoided = frozenset()
     while True:
         try:
             return call()
         except Exception as error:
             kind = kind_of(error)
-            rerouted = kind == GONE and reroute is not None and reroute()
+            rerouted = False
+            if kind == GONE and reroute is not None:
+                now_avoided = reroute()
+                rerouted = now_avoided is not None and not now_avoided <= avoided
+                avoided = now_avoided or avoided
             step = next_step(kind, deadline - clock(), pause, rerouted, gone_before)
             gone_before = gone_before or kind == GONE
             if step == RAISE:
