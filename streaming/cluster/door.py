@@ -142,19 +142,29 @@ class Door:
         manager.send = routed
 
     def _routed(self, manager, send, request, node_id, request_timeout_ms):
-        """`send` with a node held as gone avoided and a new one held: a request for any node (node_id None)
-        goes to kafka-python's least loaded node unless that one is gone, else to a live one; a node whose
-        connection is closed or refused (kafka-python's own backoff after a failed connect included) is held
+        """`send`, never to a node held as gone: a request for any node (node_id None) goes to a live one,
+        one pinned to a gone node fails at once without a connection attempt (a host that is down may take
+        kafka-python's whole connect timeout to refuse). A node whose connection is closed or refused is held
         as gone before the caller sees the error, so its retry goes elsewhere."""
-        gone = self.unanswering()
+        from kafka.errors import NodeNotReadyError
+        from kafka.future import Future
+
         if node_id is None:
-            node_id = manager.least_loaded_node()
-            if node_id in gone:
-                node_id = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in gone), node_id)
+            node_id = self._live_node(manager)
+        elif node_id in self.unanswering():
+            return Future().failure(NodeNotReadyError(f"node {node_id} is held as gone"))
         future = send(request, node_id, request_timeout_ms)
         if node_id is not None:
             future.add_errback(self._hold_if_gone, node_id)
         return future
+
+    def _live_node(self, manager):
+        """kafka-python's least loaded node unless it is held as gone, else a live one (None: none known)."""
+        gone = self.unanswering()
+        node = manager.least_loaded_node()
+        if node in gone:
+            node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in gone), None)
+        return node
 
     def _hold_if_gone(self, node, error):
         if kind_of(error) == GONE:
@@ -172,12 +182,11 @@ class Door:
 
     def _steer(self, kafka):
         """kafka-python sends controller-bound requests (ListPartitionReassignments, AlterPartitionReassignments,
-        CreateTopics) to the node id it cached; under KRaft any broker forwards them to the active controller.
-        When the cached node is gone, the next live broker takes them (None: kafka-python asks Metadata)."""
-        gone = self.unanswering()
-        if kafka._controller_id in gone:
-            live = sorted(b.node_id for b in kafka._manager.cluster.brokers() if b.node_id not in gone)
-            kafka._controller_id = live[0] if live else None
+        CreateTopics) to the node id it cached, asking Metadata for one when it has none: under KRaft that is
+        a random broker Kafka still lists, the dead one included until it is fenced. Any broker forwards
+        them to the active controller, so they go to a live one (kafka-python still follows NOT_CONTROLLER)."""
+        if kafka._controller_id is None or kafka._controller_id in self.unanswering():
+            kafka._controller_id = self._live_node(kafka._manager)
         return kafka
 
     def _confluent_admin(self):
