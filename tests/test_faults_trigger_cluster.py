@@ -29,9 +29,10 @@ COPIED = "kafka_reassignment_replica_copied_bytes"
 BATCH_WAIT_S = 4 * (TRIGGER_INTERVAL_S + TIMEOUT_S)  # generous: a loaded machine's batches are slower
 
 
-def kill_and_restart(cluster, job, watch, victim):
+def kill_and_restart(cluster, job, watch, victim, slowest_before_s=None):
     """SIGKILL `victim`, let two batches run without it (they span Kafka's fencing of it, 9 s by default),
-    take the figures check_no_wait_on_the_dead reads, then start the node again."""
+    take the figures check_no_wait_on_the_dead reads, then start the node again. `slowest_before_s`: the
+    undisturbed cadence of batches (default: measured from the watch's start to this kill)."""
     polls_before, slow_before = polls_longer_than(job, TIMEOUT_S)
     probe = FencingProbe(cluster)
     kill_batch, killed = watch.last(), time.monotonic()
@@ -41,6 +42,8 @@ def kill_and_restart(cluster, job, watch, victim):
     polls_after, slow_after = polls_longer_than(job, TIMEOUT_S)
     found = {"victim": victim, "trigger_s": TRIGGER_INTERVAL_S, "timeout_s": TIMEOUT_S,
              "longest_batch_gap_s": watch.longest_gap(killed), "polls_since_kill": polls_after - polls_before,
+             "slowest_batch_before_s": (watch.longest_gap(watch.started_at, killed) if slowest_before_s is None
+                                        else slowest_before_s),
              "polls_waiting_out_timeout": slow_after - slow_before,
              "polls_failed_since_kill": failed_polls(job.log(), kill_batch), "fencing_held_s": probe.result()}
     found["restart_s"] = cluster.restart()
@@ -63,7 +66,7 @@ def test_default_trigger_controller_then_destination_killed_mid_move(fault_clust
                      BATCH_WAIT_S, interval_s=0.5, message="bytes copied to the destination before the first kill")
             by_controller = kill_and_restart(cluster, job, watch, controller)
             still_moving = moving(cluster, topic)
-            by_destination = kill_and_restart(cluster, job, watch, destination)
+            by_destination = kill_and_restart(cluster, job, watch, destination, by_controller["slowest_batch_before_s"])
         figure("default_trigger_kills", controller=controller, destination=destination,
                moving_at_second_kill=still_moving, restart_s=[by_controller["restart_s"], by_destination["restart_s"]])
         assert job.process.poll() is None, f"the job exited: {job.log()[-3000:]}"
