@@ -30,6 +30,7 @@ class FakeCluster:
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
+    gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)
     requests: int = 0
     retried: Counter = field(default_factory=Counter)
     alters: list = field(default_factory=list)
@@ -48,6 +49,9 @@ class FakeCluster:
     def describe_cluster(self):
         self._call("describe_cluster")
         return "fake", [{"broker": b, "alive": alive} for b, alive in sorted(self.brokers.items())]
+
+    def unanswering(self):
+        return frozenset(self.gone)
 
     def list_reassignments(self):
         self._call("list_reassignments")

@@ -8,12 +8,14 @@ import json
 import threading
 import time
 
+from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
 ADMIN_TIMEOUT_S = 5.0
+POLL_DURATION = POLL_DURATION_METRIC.name
 # No --quiet: each batch's log line (with its id) is how the tests tell which batch did what.
 # --debug: should the job die, its log has the traceback for the report.
 JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--timeout", f"{ADMIN_TIMEOUT_S:g}",
@@ -76,6 +78,92 @@ class BatchWatch(threading.Thread):
         before = [g for t, g in self.polls if t <= since]
         during = [g for t, g in self.polls if since < t <= until]
         return bool(before and during and max(during) > before[-1])
+
+
+def published_gap_bound_s(trigger_s):
+    """Issue 21: after a node is SIGKILLed, no gap between two published polls (batch lines) longer than
+    two triggers plus 1 s."""
+    return 2 * trigger_s + 1
+
+
+class FencingProbe(threading.Thread):
+    """How long Kafka itself holds a durable write after a node's SIGKILL: an acks=all write to every
+    partition of a 3-replica topic, sent at the kill, is acknowledged only once the controller has fenced the
+    dead broker (broker.session.timeout.ms, 9 s by default) and taken it out of every ISR. The job's batch
+    writes its progress records just so (a batch is published once they are durable), so a batch under way
+    at the kill is published that much later whatever the poll does: `held_s`, measured now on this machine."""
+
+    def __init__(self, cluster):
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.topic = cluster.create_topic(cluster.unique_topic("fencing-probe"),
+                                          {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})
+        self.held_s = None
+
+    def run(self):
+        from confluent_kafka import Producer
+
+        producer = Producer({**self.cluster.settings(), "acks": "all", "message.timeout.ms": 60_000, "log_level": 0})
+        started = time.monotonic()
+        for partition in (0, 1, 2):
+            producer.produce(self.topic, b"probe", partition=partition)
+        if producer.flush(60) == 0:
+            self.held_s = time.monotonic() - started
+
+    def result(self):
+        """Seconds Kafka held the write (the thread joined); None when it was not acknowledged within 60 s."""
+        self.join(70)
+        self.cluster.delete_topics([self.topic])
+        return self.held_s
+
+
+def failed_polls(log_text, after_batch):
+    """[(batch id, line)] of the polls that failed in batches later than `after_batch` (not the janitor's
+    skips: failures_after has both)."""
+    return [(b, f"batch {b}: {rest}") for b, ok, rest in batch_lines(log_text) if not ok and b > after_batch]
+
+
+def check_no_wait_on_the_dead(found, test):
+    """Issue 21, with one node SIGKILLed (two alive all along): no poll failed, none waited out its --timeout
+    on the dead node, and no gap between two published polls was longer than two triggers plus 1 s beyond
+    what Kafka held every durable write for (`fencing_held_s`, FencingProbe). On a machine so loaded that
+    batches ran further apart than a trigger before the kill (`slowest_batch_before_s`), that cadence stands
+    in for the trigger's first part, as in the other fault tests."""
+    trigger_s, held_s = found["trigger_s"], found["fencing_held_s"]
+    cadence_s = max(trigger_s, found["slowest_batch_before_s"])
+    bound_s = published_gap_bound_s(trigger_s) + (cadence_s - trigger_s) + (held_s or 0)
+    figure(test, trigger_s=trigger_s, longest_batch_gap_s=found["longest_batch_gap_s"],
+           two_triggers_plus_1_s=published_gap_bound_s(trigger_s), kafka_held_writes_s=held_s,
+           slowest_batch_before_s=found["slowest_batch_before_s"], bound_s=bound_s,
+           polls_since_kill=found["polls_since_kill"], polls_waiting_out_timeout=found["polls_waiting_out_timeout"],
+           polls_failed_since_kill=len(found["polls_failed_since_kill"]))
+    assert not found["polls_failed_since_kill"], (
+        f"{test}: polls failed with two brokers alive: {found['polls_failed_since_kill'][:4]}")
+    assert found["polls_waiting_out_timeout"] == 0, (
+        f"{test}: {found['polls_waiting_out_timeout']} of {found['polls_since_kill']} polls since the kill took "
+        f"longer than --timeout {found['timeout_s']:g}s (waiting on the dead node)")
+    assert held_s is not None, f"{test}: Kafka did not acknowledge an acks=all write within 60 s of the kill"
+    assert found["longest_batch_gap_s"] <= bound_s, (
+        f"{test}: {found['longest_batch_gap_s']:.1f} s between two published polls after the kill (bound two "
+        f"triggers + 1 s + the {held_s:.1f} s Kafka held every acks=all write + the {cadence_s - trigger_s:.1f} s "
+        f"batches ran slower than the trigger before the kill = {bound_s:.1f} s)")
+
+
+def batches_done(job):
+    """Spark batches the job handled so far (its poll-duration histogram's count, observed in foreachBatch)."""
+    return job.metric(f"{POLL_DURATION}_count") or 0
+
+
+def polls_longer_than(job, seconds):
+    """(polls so far, of which longer than `seconds`), from the job's poll-duration histogram (`seconds` one
+    of its bucket bounds)."""
+    samples = {(name, dict(labels).get("le")): v for (name, labels), v in job.samples().items()
+               if name.startswith(POLL_DURATION)}
+    total = samples.get((f"{POLL_DURATION}_count", None), 0)
+    within = next((v for (name, le), v in samples.items()
+                   if name == f"{POLL_DURATION}_bucket" and le not in (None, "+Inf") and float(le) == seconds), None)
+    assert within is not None, f"no bucket le={seconds} in {POLL_DURATION}"
+    return total, total - within
 
 
 def atoms(cluster, topics):

@@ -6,15 +6,19 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from streaming.vocabulary import errors
-from streaming.cluster.retry import retrying
+from streaming.cluster.retry import RAISE, RETRY_AFTER_PAUSE, RETRY_NOW, next_step, retrying
 
 KIND_CASES = [
     # id, error, kind
     ("kp-not-leader", kerrors.NotLeaderForPartitionError(), errors.REFRESH),
     ("kp-unknown-broker-id", kerrors.UnknownBrokerIdError(3), errors.REFRESH),
     ("kp-not-controller", kerrors.NotControllerError(), errors.REFRESH),
-    ("kp-connection-lost", kerrors.KafkaConnectionError(), errors.REFRESH),
-    ("kp-node-not-ready", kerrors.NodeNotReadyError(), errors.REFRESH),
+    ("kp-connection-lost", kerrors.KafkaConnectionError(), errors.GONE),
+    ("kp-connection-refused", kerrors.KafkaConnectionError("111 ECONNREFUSED"), errors.GONE),
+    ("kp-node-not-ready", kerrors.NodeNotReadyError(), errors.GONE),
+    ("kp-transport-closed", RuntimeError("Transport closed for writes"), errors.GONE),
+    ("kp-cancelled-by-a-drop", kerrors.Cancelled(), errors.RETRY),
+    ("other-runtime-error", RuntimeError("something else"), errors.REFUSED),
     ("kp-coordinator-loading", kerrors.CoordinatorLoadInProgressError(), errors.RETRY),
     ("kp-request-timed-out", kerrors.RequestTimedOutError(), errors.RETRY),
     ("kp-bootstrap-timeout", kerrors.KafkaTimeoutError(), errors.UNREACHABLE),
@@ -36,6 +40,7 @@ KIND_CASES = [
     ("ck-policy", KafkaException(KafkaError(KafkaError.POLICY_VIOLATION)), errors.REFUSED),
     ("builtin-timeout", TimeoutError("flush"), errors.UNREACHABLE),
     ("a-bug", KeyError("x"), errors.REFUSED),
+    ("our-node-gone", errors.NodeGone("DescribeLogDirs: broker 1 did not answer"), errors.UNREACHABLE),
 ]
 
 
@@ -95,6 +100,7 @@ RETRY_CASES = [
     ("refused-at-once", [kerrors.PolicyViolationError(), "ok"], 10, errors.Refused, 1, 0),
     ("bug-at-once", [KeyError("x"), "ok"], 10, errors.Refused, 1, 0),
     ("deadline-ends-retries", [kerrors.RequestTimedOutError()] * 20, 1.0, errors.Unreachable, 4, 0),  # 0.1+0.2+0.4 s
+    ("cancelled-retried-without-a-drop", [kerrors.Cancelled(), "ok"], 10, "ok", 2, 0),
 ]
 
 
@@ -112,3 +118,56 @@ def test_retrying(outcomes, timeout_s, expected, calls_made, refreshes):
         assert run() == expected
     assert len(calls) == calls_made and len(refreshed) == refreshes
     assert clock.now <= timeout_s  # never sleeps past the deadline
+
+
+NEXT_STEP_CASES = [
+    # id, kind, seconds left, pause, rerouted, an earlier GONE in this call, step
+    ("transient-retried-after-pause", errors.RETRY, 5.0, 0.1, False, False, RETRY_AFTER_PAUSE),
+    ("stale-retried-after-pause", errors.REFRESH, 5.0, 0.1, False, False, RETRY_AFTER_PAUSE),
+    ("transient-pause-past-deadline", errors.RETRY, 0.05, 0.1, False, False, RAISE),
+    ("stale-pause-past-deadline", errors.REFRESH, 0.4, 0.8, False, False, RAISE),
+    ("closed-first-time-reconnects-now", errors.GONE, 5.0, 0.1, False, False, RETRY_NOW),
+    ("closed-rerouted-goes-now", errors.GONE, 5.0, 0.1, True, True, RETRY_NOW),
+    ("closed-again-nowhere-else-raises", errors.GONE, 5.0, 0.1, False, True, RAISE),
+    ("closed-never-waits-for-a-pause", errors.GONE, 0.05, 1.0, True, True, RETRY_NOW),
+    ("closed-past-deadline-raises", errors.GONE, 0.0, 0.1, True, False, RAISE),
+    ("unreachable-raises", errors.UNREACHABLE, 5.0, 0.1, False, False, RAISE),
+    ("authorization-raises", errors.AUTHORIZATION, 5.0, 0.1, False, False, RAISE),
+    ("refused-raises", errors.REFUSED, 5.0, 0.1, True, True, RAISE),
+]
+
+
+@pytest.mark.parametrize("kind, left_s, pause_s, rerouted, gone_before, step",
+                         [pytest.param(*case[1:], id=case[0]) for case in NEXT_STEP_CASES])
+def test_next_step(kind, left_s, pause_s, rerouted, gone_before, step):
+    assert next_step(kind, left_s, pause_s, rerouted, gone_before) == step
+
+
+CLOSED = kerrors.KafkaConnectionError("111 ECONNREFUSED")
+GONE_CASES = [
+    # id, outcomes, what reroute() answers in turn (the nodes avoided; None: no node left), expected, calls
+    # made, seconds slept
+    ("controller-gone-rerouted", [RuntimeError("Transport closed for writes"), CLOSED, "ok"], [set(), {1}], "ok", 3,
+     0),
+    ("second-node-gone-rerouted-again", [CLOSED, CLOSED, "ok"], [{1}, {1, 2}], "ok", 3, 0),
+    ("failing-anew-nowhere-raises", [CLOSED, CLOSED, "ok"], [{1}, {1}], errors.Unreachable, 2, 0),
+    ("gone-then-transient", [CLOSED, kerrors.CoordinatorLoadInProgressError(), "ok"], [{1}], "ok", 3, 0.1),
+    ("no-node-left-raises", [CLOSED, CLOSED, "ok"], [{1}, None], errors.Unreachable, 2, 0),
+    ("nothing-left-at-first-still-reconnects-once", [CLOSED, CLOSED, "ok"], [None, None], errors.Unreachable, 2, 0),
+]
+
+
+@pytest.mark.parametrize("outcomes, reroutes, expected, calls_made, slept_s",
+                         [pytest.param(*case[1:], id=case[0]) for case in GONE_CASES])
+def test_a_closed_connection_is_never_waited_on(outcomes, reroutes, expected, calls_made, slept_s):
+    clock, answers = Clock(), [None if a is None else frozenset(a) for a in reroutes]
+    call, calls = failing(*outcomes)
+
+    def run():
+        return retrying(call, "the call", 10, reroute=lambda: answers.pop(0), clock=clock, sleep=clock.sleep)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            run()
+    else:
+        assert run() == expected
+    assert len(calls) == calls_made and sum(clock.slept) == pytest.approx(slept_s)

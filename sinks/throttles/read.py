@@ -6,7 +6,7 @@ import time
 from sinks.throttles.actions import ALL, ALTER_LOG_DIRS
 from sinks.throttles.ownership import DONE
 from streaming.vocabulary.config_keys import TOPIC
-from streaming.vocabulary.snapshot import Snapshot, alive_brokers, table
+from streaming.vocabulary.snapshot import Snapshot, alive_brokers, table, without_gone
 
 
 def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
@@ -20,6 +20,8 @@ def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
     for broker in sorted(set(log_dir_brokers) & set(alive)):
         log_dirs += [r for r in admin.describe_log_dirs(broker) if r["is_future"]]
         answered.add(broker)
+    # A broker that closed its connection during this read was asked nothing more: not alive, like in a poll.
+    brokers = without_gone(brokers, admin.unanswering())
     return Snapshot(
         ts_ms=int(time.time() * 1000) if now_ms is None else now_ms, cluster_id=cluster_id,
         tables={"brokers": table("brokers", brokers),

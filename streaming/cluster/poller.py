@@ -7,7 +7,9 @@ bench/stream.py also measured them as separate Spark input partitions):
 - one log-dirs part per alive broker: DescribeLogDirs.
 A failing call is recorded as a PollError and its rows are missing (a broker whose DescribeLogDirs
 failed is absent from `log_dirs_answered`, so its replicas read as unknown, not as empty). Only
-DescribeCluster failing fails the poll: without it nothing is known, not even who is alive.
+DescribeCluster failing fails the poll: without it nothing is known, not even who is alive. A broker
+that closed or refused its connection during the poll is reported not alive (the door asked it nothing
+more: streaming.cluster.door), so every part of the snapshot agrees on who answered.
 """
 
 import time
@@ -19,7 +21,7 @@ from functools import partial
 from streaming.vocabulary.errors import from_kafka_error
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS,
                                              METADATA, REQUIRED_APIS)
-from streaming.vocabulary.snapshot import PollError, Snapshot, alive_brokers, combine, table
+from streaming.vocabulary.snapshot import PollError, Snapshot, alive_brokers, combine, table, without_gone
 
 
 def describe_cluster(admin):
@@ -132,6 +134,8 @@ def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
     # The parts share one admin here, so each part's request count overlaps the others': count them once.
     retries = Counter(getattr(admin, "retried", {}))
     retries.subtract(retried_before)
-    whole = replace(combine(parts, ts_ms, time.monotonic() - started), requests=admin.requests - requests_before,
-                    retries={api: n for api, n in retries.items() if n > 0})
+    whole = combine(parts, ts_ms, time.monotonic() - started)
+    whole = replace(whole, requests=admin.requests - requests_before,
+                    retries={api: n for api, n in retries.items() if n > 0},
+                    tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering())})
     return relevant_log_dirs(whole, topics)

@@ -10,20 +10,24 @@ from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTL
 from streaming.vocabulary.errors import AUTHORIZATION, NotAuthorized, kind_of
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
                                              LIST_REASSIGNMENTS)
+from streaming.vocabulary.snapshot import without_gone
 
 UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
 
 
 class Reads:
-    """Mixed into the door (streaming.cluster.door.Door): uses its `_call`, `_metadata` and `_lacks`."""
+    """Mixed into the door (streaming.cluster.door.Door): uses its `_call`, `_metadata`, `_lacks`, and for
+    requests pinned to brokers `unanswering` and `_needed` (a gone broker is asked nothing)."""
 
     def describe_cluster(self):
+        """(cluster id, [{"broker", "alive"}]): alive = registered, unfenced and not held as gone."""
         def work(kafka):
             cluster = kafka.describe_cluster()
             return cluster["cluster_id"], [{"broker": b["broker_id"], "alive": not b.get("is_fenced", False)}
                                            for b in cluster["brokers"]]
-        return self._call(DESCRIBE_CLUSTER, work, needs=("Describe", "Cluster"))
+        cluster_id, brokers = self._call(DESCRIBE_CLUSTER, work, needs=("Describe", "Cluster"))
+        return cluster_id, without_gone(brokers, self.unanswering())
 
     def list_reassignments(self):
         def work(kafka):
@@ -43,7 +47,8 @@ class Reads:
                 for p in topic.partitions.values()]
 
     def _log_dirs(self, broker):
-        return self._call(DESCRIBE_LOG_DIRS, lambda kafka: kafka.describe_log_dirs(brokers=[broker]),
+        return self._call(DESCRIBE_LOG_DIRS,
+                          lambda kafka: kafka.describe_log_dirs(brokers=[self._needed(broker, DESCRIBE_LOG_DIRS)]),
                           needs=("Describe", "Cluster"))
 
     def describe_log_dirs(self, broker):
@@ -70,7 +75,7 @@ class Reads:
         request of its own on every call: at 10,000 partitions its two calls took 564 ms, these requests
         192 ms. It offers no public way to send a built request, so this uses its network manager.
         A partition whose leader answered with an error (it moved since the Metadata) is left out:
-        unknown in this poll, not fatal to the rest."""
+        unknown in this poll, not fatal to the rest; so is one whose leader is gone (asked nothing)."""
         from kafka.admin import OffsetSpec
 
         by_leader = defaultdict(list)
@@ -79,10 +84,12 @@ class Reads:
 
         def work(kafka):
             manager = kafka._manager
+            gone = self.unanswering()
 
             async def ask_every_leader():
                 pending = [(spec, manager.send(_list_offsets_request(tps, spec), node_id=leader))
-                           for leader, tps in by_leader.items() for spec in (OffsetSpec.EARLIEST, OffsetSpec.LATEST)]
+                           for leader, tps in by_leader.items() if leader not in gone
+                           for spec in (OffsetSpec.EARLIEST, OffsetSpec.LATEST)]
                 found = {OffsetSpec.EARLIEST: {}, OffsetSpec.LATEST: {}}
                 for spec, response in pending:
                     found[spec].update(_offsets_in(await response))
@@ -117,10 +124,14 @@ class Reads:
         resource's error code: a broker resource the principal may not describe comes back empty, which
         would read as "no throttle" (verify would then leave throttles behind, and execute record no prior
         rate). Sent like kafka-python does, each broker resource to its broker, through its network manager.
-        A topic deleted since the Metadata (UNKNOWN_TOPIC_OR_PARTITION) simply has no throttles."""
+        A topic deleted since the Metadata (UNKNOWN_TOPIC_OR_PARTITION) simply has no throttles. A broker held
+        as gone fails the call at once (NodeGone), for the same reason: its rows left out would read as "no
+        throttle". A poll asks only alive brokers, and DescribeCluster reports a gone one not alive."""
         import kafka.errors as kerrors
 
         brokers, others = kafka._group_config_resources(resources)
+        for broker in brokers:
+            self._needed(broker, DESCRIBE_CONFIGS)
         manager = kafka._manager
 
         async def ask():

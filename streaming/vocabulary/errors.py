@@ -5,6 +5,7 @@ libraries' errors onto them.
     +-- BadInput                 exit 2: the operator's input is wrong (file, flags, unknown ids)
     +-- ClusterError             exit 3: the cluster is unreachable or refused the request
         +-- Unreachable          no broker answered in time (after retries inside the deadline)
+        |   +-- NodeGone         the one node a request needs closed or refused its connection
         +-- AuthenticationFailed SASL credentials or mechanism refused
         +-- TlsFailed            the TLS handshake failed (CA, certificate, plaintext against TLS)
         +-- NotAuthorized        an ACL refused an operation
@@ -14,7 +15,8 @@ libraries' errors onto them.
 `kind_of(error)` sorts a kafka-python or confluent-kafka error into one of the KINDS below, by Kafka's
 protocol error code where the error carries one (both libraries use the same codes) and by the
 library's own class or local code otherwise. `from_kafka_error` turns it into our exception, keeping
-the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try.
+the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try
+and how: after a pause (RETRY, REFRESH) or at once to another node (GONE).
 """
 
 import re
@@ -29,13 +31,17 @@ EXIT_BUG = 4
 # What an error means for the caller.
 RETRY = "retry"  # transient on the broker's side: try again after a pause
 REFRESH = "refresh"  # the client's view of the cluster is stale: rebuild it, then try again
+# The node at the other end closed or refused the connection (SIGKILLed, stopped, restarting): it will not
+# answer within this call, so waiting on it is pointless. The request goes at once to another live node
+# where any node will do, and is answered "did not answer" where it needs that very node.
+GONE = "gone"
 UNREACHABLE = "unreachable"
 AUTHENTICATION = "authentication"
 TLS = "tls"
 AUTHORIZATION = "authorization"
 REFUSED = "refused"
-KINDS = (RETRY, REFRESH, UNREACHABLE, AUTHENTICATION, TLS, AUTHORIZATION, REFUSED)
-RETRIABLE_KINDS = frozenset({RETRY, REFRESH})
+KINDS = (RETRY, REFRESH, GONE, UNREACHABLE, AUTHENTICATION, TLS, AUTHORIZATION, REFUSED)
+RETRIABLE_KINDS = frozenset({RETRY, REFRESH, GONE})
 
 
 class MonitorError(Exception):
@@ -52,6 +58,11 @@ class ClusterError(MonitorError):
 
 class Unreachable(ClusterError):
     pass
+
+
+class NodeGone(Unreachable):
+    """The node a request needs (a broker's own log dirs or configs) closed or refused its connection
+    a moment ago: the request was not sent, and the answer is "did not answer"."""
 
 
 class AuthenticationFailed(ClusterError):
@@ -103,13 +114,13 @@ PROTOCOL_CODES = {
 
 # kafka-python's own errors (no protocol code): by class name.
 KAFKA_PYTHON_LOCAL = {
-    "KafkaConnectionError": REFRESH,
-    "NodeNotReadyError": REFRESH,
+    "KafkaConnectionError": GONE,  # the connection was closed by the other side or refused
+    "NodeNotReadyError": GONE,  # kafka-python holds the node in reconnect backoff after a failed connect
     "StaleMetadata": REFRESH,
     "UnknownBrokerIdError": REFRESH,  # its metadata has not yet seen a broker that came back
     "MetadataEmptyBrokerList": REFRESH,
     "TooManyInFlightRequests": RETRY,
-    "Cancelled": REFRESH,  # its request died with a client another thread dropped as stale
+    "Cancelled": RETRY,  # its request died with a client another thread dropped: already rebuilt
     "KafkaTimeoutError": UNREACHABLE,
     "NoBrokersAvailable": UNREACHABLE,
 }
@@ -129,12 +140,15 @@ CONFLUENT_LOCAL = {
 }
 
 ANSWER_CODE = re.compile(r"\[Error (-?\d+)\]")
+# kafka-python raises a bare RuntimeError when a request is written to a connection the peer closed.
+TRANSPORT_CLOSED = "Transport closed"
 
-EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, UNREACHABLE: Unreachable,
+EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, GONE: Unreachable, UNREACHABLE: Unreachable,
                      AUTHENTICATION: AuthenticationFailed, TLS: TlsFailed, AUTHORIZATION: NotAuthorized,
                      REFUSED: Refused}
 WHAT_KIND_MEANS = {RETRY: "the cluster kept answering with a transient error",
                    REFRESH: "the cluster kept answering with a transient error",
+                   GONE: "no live broker took the request (connections closed or refused)",
                    UNREACHABLE: "cluster unreachable", AUTHENTICATION: "authentication failed",
                    TLS: "TLS handshake failed", AUTHORIZATION: "not authorized", REFUSED: "refused"}
 
@@ -151,7 +165,7 @@ def _confluent_error(error):
 def kind_of(error):
     """One of KINDS for any exception raised by kafka-python or confluent-kafka (REFUSED when unknown)."""
     if isinstance(error, MonitorError):
-        return {Unreachable: UNREACHABLE, AuthenticationFailed: AUTHENTICATION, TlsFailed: TLS,
+        return {Unreachable: UNREACHABLE, NodeGone: UNREACHABLE, AuthenticationFailed: AUTHENTICATION, TlsFailed: TLS,
                 NotAuthorized: AUTHORIZATION}.get(type(error), REFUSED)
     confluent = _confluent_error(error)
     if confluent is not None:
@@ -162,6 +176,8 @@ def kind_of(error):
     for cls in type(error).__mro__:
         if cls.__name__ in KAFKA_PYTHON_LOCAL:
             return KAFKA_PYTHON_LOCAL[cls.__name__]
+    if type(error) is RuntimeError and str(error).startswith(TRANSPORT_CLOSED):
+        return GONE
     errno = getattr(error, "errno", None)
     if isinstance(errno, int) and errno > 0 and errno in PROTOCOL_CODES:
         return PROTOCOL_CODES[errno]

@@ -58,6 +58,13 @@ def alive_brokers(brokers):
     return sorted(b["broker"] for b in brokers if b["alive"])
 
 
+def without_gone(brokers, gone):
+    """DescribeCluster's rows with the brokers of `gone` (their connection closed or refused during the
+    poll: streaming.cluster.gone) not alive. Kafka fences a SIGKILLed broker only when its session times
+    out; until then it is registered and unfenced but answers nothing, like a fenced one."""
+    return [{**b, "alive": b["alive"] and b["broker"] not in gone} for b in brokers]
+
+
 @dataclass(frozen=True)
 class PollError:
     api: str
