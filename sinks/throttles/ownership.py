@@ -10,6 +10,9 @@ someone else). A record claims:
 - broker rates it set, each with the `prior` value it replaced (None: there was none). When the prior
   value was itself set by another active record of ours, the prior of that record is carried over,
   so the value restored at the end is the one that existed before any of our throttles.
+  When several active records claim one rate, the value is ours only if the newest claim is of it, and
+  the newest one's prior decides what is restored (`holders`, `prior_of`); a record whose claimed value the cluster no longer holds gives that claim up
+  (sinks.throttles.bookkeeping.given_up), so a value someone set by hand later is never taken for ours.
 
 Store: a compacted Kafka topic (sinks.throttles.ownership_store; default
 streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is totally ordered, replication factor
@@ -161,6 +164,22 @@ def rate_owners(records):
         for claim in record.rates:
             owners[(claim.broker, claim.kind)].append((record, claim))
     return owners
+
+
+def holders(owned, value):
+    """The (record, claim) pairs of `owned` (one key of rate_owners) that hold the value the cluster holds,
+    earliest first; none unless the NEWEST claim is of that value. The newest request read the cluster last
+    and carried the prior over from ours, so an older claim of the same number either shares its value or
+    was overwritten in between (by hand, by another tool) and the number came back: not ours then."""
+    if not owned or value is None or owned[-1][1].rate != value:
+        return []
+    return [(record, claim) for record, claim in owned if claim.rate == value]
+
+
+def prior_of(owned, value):
+    """The value before any of our throttles, for a key holding `value`: the prior the newest claim saved
+    when the value is ours (holders), else `value` itself (someone else's, or none)."""
+    return owned[-1][1].prior if holders(owned, value) else value
 
 
 class OwnershipStore(Protocol):
