@@ -48,7 +48,7 @@ import time
 from collections import deque
 from typing import NamedTuple
 
-from sinks.throttles.actions import ALL, Policy, ThrottleAction
+from sinks.throttles.actions import ALL, REMOVED, RESTORED, Policy, ThrottleAction
 from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
 from sinks.throttles.bookkeeping import given_up, settled
 from sinks.throttles.observe import observe
@@ -57,7 +57,7 @@ from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_for_plan
 from sinks.throttles.report import describe, describe_claims, describe_observed, throttle_record
-from sinks.throttles.view import view_of
+from sinks.throttles.view import after, view_of
 
 
 class JanitorOutput(NamedTuple):
@@ -89,7 +89,11 @@ class Janitor:
                 return self._outputs(self._new_reports(due), snapshot, batch_id)
             if not due and not self._settle_candidates(snapshot, records) and not given_up(snapshot, records, self.policy):
                 return []
-            return self._act(records, batch_id, hint=due)
+            outputs = self._act(records, batch_id, hint=due)
+            if self._history:  # the poll predates what was just done: our own removals are nobody's new throttles
+                carried = [o.action for o in outputs if o.action.action in (REMOVED, RESTORED)]
+                self._history[-1] = after(self._history[-1], carried)
+            return outputs
         except Exception as error:  # the streaming query must survive a cluster hiccup: retry next batch
             self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
             return []
