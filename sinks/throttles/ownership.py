@@ -75,6 +75,15 @@ class RateClaim:
 
 
 @dataclass(frozen=True)
+class Steering:
+    """`--throttle auto`: the job steers the rates this record claims within these bounds (bytes/s);
+    `schedule`: (start minute, end minute, ceiling) windows of the UTC day, ceilings while in force."""
+    floor: int
+    ceiling: int
+    schedule: tuple = ()
+
+
+@dataclass(frozen=True)
 class Ownership:
     request_id: str
     state: str
@@ -86,6 +95,7 @@ class Ownership:
     entries: tuple[EntryClaim, ...] = ()
     rates: tuple[RateClaim, ...] = ()
     note: str | None = None
+    steering: Steering | None = None  # `--throttle auto`: the job steers its rates
 
     def with_state(self, state, now_ms, note=None):
         return replace(self, state=state, updated_ms=int(now_ms), note=note if note is not None else self.note)
@@ -107,6 +117,9 @@ def to_json(record):
                   for m in record.moves],
         "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
         "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
+        "steering": None if record.steering is None else {
+            "floor": record.steering.floor, "ceiling": record.steering.ceiling,
+            "schedule": [list(w) for w in record.steering.schedule]},
     }
 
 
@@ -123,6 +136,9 @@ def from_json(value):
                       for e in value.get("entries", ()) for text in e["entries"]),
         rates=tuple(RateClaim(int(r["broker"]), r["kind"], int(r["rate"]), None if r.get("prior") is None else int(r["prior"]))
                     for r in value.get("rates", ())),
+        steering=None if not value.get("steering") else Steering(
+            int(value["steering"]["floor"]), int(value["steering"]["ceiling"]),
+            tuple(tuple(int(x) for x in w) for w in value["steering"].get("schedule", ()))),
     )
 
 

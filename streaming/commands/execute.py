@@ -23,7 +23,9 @@ import sys
 import time
 from typing import NamedTuple
 
+from streaming.commands import flags
 from streaming.commands import reassign_common as common
+from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import APPEND, BROKER, SET, TOPIC, throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
 
@@ -32,8 +34,10 @@ REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before
 
 def add_arguments(parser):
     parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
-    parser.add_argument("--throttle", type=int, metavar="B/s",
-                        help="inter-broker replication throttle in bytes/s on every source and destination broker")
+    parser.add_argument("--throttle", type=flags.checked(throttle_values.throttle), metavar="B/s|auto",
+                        help="inter-broker replication throttle in bytes/s on every source and destination broker; "
+                             "auto: starts at --throttle-min and `run --throttle auto` steers it within the bounds")
+    common.add_auto_throttle_bounds(parser)
     parser.add_argument("--replica-alter-log-dirs-throttle", type=int, metavar="B/s",
                         help="throttle in bytes/s for moves between log dirs of one broker")
     parser.add_argument("--no-auto-remove-throttle", action="store_true",
@@ -167,12 +171,15 @@ class Request(NamedTuple):
 
 
 def run(args, connect):
+    steering = common.auto_throttle_bounds(args)
+    if steering is not None:  # the job steers from the floor up
+        args.throttle = steering.floor
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
     file_moves = _file_moves(args.reassignment_json_file)
     admin = connect(args)
     try:
-        request = _request(args, admin, file_moves)
+        request = _request(args, admin, file_moves, steering)
         _print_plan(args, request)
         if args.dry_run:
             return EXIT_OK
@@ -192,7 +199,7 @@ def _file_moves(path):
     return moves
 
 
-def _request(args, admin, file_moves):
+def _request(args, admin, file_moves, steering=None):
     """Step 1: validate against the cluster, then decide the moves, throttles and ownership record."""
     from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
     from sinks.throttles.ownership import PENDING, Ownership, new_request_id
@@ -213,7 +220,8 @@ def _request(args, admin, file_moves):
     now_ms = int(time.time() * 1000)
     record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
                        created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
-                       moves=moves, entries=setting.entries, rates=setting.rate_claims)
+                       moves=moves, entries=setting.entries, rates=setting.rate_claims,
+                       steering=steering if setting.rate_claims else None)
     rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
     return Request(moves, log_dirs, setting, rollback, record, store)
 
@@ -305,6 +313,9 @@ def _document(request, started, failed, unmoved, dry_run):
     record, rollback, setting = request.record, request.rollback, request.setting
     return {
         "request_id": None if dry_run else record.request_id, "dry_run": dry_run,
+        "throttle_auto": None if record.steering is None else {
+            "min": record.steering.floor, "max": record.steering.ceiling,
+            "schedule": [list(w) for w in record.steering.schedule]},
         "rollback": json.loads(rollback), "auto_remove_throttle": record.auto_remove,
         "started": [f"{m.topic}-{m.partition}" for m in started],
         "failed": [{"partition": f"{m.topic}-{m.partition}", "error": e} for m, e in failed],

@@ -6,6 +6,7 @@ import re
 
 from streaming.vocabulary import durations
 from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
 from streaming.vocabulary.kafka_limits import PORT_MAX, topic_name_problem
 
 # HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. Both client libraries
@@ -39,3 +40,15 @@ def topic_name(text):
     if problem:
         raise argparse.ArgumentTypeError(f"topic name {shown(text)!r} {problem}")
     return text
+
+
+def checked(parse):
+    """An argparse `type` from a vocabulary parser that raises BadInput: a bad value is a usage error (exit 2)."""
+    def parse_flag(text):
+        try:
+            return parse(text)
+        except BadInput as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse_flag.__name__ = parse.__name__
+    return parse_flag

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from sinks import records
 from sinks.throttles.ownership import EXECUTE
+from sinks.throttles.steer import steerer_factory
 from streaming.spark import codec
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 from streaming.spark.checkpoint import local_path
@@ -52,6 +53,10 @@ class JobConfig:
     throttle_cleanup: str = defaults.THROTTLE_CLEANUP
     dry_run: bool = False
     quiet: bool = False
+    steering: object = None  # sinks.throttles.ownership.Steering: `--throttle auto` and its bounds, or None
+    throttle_interval_s: float = defaults.THROTTLE_INTERVAL_S
+    guard_url: str | None = None
+    guard_query: str | None = None
 
 
 SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")
@@ -105,8 +110,9 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, steerer=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
@@ -140,8 +146,9 @@ class BatchHandler:
         with collector_paused():
             output = assemble(replicas, tables, facts, batch_id, self._requests())
         keyed = list(output.records)
+        steered = self.steerer.on_batch(output.snapshot, replicas, batch_id) if self.steerer is not None else []
         if self.janitor is not None:
-            for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
+            for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
                 keyed.append((key, records.encode(value)))
                 self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
         try:
@@ -255,12 +262,13 @@ def run(config, janitor_factory=None, out=sys.stderr):
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
         janitor = janitor_factory(config, admin) if janitor_factory else None
+        steerer = steerer_factory(config, admin, janitor.store) if janitor is not None else None
         spark = build_session(config)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(_batch_duration_listener(metrics))
-        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout)
+        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, steerer)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
