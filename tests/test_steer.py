@@ -175,3 +175,12 @@ def test_guard(prometheus, answer, expected):
 
 def test_guard_unreachable_is_stress():
     assert "could not be evaluated" in PrometheusGuard("http://127.0.0.1:1", "up", timeout_s=2)()
+
+
+def test_the_record_schema_names_every_signal_and_action_once_defined():
+    from sinks.metric_names import THROTTLE_ACTION_NAMES
+    from sinks.throttles.autothrottle import SIGNALS
+
+    throttle = SCHEMA["properties"]["throttle"]["properties"]
+    assert throttle["signal"]["enum"] == list(SIGNALS)
+    assert throttle["action"]["enum"] == list(THROTTLE_ACTION_NAMES)
