@@ -57,7 +57,7 @@ from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_for_plan
 from sinks.throttles.report import describe, describe_claims, describe_observed, throttle_record
-from sinks.throttles.view import after, view_of
+from sinks.throttles.view import after_actions, view_of
 
 
 class JanitorOutput(NamedTuple):
@@ -92,7 +92,7 @@ class Janitor:
             outputs = self._act(records, batch_id, hint=due)
             if self._history:  # the poll predates what was just done: our own removals are nobody's new throttles
                 carried = [o.action for o in outputs if o.action.action in (REMOVED, RESTORED)]
-                self._history[-1] = after(self._history[-1], carried)
+                self._history[-1] = after_actions(self._history[-1], carried)
             return outputs
         except Exception as error:  # the streaming query must survive a cluster hiccup: retry next batch
             self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")

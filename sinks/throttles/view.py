@@ -1,5 +1,5 @@
 """The cluster as the janitor's rules see it: `view_of(snapshot) -> ClusterView`, extracted once, and
-`after(view, actions)`: the same view once the janitor's actions were carried out. Pure."""
+`after_actions(view, actions)`: the same view once the janitor's actions were carried out. Pure."""
 
 from dataclasses import dataclass, field, replace
 
@@ -48,7 +48,7 @@ def view_of(snapshot):
     )
 
 
-def after(view, actions):
+def after_actions(view, actions):
     """`view` with `actions` (carried out and confirmed) applied: what the cluster shows once the janitor acted,
     so that what the janitor itself removed or restored is never mistaken for someone else's change."""
     topics, rates = dict(view.topic_values), dict(view.broker_rates)
