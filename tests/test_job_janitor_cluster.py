@@ -222,9 +222,10 @@ def last_batch(job):
 
 def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_the_schedule(cluster, job, guard, tmp_path):
     """Issue 19 (2), on the shared job (`run --throttle auto`, its guard a local query-API server: conftest).
-    A producer writes 300 KB/s to the moving partition, three times the 100 KB/s starting rate: auto raises
-    the rate; the guard fires and the rate drops within two batches; cleared, it climbs again; the schedule
-    window in force (1 MB/s, the job allows 50 MB/s) caps every rate; the move finishes and the rates go."""
+    A producer writes 600 KB/s to the moving partition, six times the 100 KB/s starting rate: auto raises
+    the rate; the guard fires and the rate drops within two batches (to 500 KB/s: still below the producer,
+    so the move cannot finish while cut); cleared, it climbs again; the schedule window in force (1 MB/s, the
+    job allows 50 MB/s) caps every rate; the producer stops, the move finishes and the rates go."""
     from datetime import datetime, timedelta, timezone
 
     from tests.query_api_server import FIRING
@@ -234,7 +235,7 @@ def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_
     cluster.produce(topic, [0], 10)
     now = datetime.now(timezone.utc)
     window = f"{now - timedelta(hours=1):%H:%M}-{now + timedelta(hours=1):%H:%M}=1MB"
-    producer = SteadyProducer(cluster, topic, 0, 300_000)
+    producer = SteadyProducer(cluster, topic, 0, 600_000)
     try:
         plan = tmp_path / "auto.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
@@ -260,7 +261,7 @@ def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_
         cleared_after = last_batch(job)
         guard.result = []
         wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "raised"
-                          and r["batch_id"] > cleared_after], 60, interval_s=0.5, message="the rate to climb again")
+                          and r["batch_id"] > cleared_after], 120, interval_s=0.5, message="the rate to climb again")
 
         producer.stop()
         wait_for(lambda: not moving(cluster, topic), 240, interval_s=0.5, message="the move to finish")
