@@ -159,7 +159,7 @@ def main():
              f"{r['peak_lag'] / 1e6:.2f}", r["changes"],
              ", ".join(f"{x / 1e6:g}" for x in r["rates"]) or "-"]
             for (arm, a), r in ((arm, results[arm[0]]) for arm in arms)]
-    table = markdown_table(["arm", "completion s", "peak lag of the NOT moving partition, MB", "rate changes",
+    table = markdown_table(["arm", "completion s", "peak lag of the NOT moving partition, MB", "rate-change records (per broker and kind)",
                             "rates set, MB/s"], rows)
     body = (f"One run, the three arms one after the other on a local 3-node cluster (Kafka 4.1.1), one job "
             f"(`run --throttle auto`, trigger {TRIGGER_S:g} s, local[2]). Each arm moves a one-partition topic holding "
