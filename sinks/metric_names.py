@@ -43,7 +43,7 @@ BROKER_THROTTLE_RATE = Metric("kafka_reassignment_broker_throttle_rate_bytes_per
 TOPIC_THROTTLED_REPLICAS = Metric("kafka_reassignment_topic_throttled_replicas", "gauge", ("topic", "kind"),
                                   "Entries in the topic's throttled-replicas config; '*' counts as -1.")
 THROTTLE_ACTIONS = Metric("kafka_reassignment_throttle_actions_total", "counter", ("scope", "action"),
-                          "Throttle janitor actions (removed, restored, dry_run, failed).")
+                          "Throttle janitor actions (removed, restored, dry_run, failed) and --throttle auto changes (raised, lowered).")
 LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (),
                    "Unix time of the last successful poll of the cluster.")
 POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (),
@@ -58,5 +58,5 @@ ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLI
        BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS)
 
-THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed")
+THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed", "raised", "lowered")  # the last two: --throttle auto
 THROTTLE_SCOPES = ("topic", "broker")

@@ -444,3 +444,43 @@ for command, extra in (("progress", ()), ("execute", ("--reassignment-json-file"
 
 IDS = [case.id for case in CASES]
 assert len(IDS) == len(set(IDS)), "case ids are unique"
+
+# --- --throttle auto: its bounds, schedule and guard (issue 19); local problems, refused before any request ---
+AUTO_EXECUTE = ("execute", "--bootstrap-server", UNREACHABLE, "--timeout", "1", "--reassignment-json-file", "@FILE")
+AUTO_FILE = doc(entry("t", 0, (1, 2)))
+AUTO_BOUNDS = ("--throttle", "auto", "--throttle-min", "1MB", "--throttle-max", "10MB")
+for command, base in (("execute", AUTO_EXECUTE), ("run", RUN)):
+    for name, extra in (
+            ("auto-without-bounds", ("--throttle", "auto")),
+            ("auto-without-max", ("--throttle", "auto", "--throttle-min", "1MB")),
+            ("min-without-auto", ("--throttle-min", "1MB")),
+            ("schedule-without-auto", ("--throttle-schedule", "22:00-06:00=5MB")),
+            ("min-above-max", ("--throttle", "auto", "--throttle-min", "20MB", "--throttle-max", "10MB")),
+            ("schedule-ceiling-above-max", (*AUTO_BOUNDS, "--throttle-schedule", "22:00-06:00=50MB")),
+            ("schedule-ceiling-below-min", (*AUTO_BOUNDS, "--throttle-schedule", "22:00-06:00=10KB")),
+            ("schedule-hour-25", (*AUTO_BOUNDS, "--throttle-schedule", "25:00-06:00=5MB")),
+            ("schedule-empty-window", (*AUTO_BOUNDS, "--throttle-schedule", "22:00-22:00=5MB")),
+            ("schedule-no-rate", (*AUTO_BOUNDS, "--throttle-schedule", "22:00-06:00")),
+            ("schedule-garbage", (*AUTO_BOUNDS, "--throttle-schedule", "nights\n=5MB")),
+            ("schedule-second-window-bad", (*AUTO_BOUNDS, "--throttle-schedule", "22:00-06:00=5MB,x")),
+            *((f"min-{value[:20]}", ("--throttle", "auto", "--throttle-min", value, "--throttle-max", "10MB"))
+              for value in ("0", "-1MB", "1.5MB", "1TB", "abc", "", "9" * 5000, str(LONG_MAX + 1)))):
+        CASES.append(Case(f"{command}-throttle-{name}", "throttle-auto", (*base, *extra),
+                          file=AUTO_FILE if command == "execute" else None))
+CASES += [
+    Case("run-throttle-not-auto", "throttle-auto", (*RUN, "--throttle", "5MB")),
+    Case("run-throttle-guard-without-url", "throttle-auto", (*RUN, *AUTO_BOUNDS, "--throttle-guard", "up == 0")),
+    Case("run-throttle-guard-url-without-guard", "throttle-auto",
+         (*RUN, *AUTO_BOUNDS, "--throttle-guard-url", "http://127.0.0.1:9090")),
+    Case("run-throttle-guard-without-auto", "throttle-auto",
+         (*RUN, "--throttle-guard-url", "http://127.0.0.1:9090", "--throttle-guard", "up == 0")),
+    Case("run-throttle-guard-url-ftp", "throttle-auto",
+         (*RUN, *AUTO_BOUNDS, "--throttle-guard-url", "ftp://prometheus:9090", "--throttle-guard", "up")),
+    Case("run-throttle-guard-url-port", "throttle-auto",
+         (*RUN, *AUTO_BOUNDS, "--throttle-guard-url", "http://prometheus:99999", "--throttle-guard", "up")),
+    Case("run-throttle-guard-empty", "throttle-auto",
+         (*RUN, *AUTO_BOUNDS, "--throttle-guard-url", "http://127.0.0.1:9090", "--throttle-guard", " ")),
+    Case("run-throttle-auto-dry-run", "throttle-auto", (*RUN, *AUTO_BOUNDS, "--dry-run")),
+    Case("run-throttle-auto-cleanup-off", "throttle-auto", (*RUN, *AUTO_BOUNDS, "--throttle-cleanup", "off")),
+    Case("run-throttle-interval-zero", "throttle-auto", (*RUN, *AUTO_BOUNDS, "--throttle-interval", "0")),
+]

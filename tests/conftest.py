@@ -127,7 +127,17 @@ def fault_job(fault_cluster, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def owned_job(cluster, tmp_path_factory):
+def guard():
+    """The `--throttle-guard` the shared job asks (tests.query_api_server): calm until a test sets it firing."""
+    from tests.query_api_server import QueryApiServer
+
+    server = QueryApiServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def owned_job(cluster, guard, tmp_path_factory):
     """The job as an operator runs it (`--throttle-cleanup owned`, the default) on the shared cluster, shared
     by the dashboard and janitor tests (test_job_dashboards_cluster, test_job_janitor_cluster: next to each
     other in the run's order), since a Spark start costs half a minute and more. Started, not waited on, so
@@ -138,7 +148,11 @@ def owned_job(cluster, tmp_path_factory):
     directory = tmp_path_factory.mktemp("owned-job")
     job = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
                      "--trigger-interval", f"{OWNED_JOB_TRIGGER_S:g}s", "--stall-after", "20s",
-                     "--master", "local[2]", "--quiet")
+                     "--master", "local[2]", "--quiet",
+                     # steers only requests executed with --throttle auto (tests/test_job_janitor_cluster.py)
+                     "--throttle", "auto", "--throttle-min", "100KB", "--throttle-max", "50MB",
+                     "--throttle-interval", "1s",
+                     "--throttle-guard-url", guard.url, "--throttle-guard", "produce_latency_p99_seconds > 0.5")
     job.start()
     yield job
     job.stop()

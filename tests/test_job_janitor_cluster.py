@@ -8,7 +8,7 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from tests.job_process import CLI, OWNED_JOB_TRIGGER_S, read_topic, running
+from tests.job_process import CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -135,4 +135,144 @@ def test_job_down_at_completion_removes_the_throttles_once_after_restart(cluster
         assert sorted((a["throttle"]["kind"], tuple(a["throttle"]["entries"] or ())) for a in removed) == [
             ("follower", ("0:2",)), ("leader", ("0:1",))]
     finally:
+        cleanup(cluster, topic)
+
+
+KAFKA = ROOT / "deploy" / "kafka"
+KAFKA_REASSIGN = ["java", "-cp", f"{KAFKA / 'lib'}/*", f"-Dlog4j2.configurationFile={KAFKA / 'log4j2.properties'}",
+                  "-Dkafka.logs.dir=/tmp", "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"]
+
+
+def polls_after(job, count):
+    """Wait until the job has polled `count` times after now (its last-poll gauge moved on each time)."""
+    seen = time.time()
+    for _ in range(count):
+        seen = wait_for(lambda: (v := job.metric(LAST_POLL)) and v > seen and v, 60, interval_s=0.2,
+                        message="the job's next poll")
+
+
+def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_its_keys_gone(cluster, job, tmp_path):
+    """Issue 19 (1): `kafka-reassign-partitions --execute --throttle` over broker 1, which already held a leader
+    rate somebody else set. Kafka's tool overwrites it and adds the follower rate and the rates of broker 2;
+    the job adopts each key as it appeared with the move and, at completion, restores broker 1's leader
+    rate and deletes every other key and entry the tool set."""
+    topic = cluster.unique_topic("kafka-tool")
+    cluster.create_topic(topic, {0: [1]}, megabytes=0)
+    cluster.produce(topic, [0], 6)
+    cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": FOREIGN_RATE}})
+    try:
+        polls_after(job, 2)  # the job's history holds the broker's value before the move
+        plan = tmp_path / "move.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
+        started = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",
+                                                   "--reassignment-json-file", str(plan), "--throttle", "1000000"],
+                                 capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: {k: v or None for k, v in configs(cluster, topic, (1, 2)).items()} == {
+            "leader": "0:1", "follower": "0:2", "1.leader": "1000000", "1.follower": "1000000",
+            "2.leader": "1000000", "2.follower": "1000000"}, 30, interval_s=0.2, message="Kafka's tool's throttles")
+
+        wait_for(lambda: not moving(cluster, topic), 90, interval_s=0.1, message="the move to complete")
+        wait_for(lambda: {k: v or None for k, v in configs(cluster, topic, (1, 2)).items()} == {
+            "leader": None, "follower": None, "1.leader": FOREIGN_RATE, "1.follower": None,
+            "2.leader": None, "2.follower": None}, 90, interval_s=0.2,
+            message="broker 1's prior leader rate restored and every key of the move gone")
+    finally:
+        cleanup(cluster, topic)
+
+
+class SteadyProducer:
+    """Writes to one partition at about `bytes_per_s` until stopped (a thread: the move's leader keeps growing)."""
+
+    def __init__(self, cluster, topic, partition, bytes_per_s, record_bytes=10_000):
+        import os
+        import threading
+
+        from confluent_kafka import Producer
+
+        self.stopped = threading.Event()
+        producer = Producer({**cluster.settings(), "linger.ms": 20, "compression.type": "none"})
+
+        def run():
+            interval = record_bytes / bytes_per_s
+            deadline = time.monotonic()
+            while not self.stopped.is_set():
+                producer.produce(topic, os.urandom(record_bytes), partition=partition)
+                producer.poll(0)
+                deadline += interval
+                self.stopped.wait(max(0.0, deadline - time.monotonic()))
+            producer.flush(30)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join(60)
+
+
+def steered_records(job, request_id):
+    return [value for key, value in read_topic(job.bootstrap, job.progress_topic)
+            if value["kind"] == "throttle" and value["request_id"] == request_id
+            and value["throttle"]["action"] in ("raised", "lowered")]
+
+
+def last_batch(job):
+    return max((value["batch_id"] for _, value in read_topic(job.bootstrap, job.progress_topic)), default=-1)
+
+
+def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_the_schedule(cluster, job, guard, tmp_path):
+    """Issue 19 (2), on the shared job (`run --throttle auto`, its guard a local query-API server: conftest).
+    A producer writes 600 KB/s to the moving partition, six times the 100 KB/s starting rate: auto raises
+    the rate; the guard fires and the rate drops within two batches (to 500 KB/s: still below the producer,
+    so the move cannot finish while cut); cleared, it climbs again; the schedule window in force (1 MB/s, the
+    job allows 50 MB/s) caps every rate; the producer stops, the move finishes and the rates go."""
+    from datetime import datetime, timedelta, timezone
+
+    from tests.query_api_server import FIRING
+
+    topic = cluster.unique_topic("auto")
+    cluster.create_topic(topic, {0: [1]}, megabytes=0)
+    cluster.produce(topic, [0], 10)
+    now = datetime.now(timezone.utc)
+    window = f"{now - timedelta(hours=1):%H:%M}-{now + timedelta(hours=1):%H:%M}=1MB"
+    producer = SteadyProducer(cluster, topic, 0, 600_000)
+    try:
+        plan = tmp_path / "auto.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
+        result = subprocess.run([CLI, "execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
+                                 str(plan), "--throttle", "auto", "--throttle-min", "100KB", "--throttle-max", "50MB",
+                                 "--throttle-schedule", window, "--output", "json"],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        request_id = json.loads(result.stdout)["request_id"]
+        raised = wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "raised"],
+                          120, interval_s=1, message="auto to raise the rate")
+        assert raised[0]["throttle"]["value"] == "100000"  # the floor is the starting rate
+        assert moving(cluster, topic), "the move finished before the guard could be tried: make it larger"
+
+        fired_after = last_batch(job)
+        guard.result = FIRING
+        lowered = wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "lowered"
+                                    and r["throttle"]["signal"] == "stress"], 60, interval_s=0.5,
+                           message="the guard to cut the rate")
+        assert "guard" in lowered[0]["throttle"]["reason"]
+        assert min(r["batch_id"] for r in lowered) <= fired_after + 2, (fired_after, lowered)
+
+        cleared_after = last_batch(job)
+        guard.result = []
+        wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "raised"
+                          and r["batch_id"] > cleared_after], 120, interval_s=0.5, message="the rate to climb again")
+
+        producer.stop()
+        wait_for(lambda: not moving(cluster, topic), 240, interval_s=0.5, message="the move to finish")
+        steered = steered_records(job, request_id)
+        assert max(int(r["throttle"]["new_value"]) for r in steered) <= 1_000_000, "the schedule window is a ceiling"
+        assert {r["throttle"]["signal"] for r in raised} <= {"falling_behind", "binds"}
+        wait_for(lambda: not any(v for k, v in configs(cluster, topic, (1, 2)).items()), 60, interval_s=0.5,
+                 message="every steered rate and entry removed at completion")
+        assert job.metric("kafka_reassignment_throttle_actions_total", scope="broker", action="raised") >= 2
+    finally:
+        guard.result = []
+        producer.stop()
         cleanup(cluster, topic)

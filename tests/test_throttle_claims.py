@@ -60,6 +60,12 @@ CASES = [
                   {**{(b, k): (MB, None) for b in (1, 2, 3) for k in ("leader", "follower")},
                    (1, "leader"): (MB, 7 * MB), (2, "leader"): (MB, 4 * MB)}, {}, ()),
                  id="prior-recorded-and-carried-over-from-our-own-request"),
+    pytest.param([T0_1_2], view(rates={(1, "leader"): MB}),
+                 [ours("A", rates=[(1, "leader", MB, None)]), ours("B", rates=[(1, "leader", MB, 6 * MB)])], 2 * MB,
+                 ({("t", "leader"): "0:1,0:2", ("t", "follower"): "0:3"},
+                  {**{(b, k): (2 * MB, None) for b in (1, 2, 3) for k in ("leader", "follower")},
+                   (1, "leader"): (2 * MB, 6 * MB)}, {}, ()),
+                 id="prior-carried-over-from-the-newest-of-our-requests-holding-the-value"),
 ]
 
 

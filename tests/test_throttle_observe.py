@@ -49,8 +49,15 @@ CASES = [
                  [], None, id="entries-of-other-partitions-or-brokers-and-rates-of-unused-brokers-not-taken"),
     pytest.param([BEFORE], cluster(reassigning=[MOVE], topics={("t", L): "*"}, rates={(4, L): MB}), [], None,
                  id="star-never-taken"),
-    pytest.param([cluster(rates={(1, L): 5 * MB})], cluster(reassigning=[MOVE], rates={(1, L): MB}), [], None,
-                 id="changed-rate-not-taken"),
+    pytest.param([cluster(rates={(1, L): 5 * MB})], cluster(reassigning=[MOVE], rates={(1, L): MB, (1, F): MB}), [],
+                 ([], [(1, F, None), (1, L, 5 * MB)]), id="per-key-appeared-deleted-overwritten-restored"),
+    pytest.param([cluster(rates={(1, L): MB})], cluster(reassigning=[MOVE], rates={(1, L): 3 * MB}), [EXECUTE_RECORD],
+                 ([], [(1, L, None)]), id="overwriting-our-value-carries-our-prior"),
+    pytest.param([cluster(rates={(1, L): 5 * MB})], cluster(reassigning=[MOVE], rates={(1, L): MB}),
+                 [Ownership("E", STARTED, 0, 0, rates=(RateClaim(1, L, MB, 5 * MB),))], None,
+                 id="value-our-execute-set-is-not-taken"),
+    pytest.param([cluster(dead=(1,))], cluster(reassigning=[MOVE], rates={(1, L): MB}), [], None,
+                 id="broker-offline-before-its-configs-unknown"),
     pytest.param([cluster(reassigning=[MOVE])], STARTED_WITH, [], None, id="move-already-running-before"),
     pytest.param([], STARTED_WITH, [], None, id="no-history-after-start"),
     pytest.param([cluster(errors=("DescribeConfigs",))], STARTED_WITH, [], None, id="gap-in-history"),
@@ -124,6 +131,7 @@ def test_a_poll_older_than_the_last_removal_observes_nothing():
 
 from hypothesis import given  # noqa: E402
 
+from sinks.throttles.ownership import holders, rate_owners  # noqa: E402
 from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
 
 
@@ -143,6 +151,10 @@ def test_observed_claims_only_what_newly_appeared_and_is_nobodys(before, now):
         assert (claim.topic, claim.partition) in new.reassigning and (claim.topic, claim.partition) not in old.reassigning
         assert not any((c.topic, c.kind, c.partition, c.broker) == (claim.topic, claim.kind, claim.partition, claim.broker)
                        for r in active for c in r.entries)
-    for claim in found.rates:
-        assert (claim.broker, claim.kind) not in old.broker_rates and claim.broker in new.moving_brokers
-        assert not any((c.broker, c.kind) == (claim.broker, claim.kind) for r in active for c in r.rates)
+    for claim in found.rates:  # per key: what changed with the move, never a value our records hold
+        key, owned = (claim.broker, claim.kind), rate_owners(active).get((claim.broker, claim.kind), ())
+        assert claim.broker in new.moving_brokers and claim.broker in old.alive
+        assert new.broker_rates[key] == claim.rate != old.broker_rates.get(key)
+        assert not holders(owned, claim.rate)
+        assert claim.prior == (old.broker_rates.get(key) if not holders(owned, old.broker_rates.get(key))
+                               else owned[-1][1].prior)

@@ -122,7 +122,15 @@ CASES = [
     pytest.param(cluster(rates={(1, L): 2 * MB}),
                  [owned("A", rates={(1, L): (MB, 5 * MB)}, created=NOW - 90_000),
                   owned("B", rates={(1, L): (2 * MB, 5 * MB)}, created=NOW - 30_000)],
-                 ta.Policy(), [("broker", "1", L, "restored", "5000000")], id="rule4-shared-rate-restores-first-prior"),
+                 ta.Policy(), [("broker", "1", L, "restored", "5000000")], id="rule4-shared-rate-restores-the-carried-prior"),
+    pytest.param(cluster(rates={(1, L): MB}),
+                 [owned("A", rates={(1, L): (MB, None)}, created=NOW - 90_000),
+                  owned("B", rates={(1, L): (MB, 5 * MB)}, created=NOW - 30_000)],
+                 ta.Policy(), [("broker", "1", L, "restored", "5000000")], id="rule4-newest-holder-prior-wins-over-stale-delete"),
+    pytest.param(cluster(rates={(1, L): MB}),
+                 [owned("A", rates={(1, L): (MB, None)}, created=NOW - 90_000),
+                  owned("B", rates={(1, L): (2 * MB, 5 * MB)}, created=NOW - 30_000)],
+                 ta.Policy(), [], id="rule4-value-of-an-overwritten-older-claim-is-not-ours"),
     pytest.param(cluster(reassigning=[("u", 0, [2, 3], [3])], rates={(1, L): MB, (2, L): MB}),
                  [owned("A", moves=[("t", 0)], rates={(1, L): (MB, None), (2, L): (MB, None)}),
                   owned("B", moves=[("u", 0)], rates={(2, L): (MB, None), (3, L): (MB, None)})],
@@ -190,6 +198,23 @@ SETTLED = [
     pytest.param(cluster(), [replace(A, auto_remove=False)], False, id="kept-by-no-auto-remove"),
     pytest.param(cluster(errors=("ListPartitionReassignments",)), [A], False, id="incomplete-poll"),
 ]
+
+
+GIVEN_UP = [
+    pytest.param(cluster(rates={(1, L): MB, (1, F): MB, (2, L): MB, (2, F): MB}), [A], [], id="every-claim-held"),
+    pytest.param(cluster(rates={(1, L): 7 * MB, (1, F): MB, (2, F): MB}), [A], [("A", [(1, F), (2, F)])],
+                 id="changed-and-deleted-claims-given-up"),
+    pytest.param(cluster(dead=(2,), rates={(1, L): MB, (1, F): MB}), [A], [],
+                 id="offline-broker-unknown-claim-kept"),
+    pytest.param(cluster(), [replace(A, state=PENDING, created_ms=NOW - 1000)], [], id="execute-in-flight-kept"),
+    pytest.param(cluster(), [replace(A, state=DONE)], [], id="done-record-untouched"),
+    pytest.param(cluster(errors=("DescribeConfigs",)), [A], [], id="incomplete-poll-decides-nothing"),
+]
+
+
+@pytest.mark.parametrize("snapshot, records, expected", GIVEN_UP)
+def test_given_up(snapshot, records, expected):
+    assert [(r.request_id, sorted((c.broker, c.kind) for c in r.rates)) for r in tb.given_up(snapshot, records)] == expected
 
 
 @pytest.mark.parametrize("snapshot, records, expected", SETTLED)

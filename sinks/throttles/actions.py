@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from sinks.metric_names import THROTTLE_ACTION_NAMES
 
-REMOVED, RESTORED, DRY_RUN, FAILED = THROTTLE_ACTION_NAMES
+REMOVED, RESTORED, DRY_RUN, FAILED, RAISED, LOWERED = THROTTLE_ACTION_NAMES
+STEERED = (RAISED, LOWERED)  # --throttle auto: op SET, `restored_value` is the new rate
 OWNED, ALL, OFF = POLICIES = ("owned", "all", "off")
 ALTER_LOG_DIRS = "alter_log_dirs"
 
@@ -40,3 +41,8 @@ class ThrottleAction:
     restored_value: str | None = None  # broker: the prior value put back
     reason: str = ""
     request_ids: tuple[str, ...] = ()
+    signal: str | None = None  # --throttle auto: what caused the change (sinks.throttles.autothrottle.SIGNALS)
+
+    @property
+    def steered(self):
+        return self.action in STEERED or (self.action == FAILED and self.signal is not None)

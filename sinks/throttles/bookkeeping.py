@@ -1,10 +1,13 @@
 """After the fact, pure: whether the cluster shows an action carried out (`confirmed`, the read-back after
-apply) and whether an ownership record has nothing left to remove (`settled`, then it is marked `done`)."""
+apply), which rate claims the cluster no longer backs (`given_up`, then the records are rewritten without
+them) and whether an ownership record has nothing left to remove (`settled`, then it is marked `done`)."""
+
+from dataclasses import replace
 
 from sinks.throttles import entries as te
 from sinks.throttles.actions import Policy
 from sinks.throttles.ownership import DONE, rate_owners
-from sinks.throttles.plan import owner_lets_go
+from sinks.throttles.plan import being_executed, owner_lets_go
 from sinks.throttles.view import view_of
 from streaming.vocabulary.config_keys import DELETE, TOPIC
 
@@ -41,3 +44,27 @@ def settled(snapshot, record, owned_records, policy=Policy()):
         if current is not None and current != claim.prior and current in {c.rate for _, c in owners[(claim.broker, claim.kind)]}:
             return False
     return True
+
+
+def stale_claims(view, record, policy):
+    """The rate claims of `record` whose value the cluster no longer holds (someone changed or deleted it, or
+    a later request or our own restore replaced it), on brokers whose configs `view` read. None for a record
+    whose execute may still be setting its throttles."""
+    if record.state == DONE or being_executed(record, view, policy):
+        return ()
+    return tuple(c for c in record.rates if c.broker in view.alive and view.broker_rates.get((c.broker, c.kind)) != c.rate)
+
+
+def given_up(snapshot, records, policy=Policy()):
+    """The records that give up claims, rewritten without them (empty on an incomplete poll). A value the
+    cluster stopped holding is no longer ours even if the same number comes back later: set by hand, it
+    would otherwise be deleted as ours at completion."""
+    view = view_of(snapshot)
+    if not view.complete:
+        return []
+    out = []
+    for record in records:
+        stale = stale_claims(view, record, policy)
+        if stale:
+            out.append(replace(record, rates=tuple(c for c in record.rates if c not in stale), updated_ms=view.now_ms))
+    return out

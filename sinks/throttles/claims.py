@@ -13,8 +13,8 @@ A partition that gains no replica (reordering, shrinking) copies nothing and get
 Merging: entries are APPENDed (the broker merges lists atomically); one that is already there and not
 claimed by an active record of ours is foreign: left as it is and not claimed, so it is never removed.
 A topic whose value is `*` already throttles every replica: it is left alone and nothing is claimed.
-A rate is SET; its claim remembers the prior value (carried over from our own earlier claim when the
-current value is ours), which the janitor restores when the broker no longer moves anything.
+A rate is SET; its claim remembers the prior value (carried over from the newest of our own claims of the
+current value when it is ours), which the janitor restores when the broker no longer moves anything.
 """
 
 from collections import defaultdict
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sinks.throttles import entries as te
 from sinks.throttles.actions import ALTER_LOG_DIRS
-from sinks.throttles.ownership import EntryClaim, Move, RateClaim, entry_owners, rate_owners
+from sinks.throttles.ownership import EntryClaim, Move, RateClaim, entry_owners, prior_of, rate_owners
 from streaming.vocabulary.reassignment_file import ANY_LOG_DIR
 
 LEADER, FOLLOWER = "leader", "follower"
@@ -104,7 +104,5 @@ def throttle_setting(moves, view, active_records, throttle=None, log_dirs=None, 
     claims = []
     for (broker, kind), rate in sorted(rates.items()):
         current = view.broker_rates.get((broker, kind))
-        ours = [claim for _, claim in owners.get((broker, kind), ()) if claim.rate == current]
-        prior = ours[0].prior if ours else current
-        claims.append(RateClaim(broker, kind, rate, prior))
+        claims.append(RateClaim(broker, kind, rate, prior_of(owners.get((broker, kind), ()), current)))
     return ThrottleSetting(appends, rates, tuple(entries), tuple(claims), foreign, tuple(stars))

@@ -28,6 +28,8 @@ What one batch does:
 4. Apply each action with one IncrementalAlterConfigs (SUBTRACT entries; DELETE or SET a rate) and
    read back until the cluster shows it (broker configs propagate asynchronously), else `failed`
    (sinks.throttles.apply).
+   Before planning, a record whose claimed rate that read shows changed gives the claim up and is written
+   back without it (sinks.throttles.bookkeeping.given_up): the value is someone else's from then on.
 5. Mark ownership records `done` once a fresh read shows nothing of theirs left
    (sinks.throttles.bookkeeping.settled).
 Dry run and `--throttle-cleanup off` stop after step 2 and report each due action once (again only
@@ -50,16 +52,16 @@ import time
 from collections import deque
 from typing import NamedTuple
 
-from sinks.throttles.actions import ALL, Policy, ThrottleAction
+from sinks.throttles.actions import ALL, REMOVED, RESTORED, Policy, ThrottleAction
 from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
-from sinks.throttles.bookkeeping import settled
+from sinks.throttles.bookkeeping import given_up, settled
 from sinks.throttles.observe import observe
 from sinks.throttles.ownership import DONE, EXECUTE, new_request_id
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_for_plan
-from sinks.throttles.report import describe, describe_observed, throttle_record
-from sinks.throttles.view import view_of
+from sinks.throttles.report import describe, describe_claims, describe_observed, throttle_record
+from sinks.throttles.view import after_actions, view_of
 
 
 # The job's observer compares consecutive polls; polls further apart than this many triggers (at least a
@@ -120,9 +122,13 @@ class Janitor:
             if not self.policy.acts:
                 self._observed = [r for r in self._observed if not settled(snapshot, r, records, self.policy)]
                 return self._outputs(self._new_reports(due), snapshot, batch_id)
-            if not due and not self._settle_candidates(snapshot, records):
+            if not due and not self._settle_candidates(snapshot, records) and not given_up(snapshot, records, self.policy):
                 return []
-            return self._act(records, batch_id, hint=due)
+            outputs = self._act(records, batch_id, hint=due)
+            if self._history:  # the poll predates what was just done: our own removals are nobody's new throttles
+                carried = [o.action for o in outputs if o.action.action in (REMOVED, RESTORED)]
+                self._history[-1] = after_actions(self._history[-1], carried)
+            return outputs
         except Exception as error:  # the streaming query must survive a cluster hiccup: retry next batch
             self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
             return []
@@ -165,9 +171,20 @@ class Janitor:
     def _act(self, records, batch_id, hint):
         fresh = read_for_plan(self.admin, records, self.policy, hint)
         self._acted_ms = max(self._acted_ms, fresh.ts_ms)
+        records = self._give_up(records, fresh)
         done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log)
         self._settle(records, after or fresh)
         return self._outputs(done, fresh, batch_id)
+
+    def _give_up(self, records, now):
+        """Write back without them the rate claims that `now` - a read taken after the ownership refresh - shows
+        the cluster no longer holds. Returns the records as they are now."""
+        rewritten = {r.request_id: r for r in given_up(now, records, self.policy)}
+        for record in rewritten.values():
+            self.store.put(record)
+            self.log(f"request {record.request_id} no longer owns what the cluster changed since: "
+                     f"now claims {describe_claims(record)}")
+        return [rewritten.get(r.request_id, r) for r in records]
 
     def _settle_candidates(self, snapshot, records):
         return [r for r in records if r.state != DONE and settled(snapshot, r, records, self.policy)]

@@ -2,13 +2,17 @@
 
 `observe(history, view, records, request_id, now_ms)` compares the job's current poll with the previous
 complete ones (the janitor keeps the last two, driver side):
-- a move "started" when its partition reassigns now and did not in the previous poll;
+- a move "started" when its partition reassigns now and did not in the previous poll, and no active
+  record of ours moves that partition (what changed with our own move is not another tool's);
 - an entry `p:b` is attributed to it when it is new in its topic's throttled-replicas list since the
   oldest poll of the history (throttles are usually set just before the reassignment starts, so they may
   land one poll earlier), p is that partition and b one of its replicas (current, adding or removing);
-- a broker rate is attributed when the key had no value in the oldest poll and now has one, on a
-  broker the started moves use. A rate that only changed value is not taken (restoring would be a guess).
-Nothing already claimed by an active record of ours (an `execute` request) is taken, `*` never is, and
+- a broker rate is adopted per config key, on a broker the started moves use (and that was alive in the
+  oldest poll, so its configs were read): a key that had no value in the oldest poll and now has one is
+  claimed with no prior (deleted at completion); a key whose value changed is claimed with the value
+  seen before as its prior (restored at completion), so neither is left behind. When that earlier value
+  was ours (an active claim holds it), the prior is carried over from our claim, as `execute` does.
+Nothing our own records hold (the value an active `execute` record claims) is taken, `*` never is, and
 a history with a gap (an incomplete poll, a restart) observes nothing: missing facts never become claims.
 The result is an `observed` Ownership record (auto-removal on), handled by the plan like any other.
 Limit: a reassignment started and finished between two polls is never observed.
@@ -16,13 +20,14 @@ Limit: a reassignment started and finished between two polls is never observed.
 
 from sinks.throttles import entries as te
 from sinks.throttles.ownership import (DONE, OBSERVED, STARTED, EntryClaim, Move, Ownership, RateClaim, entry_owners,
-                                       rate_owners)
+                                       holders, prior_of, rate_owners)
 
 
-def started_moves(previous, view):
+def started_moves(previous, view, ours=frozenset()):
+    """Moves reassigning in `view` and not in `previous`, except those of our own records (`ours`)."""
     moves = []
     for (topic, partition), (replicas, adding, removing) in sorted(view.ongoing.items()):
-        if (topic, partition) not in previous.reassigning:
+        if (topic, partition) not in previous.reassigning and (topic, partition) not in ours:
             sources = tuple(b for b in replicas if b not in adding)
             target = tuple(b for b in replicas if b not in removing)
             moves.append((Move(topic, partition, sources, target), frozenset(replicas) | set(adding) | set(removing)))
@@ -33,11 +38,11 @@ def observe(history, view, records, request_id, now_ms):
     """An `observed` Ownership for throttles that appeared with newly started moves, or None."""
     if not history or not view.complete or not all(v.complete for v in history):
         return None
-    started = started_moves(history[-1], view)
+    active = [r for r in records if r.state != DONE]
+    started = started_moves(history[-1], view, {(m.topic, m.partition) for r in active for m in r.moves})
     if not started:
         return None
     oldest = history[0]
-    active = [r for r in records if r.state != DONE]
     claimed_entries, claimed_rates = entry_owners(active), rate_owners(active)
     brokers_of = {(m.topic, m.partition): brokers for m, brokers in started}
     entries = []
@@ -48,9 +53,12 @@ def observe(history, view, records, request_id, now_ms):
         for partition, broker in sorted(appeared):
             if broker in brokers_of.get((topic, partition), ()) and (partition, broker) not in claimed_entries.get((topic, kind), {}):
                 entries.append(EntryClaim(topic, kind, partition, broker))
-    used = frozenset().union(*(brokers for _, brokers in started))
-    rates = [RateClaim(broker, kind, rate, None) for (broker, kind), rate in sorted(view.broker_rates.items())
-             if broker in used and (broker, kind) not in oldest.broker_rates and (broker, kind) not in claimed_rates]
+    used = frozenset().union(*(brokers for _, brokers in started)) & oldest.alive
+    rates = []
+    for (broker, kind), rate in sorted(view.broker_rates.items()):
+        before, owned = oldest.broker_rates.get((broker, kind)), claimed_rates.get((broker, kind), ())
+        if broker in used and rate != before and not holders(owned, rate):
+            rates.append(RateClaim(broker, kind, rate, prior_of(owned, before)))
     if not entries and not rates:
         return None
     return Ownership(request_id=request_id, state=STARTED, created_ms=int(now_ms), updated_ms=int(now_ms),

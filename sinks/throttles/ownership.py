@@ -10,6 +10,9 @@ someone else). A record claims:
 - broker rates it set, each with the `prior` value it replaced (None: there was none). When the prior
   value was itself set by another active record of ours, the prior of that record is carried over,
   so the value restored at the end is the one that existed before any of our throttles.
+  When several active records claim one rate, the value is ours only if the newest claim is of it, and
+  the newest one's prior decides what is restored (`holders`, `prior_of`); a record whose claimed value the cluster no longer holds gives that claim up
+  (sinks.throttles.bookkeeping.given_up), so a value someone set by hand later is never taken for ours.
 
 Store: a compacted Kafka topic (sinks.throttles.ownership_store; default
 streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is totally ordered, replication factor
@@ -75,6 +78,15 @@ class RateClaim:
 
 
 @dataclass(frozen=True)
+class Steering:
+    """`--throttle auto`: the job steers the rates this record claims within these bounds (bytes/s);
+    `schedule`: (start minute, end minute, ceiling) windows of the UTC day, ceilings while in force."""
+    floor: int
+    ceiling: int
+    schedule: tuple = ()
+
+
+@dataclass(frozen=True)
 class Ownership:
     request_id: str
     state: str
@@ -87,6 +99,7 @@ class Ownership:
     rates: tuple[RateClaim, ...] = ()
     note: str | None = None
     plan_id: str | None = None  # the plan this record is a wave of (sinks.plans), else None
+    steering: Steering | None = None  # `--throttle auto`: the job steers its rates
 
     def with_state(self, state, now_ms, note=None):
         return replace(self, state=state, updated_ms=int(now_ms), note=note if note is not None else self.note)
@@ -109,6 +122,9 @@ def to_json(record):
         "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
         "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
         **({"plan_id": record.plan_id} if record.plan_id is not None else {}),
+        "steering": None if record.steering is None else {
+            "floor": record.steering.floor, "ceiling": record.steering.ceiling,
+            "schedule": [list(w) for w in record.steering.schedule]},
     }
 
 
@@ -125,6 +141,9 @@ def from_json(value):
                       for e in value.get("entries", ()) for text in e["entries"]),
         rates=tuple(RateClaim(int(r["broker"]), r["kind"], int(r["rate"]), None if r.get("prior") is None else int(r["prior"]))
                     for r in value.get("rates", ())),
+        steering=None if not value.get("steering") else Steering(
+            int(value["steering"]["floor"]), int(value["steering"]["ceiling"]),
+            tuple(tuple(int(x) for x in w) for w in value["steering"].get("schedule", ()))),
     )
 
 
@@ -166,6 +185,22 @@ def rate_owners(records):
         for claim in record.rates:
             owners[(claim.broker, claim.kind)].append((record, claim))
     return owners
+
+
+def holders(owned, value):
+    """The (record, claim) pairs of `owned` (one key of rate_owners) that hold the value the cluster holds,
+    earliest first; none unless the NEWEST claim is of that value. The newest request read the cluster last
+    and carried the prior over from ours, so an older claim of the same number either shares its value or
+    was overwritten in between (by hand, by another tool) and the number came back: not ours then."""
+    if not owned or value is None or owned[-1][1].rate != value:
+        return []
+    return [(record, claim) for record, claim in owned if claim.rate == value]
+
+
+def prior_of(owned, value):
+    """The value before any of our throttles, for a key holding `value`: the prior the newest claim saved
+    when the value is ours (holders), else `value` itself (someone else's, or none)."""
+    return owned[-1][1].prior if holders(owned, value) else value
 
 
 class OwnershipStore(Protocol):

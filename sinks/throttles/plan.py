@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from sinks.throttles import entries as te
 from sinks.throttles.actions import ALL, ALTER_LOG_DIRS, DRY_RUN, REMOVED, RESTORED, Policy, ThrottleAction
-from sinks.throttles.ownership import ABORTED, DONE, PENDING, entry_owners, rate_owners
+from sinks.throttles.ownership import ABORTED, DONE, PENDING, entry_owners, holders, prior_of, rate_owners
 from sinks.throttles.view import view_of
 from streaming.vocabulary.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELETE, SET, SUBTRACT, TOPIC, TOPIC_THROTTLE_KEYS
 
@@ -115,12 +115,12 @@ def _plan_owned(view, records, policy):
                 request_ids=_ids(r for owners in removable.values() for r in owners)))
     for (broker, kind), owned in sorted(rate_owners(records).items()):
         current = view.broker_rates.get((broker, kind))
-        owners = [record for record, _ in owned]
-        if current is None or current not in {claim.rate for _, claim in owned}:
+        owners = [record for record, _ in holders(owned, current)]
+        if not owners:
             continue  # gone, or changed by someone else since we set it: not ours to touch
         if rate_blocker(view, broker, kind, owners, policy):
             continue
-        prior = owned[0][1].prior  # the value before the earliest of our requests set it
+        prior = prior_of(owned, current)  # the newest holder's: the value before any of our requests set it
         reason = f"no ongoing reassignment uses broker {broker}"
         if prior is None:
             actions.append(ThrottleAction(BROKER, str(broker), kind, REMOVED, DELETE, value=str(current),

@@ -15,6 +15,8 @@ def describe(action):
     what = {SUBTRACT: f"removed {','.join(action.entries)} from {key}",
             DELETE: f"deleted {key}={action.value}",
             SET: f"restored {key}={action.restored_value} (was {action.value})"}[action.op]
+    if action.steered:
+        what = f"set {key}={action.restored_value} (was {action.value}; {action.signal})"
     if action.action == DRY_RUN:
         return f"{where}: dry run: {action.reason}"
     prefix = "FAILED " if action.action == FAILED else ""
@@ -30,7 +32,8 @@ def throttle_record(action, ts_ms, batch_id, cluster_id):
         request_id=",".join(action.request_ids) or None,
         throttle={"scope": action.scope, "name": action.name, "kind": action.kind, "action": action.action,
                   "entries": list(action.entries) or None, "value": action.value,
-                  "restored_value": action.restored_value, "reason": action.reason})
+                  "restored_value": None if action.steered else action.restored_value, "reason": action.reason,
+                  **({"new_value": action.restored_value, "signal": action.signal} if action.steered else {})})
     return throttle_key(action.scope, action.name), value
 
 

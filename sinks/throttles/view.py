@@ -1,6 +1,10 @@
-"""The cluster as the janitor's rules see it: `view_of(snapshot) -> ClusterView`, extracted once. Pure."""
+"""The cluster as the janitor's rules see it: `view_of(snapshot) -> ClusterView`, extracted once, and
+`after_actions(view, actions)`: the same view once the janitor's actions were carried out. Pure."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from sinks.throttles import entries as te
+from streaming.vocabulary.config_keys import DELETE, SET, SUBTRACT, TOPIC
 
 from streaming.vocabulary.kafka_apis import DECISION_APIS
 
@@ -42,3 +46,21 @@ def view_of(snapshot):
         broker_rates={(r["broker"], r["kind"]): r["rate"] for r in snapshot["broker_throttles"] if r["broker"] >= 0},
         ongoing=ongoing,
     )
+
+
+def after_actions(view, actions):
+    """`view` with `actions` (carried out and confirmed) applied: what the cluster shows once the janitor acted,
+    so that what the janitor itself removed or restored is never mistaken for someone else's change."""
+    topics, rates = dict(view.topic_values), dict(view.broker_rates)
+    for action in actions:
+        if action.scope == TOPIC:
+            key = (action.name, action.kind)
+            if action.op == DELETE:
+                topics.pop(key, None)
+            elif action.op == SUBTRACT:
+                topics[key] = te.format_entries(te.parse(topics.get(key)) - {te.parse_entry(e) for e in action.entries})
+        elif action.op == DELETE:
+            rates.pop((int(action.name), action.kind), None)
+        elif action.op == SET:
+            rates[(int(action.name), action.kind)] = int(action.restored_value)
+    return replace(view, topic_values=topics, broker_rates=rates)

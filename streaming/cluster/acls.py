@@ -178,6 +178,11 @@ def markdown():
            ""]
     for command, (what, _) in COMMANDS.items():
         out += [f"`{command}`: {what}.", ""] + _table(grants(command)) + [""]
+    out += ["`--throttle auto` needs no grant beyond these: `run --throttle auto` changes the broker rates that",
+            "auto requests own (Cluster AlterConfigs, as `run`'s janitor) and rewrites their ownership records with",
+            "the new rate (Write on the ownership topic, as `run`); `execute --throttle auto` sets its starting rate",
+            "like any throttle. The guard (`--throttle-guard-url`) is an HTTP query to Prometheus, outside Kafka's",
+            "ACLs: the job needs only network access to it.", ""]
     out += ["The job's principal holds the grants of `run`, the operators' those of `progress`, `execute`,",
             "`verify` and `cancel`:", "", "```", f"J={JOB_PRINCIPAL}", f"O={OPERATOR_PRINCIPAL}"]
     out += _kafka_acls("J", union(JOB_COMMANDS)) + _kafka_acls("O", union(OPERATOR_COMMANDS)) + ["```", "", MARKDOWN_END]

@@ -27,8 +27,10 @@ import sys
 import time
 from typing import NamedTuple
 
+from streaming.commands import flags
 from streaming.commands import plan_execute
 from streaming.commands import reassign_common as common
+from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
 
@@ -37,8 +39,10 @@ REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before
 
 def add_arguments(parser):
     parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
-    parser.add_argument("--throttle", type=int, metavar="B/s",
-                        help="inter-broker replication throttle in bytes/s on every source and destination broker")
+    parser.add_argument("--throttle", type=flags.checked(throttle_values.throttle), metavar="B/s|auto",
+                        help="inter-broker replication throttle in bytes/s on every source and destination broker; "
+                             "auto: starts at --throttle-min and `run --throttle auto` steers it within the bounds")
+    common.add_auto_throttle_bounds(parser)
     parser.add_argument("--replica-alter-log-dirs-throttle", type=int, metavar="B/s",
                         help="throttle in bytes/s for moves between log dirs of one broker")
     parser.add_argument("--no-auto-remove-throttle", action="store_true",
@@ -135,6 +139,9 @@ class Request(NamedTuple):
 
 
 def run(args, connect):
+    steering = common.auto_throttle_bounds(args)
+    if steering is not None:  # the job steers from the floor up
+        args.throttle = steering.floor
     limits = plan_execute.limits_of(args)
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
@@ -143,7 +150,7 @@ def run(args, connect):
         plan_execute.check_file(file_moves)
     admin = connect(args)
     try:
-        request = _request(args, admin, file_moves)
+        request = _request(args, admin, file_moves, steering)
         if limits is not None:  # a plan: recorded, then advanced a wave at a time (sinks.plans)
             return plan_execute.execute_plan(args, admin, request, limits)
         _print_plan(args, request)
@@ -165,7 +172,7 @@ def _file_moves(path):
     return moves
 
 
-def _request(args, admin, file_moves):
+def _request(args, admin, file_moves, steering=None):
     """Step 1: validate against the cluster, then decide the moves, throttles and ownership record."""
     from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
     from sinks.throttles.ownership import PENDING, Ownership, new_request_id
@@ -186,7 +193,8 @@ def _request(args, admin, file_moves):
     now_ms = int(time.time() * 1000)
     record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
                        created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
-                       moves=moves, entries=setting.entries, rates=setting.rate_claims)
+                       moves=moves, entries=setting.entries, rates=setting.rate_claims,
+                       steering=steering if setting.rate_claims else None)
     rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
     return Request(moves, log_dirs, setting, rollback, record, store)
 
@@ -279,6 +287,9 @@ def _document(request, started, failed, unmoved, dry_run):
     record, rollback, setting = request.record, request.rollback, request.setting
     return {
         "request_id": None if dry_run else record.request_id, "dry_run": dry_run,
+        "throttle_auto": None if record.steering is None else {
+            "min": record.steering.floor, "max": record.steering.ceiling,
+            "schedule": [list(w) for w in record.steering.schedule]},
         "rollback": json.loads(rollback), "auto_remove_throttle": record.auto_remove,
         "started": [f"{m.topic}-{m.partition}" for m in started],
         "failed": [{"partition": f"{m.topic}-{m.partition}", "error": e} for m, e in failed],

@@ -6,6 +6,7 @@ import re
 
 from streaming.vocabulary import durations
 from streaming.vocabulary.echo import shown
+from streaming.vocabulary.errors import BadInput
 from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, PORT_MAX, topic_name_problem
 
 # HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. The port is required, as
@@ -75,3 +76,15 @@ def request_id(text):
     if not _REQUEST_ID.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a request id (like 20261123T180000.000Z-1a2b)")
     return text
+
+
+def checked(parse):
+    """An argparse `type` from a vocabulary parser that raises BadInput: a bad value is a usage error (exit 2)."""
+    def parse_flag(text):
+        try:
+            return parse(text)
+        except BadInput as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse_flag.__name__ = parse.__name__
+    return parse_flag

@@ -18,7 +18,9 @@ from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
 STEP_INTERVAL_S = 1.0  # between two steps of `--wait`: about the driver-side watch's period
 PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
 PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-auto-remove-throttle",
-                "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle"}
+                "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
+                # the job steers a request's own rates; a plan's waves are requests of their own (not steered yet)
+                "throttle_min": "--throttle auto"}
 
 
 def add_plan_arguments(parser):

@@ -133,3 +133,37 @@ def positive_rate(name, value):
     if value is not None and not 0 < value <= LONG_MAX:
         raise BadInput(f"{name} must be a number of bytes per second from 1 to {LONG_MAX}, not {shown(value, 30)}")
     return value
+
+
+def add_auto_throttle_bounds(parser):
+    """--throttle-min/--throttle-max/--throttle-schedule: the bounds of `--throttle auto` (execute and run)."""
+    from streaming.vocabulary import throttle_values as tv
+
+    parser.add_argument("--throttle-min", type=flags.checked(tv.byte_rate), metavar="RATE",
+                        help="with --throttle auto: the lowest rate (and the starting one), e.g. 1MB")
+    parser.add_argument("--throttle-max", type=flags.checked(tv.byte_rate), metavar="RATE",
+                        help="with --throttle auto: the highest rate, e.g. 200MB")
+    parser.add_argument("--throttle-schedule", type=flags.checked(tv.schedule), metavar="HH:MM-HH:MM=RATE[,...]",
+                        help="with --throttle auto: ceilings by time of day (UTC), e.g. 22:00-06:00=200MB")
+
+
+def auto_throttle_bounds(args):
+    """The Steering bounds of `--throttle auto` (None without it); BadInput for bounds without auto, a missing
+    or inverted bound, or a schedule ceiling outside them."""
+    from sinks.throttles.ownership import Steering
+    from streaming.vocabulary.throttle_values import AUTO
+
+    given = [f for f, v in (("--throttle-min", args.throttle_min), ("--throttle-max", args.throttle_max),
+                            ("--throttle-schedule", args.throttle_schedule)) if v is not None]
+    if args.throttle != AUTO:
+        if given:
+            raise BadInput(f"{given[0]} needs --throttle auto")
+        return None
+    if args.throttle_min is None or args.throttle_max is None:
+        raise BadInput("--throttle auto needs --throttle-min and --throttle-max")
+    if args.throttle_min > args.throttle_max:
+        raise BadInput(f"--throttle-min {args.throttle_min} is above --throttle-max {args.throttle_max}")
+    for start, end, ceiling in args.throttle_schedule or ():
+        if not args.throttle_min <= ceiling <= args.throttle_max:
+            raise BadInput(f"--throttle-schedule ceiling {ceiling} is outside --throttle-min .. --throttle-max")
+    return Steering(args.throttle_min, args.throttle_max, tuple(args.throttle_schedule or ()))

@@ -11,7 +11,8 @@ import re
 import socket
 import tempfile
 
-from streaming.vocabulary import defaults, durations
+from streaming.commands import flags
+from streaming.vocabulary import defaults, durations, throttle_values
 from streaming.spark.checkpoint import local_path
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.echo import shown
@@ -24,6 +25,8 @@ MASTER_PATTERN = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)(,[1-9][0-9]{0,3})?\])
 TRIGGER_BOUNDS_S = (0.1, durations.DAY_S)
 STALL_AFTER_BOUNDS_S = (1.0, 7 * durations.DAY_S)
 RATE_WINDOW_BOUNDS_S = (1.0, durations.DAY_S)
+THROTTLE_INTERVAL_BOUNDS_S = (0.1, durations.DAY_S)
+MAX_GUARD_LENGTH = 10_000
 
 
 def master(text):
@@ -52,7 +55,30 @@ def add_arguments(parser):
     parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default=defaults.THROTTLE_CLEANUP)
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines on stdout")
+    parser.add_argument("--throttle", choices=(throttle_values.AUTO,),
+                        help="auto: steer the rates of requests executed with --throttle auto, within the bounds")
+    common.add_auto_throttle_bounds(parser)
+    parser.add_argument("--throttle-interval", type=durations.flag(*THROTTLE_INTERVAL_BOUNDS_S),
+                        default=defaults.THROTTLE_INTERVAL_S, metavar="DURATION",
+                        help=f"with --throttle auto: at most one change per broker this often "
+                             f"(default {defaults.THROTTLE_INTERVAL_S:g}s)")
+    parser.add_argument("--throttle-guard-url", type=flags.checked(throttle_values.guard_url), metavar="URL",
+                        help="with --throttle auto: Prometheus to ask the guard query (http://prometheus:9090)")
+    parser.add_argument("--throttle-guard", metavar="PROMQL",
+                        help="with --throttle auto: a query whose non-empty result means stress (cut the rates)")
     common.add_ownership_topic(parser)
+
+
+def guard_of(args):
+    """(url, query) of the guard, both or neither, and only with --throttle auto."""
+    if (args.throttle_guard_url is None) != (args.throttle_guard is None):
+        raise BadInput("--throttle-guard-url and --throttle-guard go together")
+    if args.throttle_guard is not None:
+        if args.throttle != throttle_values.AUTO:
+            raise BadInput("--throttle-guard needs --throttle auto")
+        if not args.throttle_guard.strip() or len(args.throttle_guard) > MAX_GUARD_LENGTH:
+            raise BadInput(f"--throttle-guard must be a PromQL query of 1 to {MAX_GUARD_LENGTH} characters")
+    return args.throttle_guard_url, args.throttle_guard
 
 
 def config_from(args):
@@ -60,6 +86,11 @@ def config_from(args):
 
     if not 0 < args.metrics_port <= PORT_MAX:
         raise BadInput(f"--metrics-port {shown(args.metrics_port, 20)}: not a port (1-{PORT_MAX})")
+    steering = common.auto_throttle_bounds(args)
+    if steering is not None and (args.dry_run or args.throttle_cleanup != "owned"):
+        raise BadInput("--throttle auto changes rates and restores them at completion: it needs --throttle-cleanup "
+                       "owned and no --dry-run")
+    guard_url, guard_query = guard_of(args)
     return JobConfig(
         bootstrap=args.bootstrap_server, command_config=args.command_config, timeout_s=args.timeout,
         master=master(args.master) or None, checkpoint_location=args.checkpoint_location,
@@ -67,7 +98,8 @@ def config_from(args):
         metrics_port=args.metrics_port, metrics_address=args.metrics_address,
         metrics_detail=args.metrics_detail, trigger_interval_s=args.trigger_interval,
         stall_after_s=args.stall_after, rate_window_s=args.rate_window,
-        throttle_cleanup=args.throttle_cleanup, dry_run=args.dry_run, quiet=args.quiet)
+        throttle_cleanup=args.throttle_cleanup, dry_run=args.dry_run, quiet=args.quiet,
+        steering=steering, throttle_interval_s=args.throttle_interval, guard_url=guard_url, guard_query=guard_query)
 
 
 def check_metrics_port(address, port):

@@ -42,6 +42,10 @@ class JobConfig:
     throttle_cleanup: str = defaults.THROTTLE_CLEANUP
     dry_run: bool = False
     quiet: bool = False
+    steering: object = None  # sinks.throttles.ownership.Steering: `--throttle auto` and its bounds, or None
+    throttle_interval_s: float = defaults.THROTTLE_INTERVAL_S
+    guard_url: str | None = None
+    guard_query: str | None = None
 
 
 def run(config, janitor_factory=None, out=sys.stderr):
@@ -55,6 +59,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
+    from sinks.throttles.steer import steerer_factory
     from streaming.cluster.admin import KafkaClusterAdmin
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
@@ -65,6 +70,7 @@ def run(config, janitor_factory=None, out=sys.stderr):
         # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it.
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
         janitor = janitor_factory(config, admin) if janitor_factory else None
+        steerer = steerer_factory(config, admin, janitor.store) if janitor is not None else None
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
         gate_path = os.path.join(gate_directory, "gate.json")
@@ -76,7 +82,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(job._batch_duration_listener(metrics))
-        handler = job.BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done)
+        handler = job.BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done,
+                                   steerer)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)

@@ -90,9 +90,10 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
+        self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
@@ -123,8 +124,9 @@ class BatchHandler:
         with collector_paused():
             output = assemble(replicas, tables, facts, batch_id, self._requests())
         keyed = list(output.records)
+        steered = self.steerer.on_batch(output.snapshot, replicas, batch_id) if self.steerer is not None else []
         if self.janitor is not None:
-            for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
+            for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
                 keyed.append((key, records.encode(value)))
                 self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
         try:

@@ -7,6 +7,7 @@ TIMEOUT_S = 10.0  # --timeout: bound on each call to the cluster
 TRIGGER_INTERVAL_S = 10.0
 STALL_AFTER_S = 600.0
 RATE_WINDOW_S = 60.0
+THROTTLE_INTERVAL_S = 30.0  # --throttle auto: at most one rate change per broker this often
 METRICS_PORT = 9469
 METRICS_ADDRESS = "0.0.0.0"  # Kubernetes scrapes the pod's address; tests pass 127.0.0.1
 METRICS_DETAIL = "replica"
