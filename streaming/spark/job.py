@@ -105,8 +105,9 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
@@ -138,7 +139,7 @@ class BatchHandler:
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         with collector_paused():
-            output = assemble(replicas, tables, facts, batch_id, self._requests())
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
         if self.janitor is not None:
             for action, key, value in self.janitor.on_batch(output.snapshot, batch_id):
@@ -260,7 +261,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(_batch_duration_listener(metrics))
-        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout)
+        handler = BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout,
+                               pending_after_s=2 * config.trigger_interval_s)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
