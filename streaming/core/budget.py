@@ -31,6 +31,7 @@ from typing import Hashable, NamedTuple
 from streaming.vocabulary.kafka_limits import THROTTLE_FLOOR_BYTES_PER_S
 
 LEADER, FOLLOWER, ALTER_LOG_DIRS = DIRECTIONS = ("leader", "follower", "alter_log_dirs")
+RESHARE_STEP = 0.02
 
 
 class BudgetKey(NamedTuple):
@@ -40,8 +41,7 @@ class BudgetKey(NamedTuple):
     throttled: bool
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):
     key: Hashable  # the caller's id of the move
     remaining: float  # bytes still to copy now
     growth: float = 0.0  # bytes/s the leader's log grows (a negative growth counts as none)
@@ -49,8 +49,7 @@ class Move:
     budgets: tuple = ()  # the BudgetKeys it uses
 
 
-@dataclass(frozen=True)
-class Finish:
+class Finish(NamedTuple):
     at_s: float | None  # when it finishes (the clock's seconds); None: never, or not known
     share: float | None  # bytes/s it gets now; None: none of its budgets has a known rate
     binding: BudgetKey | None  # the budget that sets its share now
@@ -123,6 +122,19 @@ class _Class:
         return max(t, self.since_s)  # ordered by the first share, a member may be due already: now
 
 
+def _reshare(classes, rates, users, t_s, events):
+    """The classes' shares from the budgets' users now, each class brought to `t_s` first; their next
+    finishes pushed onto `events`."""
+    for cls in classes:
+        cls.advance(t_s)
+        if cls.next < len(cls.members):
+            cls.share = min(rates[b] / users[b] for b in cls.budgets)
+        cls.version += 1
+        finish_s = cls.head_finish_s()
+        if finish_s < math.inf:
+            heapq.heappush(events, (finish_s, cls.index, cls.version))
+
+
 def simulate(moves, rates, now_s):
     """Outcome of running the moves forward from `now_s` (seconds) at their shares of the budgets' `rates`
     ({BudgetKey: rate or None}). A move with nothing remaining finishes now and takes no share; a move none
@@ -142,7 +154,7 @@ def simulate(moves, rates, now_s):
             users[budget] = users.get(budget, 0) + len(members)
     initial_users = dict(users)
 
-    classes, on_budget = [], {}
+    classes, on_budget, now_of = [], {}, {}
     for budgets, members in by_budgets.items():
         share = min(rates[b] / users[b] for b in budgets)
         binding = min(budgets, key=lambda b: rates[b] / users[b])
@@ -155,36 +167,40 @@ def simulate(moves, rates, now_s):
         cls = _Class(len(classes), budgets, [(m.key, float(m.remaining), max(float(m.growth), 0.0)) for m in ordered])
         cls.share = share
         for move in members:
-            finishes[move.key] = Finish(None, share, binding)
+            now_of[move.key] = (share, binding)
         classes.append(cls)
         for budget in budgets:
             on_budget.setdefault(budget, []).append(cls)
 
-    events = [(cls.head_finish_s(), i, cls.version) for i, cls in enumerate(classes)]
-    events = [event for event in events if event[0] < math.inf]
-    heapq.heapify(events)
+    # A budget's shares are handed out again once its users fell by RESHARE_STEP since the last time (and
+    # by one at least): exact for small budgets, and for a budget of thousands of moves a freed share a
+    # little late (never early) instead of every class on it updated at every finish.
+    shared_at = dict(users)
+    finished_at = {}
+    events = []
+    _reshare(classes, rates, users, 0.0, events)
+    t_s = 0.0
     while events:
-        t_s, i, version = heapq.heappop(events)
-        cls = classes[i]
-        if version != cls.version:
-            continue
-        key = cls.members[cls.next][0]
-        now = finishes[key]
-        finishes[key] = Finish(now_s + t_s, now.share, now.binding)
-        cls.next += 1
-        touched = {c.index: c for b in cls.budgets for c in on_budget[b]}
-        for budget in cls.budgets:
-            users[budget] -= 1
-        for other in touched.values():
-            other.advance(t_s)
-            if other.next < len(other.members):
-                other.share = min(rates[b] / users[b] for b in other.budgets)
-            other.version += 1
-            finish_s = other.head_finish_s()
-            if finish_s < math.inf:
-                heapq.heappush(events, (finish_s, other.index, other.version))
-    for cls in classes:
-        for key, _, _ in cls.members[cls.next:]:
-            now = finishes[key]
-            finishes[key] = Finish(None, now.share, now.binding, never=True)
+        while events:
+            t_s, i, version = heapq.heappop(events)
+            cls = classes[i]
+            if version != cls.version:
+                continue
+            finished_at[cls.members[cls.next][0]] = now_s + t_s
+            cls.next += 1
+            due = []
+            for budget in cls.budgets:
+                users[budget] -= 1
+                if shared_at[budget] - users[budget] >= max(1.0, RESHARE_STEP * shared_at[budget]):
+                    shared_at[budget] = users[budget]
+                    due.append(budget)
+            touched = {c.index: c for b in due for c in on_budget[b]}
+            touched[cls.index] = cls
+            _reshare(touched.values(), rates, users, t_s, events)
+        # No finish left at the current shares: hand out every share freed since, once.
+        shared_at = dict(users)
+        _reshare(classes, rates, users, t_s, events)
+    for key, (share, binding) in now_of.items():
+        at_s = finished_at.get(key)
+        finishes[key] = Finish(at_s, share, binding, never=at_s is None)
     return Outcome(finishes, dict(rates), initial_users)

@@ -40,16 +40,27 @@ class Throttles:
         """The BudgetKeys a replica row's move uses."""
         topic, partition, broker = row["topic"], row["partition"], row["broker"]
         if row["intra_broker"]:
-            key = BudgetKey(ALTER_LOG_DIRS, broker, True)
-            return (key if key in self.rates else key._replace(throttled=False),)
-        used = []
-        leader_key = BudgetKey(LEADER, row["leader"], True)
+            key = _key(ALTER_LOG_DIRS, broker, True)
+            return (key if key in self.rates else _key(ALTER_LOG_DIRS, broker, False),)
+        used = ()
+        leader_key = _key(LEADER, row["leader"], True)
         if leader_key in self.rates and self._lists(topic, LEADER, partition, row["leader"]):
-            used.append(leader_key)
-        follower_key = BudgetKey(FOLLOWER, broker, True)
+            used = (leader_key,)
+        follower_key = _key(FOLLOWER, broker, True)
         if follower_key in self.rates and self._lists(topic, FOLLOWER, partition, broker):
-            used.append(follower_key)
-        return tuple(used) or (BudgetKey(FOLLOWER, broker, False),)
+            used += (follower_key,)
+        return used or (_key(FOLLOWER, broker, False),)
+
+
+_KEYS = {}
+
+
+def _key(direction, broker, throttled):
+    """One BudgetKey object per budget (100k moves share a few dozen)."""
+    found = _KEYS.get((direction, broker, throttled))
+    if found is None:
+        found = _KEYS[(direction, broker, throttled)] = BudgetKey(direction, broker, throttled)
+    return found
 
 
 def is_copying(row):

@@ -74,12 +74,16 @@ def _binding(row, ctx):
 _SIDE = {LEADER: "leader", ALTER_LOG_DIRS: "alter-log-dirs"}
 
 
+def _moves(n):
+    return f"{n} move" + ("" if n == 1 else "s")
+
+
 def _budget_text(binding):
     budget, throttle, rate, users = binding
     side = _SIDE.get(budget.direction, "follower")
     if throttle is None:
-        return f"no throttle on broker {budget.broker}'s moves ({human_rate(rate)} observed, shared by {users} moves)"
-    return f"{side} throttle on broker {budget.broker} is {human_rate(throttle)} shared by {users} moves"
+        return f"no throttle on broker {budget.broker}: {human_rate(rate)} observed, shared by {_moves(users)}"
+    return f"{side} throttle on broker {budget.broker} is {human_rate(throttle)} shared by {_moves(users)}"
 
 
 # -- the rules: (row, ctx) -> the reason line, or None when the rule does not hold --
@@ -149,7 +153,7 @@ def waiting_for_budget(row, ctx):
     binding = _binding(row, ctx)
     if _pending_long(row, ctx) and binding and binding[3] > 1:
         budget, users = binding[0], binding[3]
-        what = "logs between its dirs" if budget.direction == ALTER_LOG_DIRS else "moves"
+        what = "log dir moves" if budget.direction == ALTER_LOG_DIRS else "moves"
         return (f"waiting: broker {budget.broker} already {_VERB.get(budget.direction, 'receives')} "
                 f"{users - 1} other {what}")
     return None
@@ -161,24 +165,30 @@ def no_bytes_yet(row, ctx):
     return None
 
 
+_MOVING = None  # a rule that reads any state
+OFFLINE, STALLED, FALLING, PENDING = (frozenset({s.name}) for s in (ReplicaState.BROKER_OFFLINE, ReplicaState.STALLED,
+                                                                    ReplicaState.FALLING_BEHIND, ReplicaState.PENDING))
+# (rule, code, the states it can hold in: only those rows are asked, so 100k healthy rows cost little)
 RULES = (
-    (destination_offline, ReasonCode.DESTINATION_OFFLINE),
-    (leader_offline, ReasonCode.LEADER_OFFLINE),
-    (caught_up_not_in_isr, ReasonCode.CAUGHT_UP_NOT_IN_ISR),
-    (throttle_too_low, ReasonCode.THROTTLE_TOO_LOW),
-    (leader_not_sending, ReasonCode.LEADER_NOT_SENDING),
-    (copy_below_growth, ReasonCode.COPY_BELOW_GROWTH),
-    (waiting_for_budget, ReasonCode.WAITING_FOR_BUDGET),
-    (no_bytes_yet, ReasonCode.NO_BYTES_YET),
+    (destination_offline, ReasonCode.DESTINATION_OFFLINE, OFFLINE),
+    (leader_offline, ReasonCode.LEADER_OFFLINE, OFFLINE),
+    (caught_up_not_in_isr, ReasonCode.CAUGHT_UP_NOT_IN_ISR, _MOVING),
+    (throttle_too_low, ReasonCode.THROTTLE_TOO_LOW, STALLED),
+    (leader_not_sending, ReasonCode.LEADER_NOT_SENDING, STALLED),
+    (copy_below_growth, ReasonCode.COPY_BELOW_GROWTH, _MOVING),
+    (waiting_for_budget, ReasonCode.WAITING_FOR_BUDGET, PENDING),
+    (no_bytes_yet, ReasonCode.NO_BYTES_YET, PENDING),
 )
 
 
 def diagnose(row, ctx):
     """(reason code name, reason line) of the first rule that holds; (None, None) for a healthy move."""
-    for rule, code in RULES:
-        line = rule(row, ctx)
-        if line is not None:
-            return code.name, line
+    state = row.get("state")
+    for rule, code, states in RULES:
+        if states is None or state in states:
+            line = rule(row, ctx)
+            if line is not None:
+                return code.name, line
     return None, None
 
 

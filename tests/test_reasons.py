@@ -1,0 +1,121 @@
+"""Reasons on plain rows: one case per rule (the row, the throttles, the expected code and line), the budget
+view's choice of budgets, and the reasons' place in records, the schema and /metrics."""
+
+import json
+
+import pytest
+
+from sinks import metric_names as m
+from sinks.prometheus import Picture, samples
+from sinks.records import SCHEMA_PATH, replica_records
+from streaming.core.budget import BudgetKey
+from streaming.core.budget_view import Throttles, model
+from streaming.core.reasons import RULES, Context, diagnose
+from streaming.vocabulary.reasons import REASON_CODES
+
+NOW_MS = 3_600_000  # 01:00:00 UTC
+RATE_3 = [{"broker": 3, "kind": "follower", "rate": 1_000_000}, {"broker": 1, "kind": "leader", "rate": 1_000_000}]
+ALL_LISTED = [{"topic": "t", "kind": "follower", "value": "*"}, {"topic": "t", "kind": "leader", "value": "*"}]
+
+
+def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, denominator=1_000_000, copy_rate=100e3,
+        leader_rate=0.0, stalled_seconds=0.0, since_s=0, in_isr=False, intra_broker=False, progress=None):
+    return {"topic": "t", "partition": partition, "broker": broker, "intra_broker": intra_broker,
+            "numerator": numerator, "denominator": denominator,
+            "progress": progress if progress is not None else (numerator or 0) / (denominator or 1),
+            "in_isr": in_isr, "leader": leader, "copy_rate": copy_rate, "leader_rate": leader_rate,
+            "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
+
+
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=()):
+    budget_model = model(rows, topic_throttles, broker_throttles, NOW_MS)
+    ctx = Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0)
+    return diagnose(rows[0], ctx)
+
+
+CASES = [
+    # id, rows (the first is diagnosed), kwargs of diagnosis, expected (code, line)
+    ("healthy-copying", [row()], {}, (None, None)),
+    ("destination-offline", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)], {"offline": (3,)},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    ("leader-offline", [row(state="BROKER_OFFLINE", denominator=None, since_s=3500)], {"offline": (1,)},
+     ("LEADER_OFFLINE", "leader broker 1 of the partition offline since 00:58:20 UTC")),
+    ("no-leader", [row(state="BROKER_OFFLINE", leader=-1, denominator=None, since_s=3500)], {},
+     ("LEADER_OFFLINE", "the partition has no leader since 00:58:20 UTC")),
+    ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
+     ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
+    ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
+    ("stalled-under-a-throttle-of-1-byte", [row(state="STALLED", stalled_seconds=612.0)],
+     {"broker_throttles": [{"broker": 3, "kind": "follower", "rate": 1}]},
+     ("THROTTLE_TOO_LOW", "no bytes for 10m12s; follower throttle on broker 3 is 1 B/s")),
+    ("stalled-leader-silent", [row(state="STALLED", stalled_seconds=612.0, leader=2)], {},
+     ("LEADER_NOT_SENDING", "no bytes for 10m12s; leader of the partition is on broker 2, which answers "
+                            "DescribeLogDirs but sends nothing")),
+    ("falling-behind-names-both-rates-and-the-budget",
+     [row(state="FALLING_BEHIND", copy_rate=200e3, leader_rate=1.2e6)] + [row(partition=p) for p in (1, 2)], {},
+     ("COPY_BELOW_GROWTH", "copy 200.0 KB/s < leader growth 1.2 MB/s; follower throttle on broker 3 is 1.0 MB/s "
+                           "shared by 3 moves")),
+    # Its share (500 KB/s, then the whole 1 MB/s once partition 1 finished) stays below its leader's growth.
+    ("copying-but-its-share-is-below-growth", [row(copy_rate=900e3, leader_rate=1.2e6), row(partition=1)], {},
+     ("COPY_BELOW_GROWTH", "copy 900.0 KB/s < leader growth 1.2 MB/s; follower throttle on broker 3 is 1.0 MB/s "
+                           "shared by 2 moves")),
+    ("share-below-growth-until-another-finishes-is-fine", [row(copy_rate=500e3, leader_rate=600e3), row(partition=1)],
+     {}, (None, None)),
+    ("falling-behind-unthrottled", [row(state="FALLING_BEHIND", copy_rate=100e3, leader_rate=300e3)],
+     {"broker_throttles": []},
+     ("COPY_BELOW_GROWTH", "copy 100.0 KB/s < leader growth 300.0 KB/s; no throttle on broker 3: 100.0 KB/s "
+                           "observed, shared by 1 move")),
+    ("pending-behind-a-shared-budget", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3570)]
+     + [row(partition=p) for p in range(1, 13)], {},
+     ("WAITING_FOR_BUDGET", "waiting: broker 3 already receives 12 other moves")),
+    ("pending-alone", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3570)], {},
+     ("NO_BYTES_YET", "no bytes for 30s since the move was seen")),
+    ("pending-briefly-is-fine", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)], {}, (None, None)),
+    ("in-sync-is-fine", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000)], {}, (None, None)),
+]
+
+
+@pytest.mark.parametrize("rows, kwargs, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_reason(rows, kwargs, expected):
+    assert diagnosis(rows, **kwargs) == expected
+
+
+def test_every_code_has_a_rule_and_the_schema_lists_them():
+    assert sorted(code.name for _, code, _ in RULES) == sorted(REASON_CODES)
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert schema["properties"]["reason_code"]["enum"] == [None, *REASON_CODES]
+
+
+BUDGET_CASES = [
+    # id, row kwargs, topic throttles, broker throttles, expected budgets
+    ("both-sides-listed", {}, ALL_LISTED, RATE_3,
+     (BudgetKey("leader", 1, True), BudgetKey("follower", 3, True))),
+    ("only-the-listed-entry", {"partition": 4},
+     [{"topic": "t", "kind": "follower", "value": "4:3,5:2"}, {"topic": "t", "kind": "leader", "value": "0:1"}],
+     RATE_3, (BudgetKey("follower", 3, True),)),
+    ("listed-without-a-rate-is-unthrottled", {}, ALL_LISTED, [], (BudgetKey("follower", 3, False),)),
+    ("a-rate-without-a-listing-is-unthrottled", {}, [], RATE_3, (BudgetKey("follower", 3, False),)),
+    ("log-dir-move", {"intra_broker": True}, [], [{"broker": 3, "kind": "alter_log_dirs", "rate": 5}],
+     (BudgetKey("alter_log_dirs", 3, True),)),
+    ("cluster-default-is-not-read", {}, ALL_LISTED, [{"broker": -1, "kind": "follower", "rate": 5}],
+     (BudgetKey("follower", 3, False),)),
+]
+
+
+@pytest.mark.parametrize("kwargs, topic_throttles, broker_throttles, expected",
+                         [c[1:] for c in BUDGET_CASES], ids=[c[0] for c in BUDGET_CASES])
+def test_budgets_of_a_move(kwargs, topic_throttles, broker_throttles, expected):
+    assert Throttles(topic_throttles, broker_throttles).budgets_of(row(**kwargs)) == expected
+
+
+def test_replica_records_and_metrics_carry_the_reason():
+    diagnosed = {**row(state="STALLED", stalled_seconds=700.0), "previous_state": "COPYING", "transition": False,
+                 "eta_seconds": None, "messages_behind_estimate": None, "reason_code": "LEADER_NOT_SENDING",
+                 "reason": "no bytes for 11m40s; ..."}
+    (_, value), = replica_records([diagnosed], 7, "c")
+    record = json.loads(value)
+    assert record["reason_code"] == "LEADER_NOT_SENDING" and record["reason"] == "no bytes for 11m40s; ..."
+    got = [(labels, v) for metric, _, labels, v in samples(Picture(replicas=(diagnosed,))) if metric == m.REPLICA_DIAGNOSIS]
+    assert got == [(("t", "0", "3", "LEADER_NOT_SENDING"), 1.0)]
+    healthy = {**diagnosed, "reason_code": None, "reason": None}
+    assert not [s for s in samples(Picture(replicas=(healthy,))) if s[0] == m.REPLICA_DIAGNOSIS]
