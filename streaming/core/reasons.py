@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from streaming.core.budget import ALTER_LOG_DIRS, LEADER
-from streaming.core.budget_view import is_copying
+from streaming.core.budget_view import is_copying, model, with_model_etas
 from streaming.vocabulary.kafka_limits import REPLICA_LAG_TIME_MAX_MS, THROTTLE_FLOOR_BYTES_PER_S
 from streaming.vocabulary.reasons import ReasonCode
 from streaming.vocabulary.states import ReplicaState
@@ -199,3 +199,17 @@ def with_reasons(rows, ctx):
         code, line = diagnose(row, ctx)
         out.append({**row, "reason_code": code, "reason": line})
     return out
+
+
+def offline_brokers(brokers, answered):
+    """Brokers (DescribeCluster rows) not alive or not among those that answered DescribeLogDirs (rows)."""
+    answering = {row["broker"] for row in answered}
+    return frozenset(row["broker"] for row in brokers if not row["alive"] or row["broker"] not in answering)
+
+
+def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s):
+    """(the rows with the budget model's ETA, `reason_code` and `reason`, the model): what the job's batch and
+    the live `progress` report both run on their replica rows (history report columns)."""
+    budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
+    context = Context(budget_model, now_ms, offline, pending_after_s)
+    return with_reasons(with_model_etas(rows, budget_model), context), budget_model

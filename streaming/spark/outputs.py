@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
-from streaming.core.budget_view import last_eta, model, partition_etas, with_model_etas
+from streaming.core.budget_view import last_eta, partition_etas
 from streaming.core.progress import known_sum, partition_rollup, reassignment_rollup, topic_rollup
-from streaming.core.reasons import Context, with_reasons
+from streaming.core.reasons import diagnosed, offline_brokers
 from streaming.vocabulary import defaults
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.snapshot import PollError, Snapshot
@@ -101,24 +101,13 @@ def _topics(moving_partitions):
     return [{**row, "eta_seconds": last_eta(etas[row["topic"]])} for row in topic_rollup(moving_partitions)]
 
 
-def offline_brokers(tables):
-    """Brokers that are not alive or did not answer DescribeLogDirs in this poll."""
-    answered = {row["broker"] for row in tables.get("log_dirs_answered", ())}
-    return frozenset(row["broker"] for row in tables.get("brokers", ()) if not row["alive"] or row["broker"] not in answered)
-
-
-def diagnosed(replicas, tables, ts_ms, pending_after_s):
-    """The replica rows with the budget model's ETAs and their reasons, and the model."""
-    budget_model = model(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()), ts_ms)
-    context = Context(budget_model, ts_ms, offline_brokers(tables), pending_after_s)
-    return with_reasons(with_model_etas(replicas, budget_model), context), budget_model
-
-
 def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
     """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows.
     Every ETA (replica, partition, request, cluster) is the budget model's; `pending_after_s`: how long a
     PENDING move waits before it gets a reason."""
-    replicas, _ = diagnosed(replicas, tables, facts.ts_ms, pending_after_s)
+    replicas, _ = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
+                            offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
+                            facts.ts_ms, pending_after_s)
     moving = _moving(replicas)
     etas = partition_etas(replicas)
     partitions = [{**row, "eta_seconds": etas[partition_of(row)]} for row in partition_rollup(replicas)]
