@@ -119,3 +119,26 @@ def test_replica_records_and_metrics_carry_the_reason():
     assert got == [(("t", "0", "3", "LEADER_NOT_SENDING"), 1.0)]
     healthy = {**diagnosed, "reason_code": None, "reason": None}
     assert not [s for s in samples(Picture(replicas=(healthy,))) if s[0] == m.REPLICA_DIAGNOSIS]
+
+
+def test_every_eta_of_a_batch_comes_from_the_one_simulation():
+    """Three moves into broker 3 under one 300 KB/s throttle (3, 6 and 9 MB left): replica ETAs 30, 50, 60 s
+    although each copies at 100 KB/s now; the partition ETA is its replica's, the cluster's the last finish."""
+    from streaming.spark.outputs import PollFacts, assemble
+
+    def moving(partition, mb):
+        return {**row(partition=partition, numerator=0, denominator=mb * 1_000_000, copy_rate=100e3, progress=0.0),
+                "previous_state": "COPYING", "transition": False, "offset_lag": None,
+                "messages_behind_estimate": None, "eta_seconds": None, "poll_id": 1}
+
+    tables = {"topic_throttles": ALL_LISTED, "broker_throttles": [{"broker": 3, "kind": "follower", "rate": 300_000}],
+              "brokers": [{"broker": b, "alive": True} for b in (1, 2, 3)],
+              "log_dirs_answered": [{"broker": b} for b in (1, 2, 3)]}
+    output = assemble([moving(0, 3), moving(1, 6), moving(2, 9)], tables, PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5)
+    assert [r["eta_seconds"] for r in output.replicas] == pytest.approx([30.0, 50.0, 60.0])
+    assert [p["eta_seconds"] for p in output.partitions] == pytest.approx([30.0, 50.0, 60.0])
+    assert output.summary["eta_seconds"] == pytest.approx(60.0)
+    records = {key: json.loads(value) for key, value in output.records}
+    assert records["t:2:3"]["eta_seconds"] == pytest.approx(60.0) and records["t:2"]["eta_seconds"] == pytest.approx(60.0)
+    assert records["reassignment"]["eta_seconds"] == pytest.approx(60.0)
+    assert [t["eta_seconds"] for t in output.picture.topics] == pytest.approx([60.0])
