@@ -66,7 +66,7 @@ def main():
                                            "--trigger-interval", trigger, "--master", "local[1]",
                                            "--throttle-cleanup", "off", "--quiet").start()
             for job in jobs.values():
-                job.wait_first_poll()
+                job.wait_first_poll(600)  # a loaded machine starts Spark slowly: a bench may wait
             judged = {trigger: [] for trigger in TRIGGERS}
             for index in range(args.runs):
                 for trigger, rows in one_run(cluster, jobs, index).items():

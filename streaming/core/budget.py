@@ -31,7 +31,7 @@ from typing import Hashable, NamedTuple
 from streaming.vocabulary.kafka_limits import THROTTLE_FLOOR_BYTES_PER_S
 
 LEADER, FOLLOWER, ALTER_LOG_DIRS = DIRECTIONS = ("leader", "follower", "alter_log_dirs")
-RESHARE_STEP = 0.02
+RESHARE_STEP = 0.05  # of a budget's users: a freed share at most this late on a big budget (ETAs late by a few %)
 
 
 class BudgetKey(NamedTuple):
@@ -82,14 +82,16 @@ def budget_rates(throttles, moves, floor=THROTTLE_FLOOR_BYTES_PER_S):
     """{BudgetKey: effective rate} for every budget the moves use. `throttles`: {BudgetKey: configured rate}
     of the throttled budgets. An unthrottled budget runs at the sum of its moves' observed rates (None when
     none is known or it is 0: nothing says what it can do)."""
-    observed = {}
+    observed, used = {}, set()
     for move in moves:
-        for budget in move.budgets:
-            if not budget.throttled and move.observed is not None and move.observed > 0:
-                observed[budget] = observed.get(budget, 0.0) + move.observed
+        used.add(move.budgets)
+        if move.observed is not None and move.observed > 0:
+            for budget in move.budgets:
+                if not budget.throttled:
+                    observed[budget] = observed.get(budget, 0.0) + move.observed
     rates = {}
-    for move in moves:
-        for budget in move.budgets:
+    for budgets in used:
+        for budget in budgets:
             if budget.throttled and budget in throttles:
                 rates[budget] = effective_throttle(throttles[budget], floor)
             else:
@@ -139,15 +141,19 @@ def simulate(moves, rates, now_s):
     """Outcome of running the moves forward from `now_s` (seconds) at their shares of the budgets' `rates`
     ({BudgetKey: rate or None}). A move with nothing remaining finishes now and takes no share; a move none
     of whose budgets has a known rate has an unknown finish and takes no share either."""
-    finishes, by_budgets = {}, {}
+    finishes, by_budgets, known_of = {}, {}, {}
     for move in moves:
-        known = tuple(sorted(b for b in move.budgets if rates.get(b) is not None and rates[b] > 0))
+        known = known_of.get(move.budgets)
+        if known is None:  # a few dozen distinct budget sets among 100k moves
+            known = known_of[move.budgets] = tuple(sorted(
+                b for b in move.budgets if rates.get(b) is not None and rates[b] > 0))
         if move.remaining <= 0:
             finishes[move.key] = Finish(now_s, None, None)
         elif not known:
             finishes[move.key] = Finish(None, None, None)
         else:
-            by_budgets.setdefault(known, []).append(move)
+            growth = move.growth if move.growth > 0 else 0.0
+            by_budgets.setdefault(known, []).append((move.key, float(move.remaining), float(growth)))
     users = {}
     for budgets, members in by_budgets.items():
         for budget in budgets:
@@ -159,15 +165,16 @@ def simulate(moves, rates, now_s):
         share = min(rates[b] / users[b] for b in budgets)
         binding = min(budgets, key=lambda b: rates[b] / users[b])
 
-        def order(move):
-            growth = max(move.growth, 0.0)
-            return (0, move.remaining / (share - growth)) if share > growth else (1, growth, move.remaining)
+        def order(member):
+            _, remaining, growth = member
+            return (0, remaining / (share - growth), 0.0) if share > growth else (1, growth, remaining)
 
-        ordered = sorted(members, key=order)
-        cls = _Class(len(classes), budgets, [(m.key, float(m.remaining), max(float(m.growth), 0.0)) for m in ordered])
+        members.sort(key=order)
+        cls = _Class(len(classes), budgets, members)
         cls.share = share
-        for move in members:
-            now_of[move.key] = (share, binding)
+        fact = (share, binding)
+        for member in members:
+            now_of[member[0]] = fact
         classes.append(cls)
         for budget in budgets:
             on_budget.setdefault(budget, []).append(cls)
@@ -175,30 +182,45 @@ def simulate(moves, rates, now_s):
     # A budget's shares are handed out again once its users fell by RESHARE_STEP since the last time (and
     # by one at least): exact for small budgets, and for a budget of thousands of moves a freed share a
     # little late (never early) instead of every class on it updated at every finish.
-    shared_at = dict(users)
+    def reshare_below(n):  # the users a budget of n users falls to before its shares are handed out again
+        return n - max(1.0, RESHARE_STEP * n)
+
+    reshare_at = {budget: reshare_below(n) for budget, n in users.items()}
     finished_at = {}
     events = []
     _reshare(classes, rates, users, 0.0, events)
     t_s = 0.0
+    pop, push = heapq.heappop, heapq.heappush
     while events:
         while events:
-            t_s, i, version = heapq.heappop(events)
+            t_s, i, version = pop(events)
             cls = classes[i]
             if version != cls.version:
                 continue
             finished_at[cls.members[cls.next][0]] = now_s + t_s
             cls.next += 1
-            due = []
+            due = None
             for budget in cls.budgets:
-                users[budget] -= 1
-                if shared_at[budget] - users[budget] >= max(1.0, RESHARE_STEP * shared_at[budget]):
-                    shared_at[budget] = users[budget]
-                    due.append(budget)
+                left = users[budget] = users[budget] - 1
+                if left <= reshare_at[budget]:
+                    reshare_at[budget] = reshare_below(left)
+                    due = (due or []) + [budget]
+            if due is None:  # only this class's next member is due: its share stands (head_finish_s, inlined)
+                cls.version += 1
+                if cls.next < len(cls.members):
+                    _, remaining, growth = cls.members[cls.next]
+                    share = cls.share
+                    if share > growth:
+                        cls.delivered += share * (t_s - cls.since_s)
+                        cls.since_s = t_s
+                        finish_s = (remaining - cls.delivered + share * t_s) / (share - growth)
+                        push(events, (finish_s if finish_s > t_s else t_s, i, cls.version))
+                continue
             touched = {c.index: c for b in due for c in on_budget[b]}
             touched[cls.index] = cls
             _reshare(touched.values(), rates, users, t_s, events)
         # No finish left at the current shares: hand out every share freed since, once.
-        shared_at = dict(users)
+        reshare_at = {budget: reshare_below(n) for budget, n in users.items()}
         _reshare(classes, rates, users, t_s, events)
     for key, (share, binding) in now_of.items():
         at_s = finished_at.get(key)

@@ -29,6 +29,8 @@ class Throttles:
         # The cluster default (broker -1) is not read (README contract change 5); a rate of 0 or less is none.
         self.rates = {BudgetKey(row["kind"], row["broker"], True): float(row["rate"]) for row in broker_throttles
                       if row["broker"] is not None and row["broker"] >= 0 and (row["rate"] or 0) > 0}
+        self._throttled = {(key.direction, key.broker): key for key in self.rates}
+        self._unthrottled = {}  # one BudgetKey object per budget: 100k moves share a few dozen
         self._listed = {(row["topic"], row["kind"]): _EVERY_REPLICA if is_all(row["value"]) else parse(row["value"])
                         for row in topic_throttles}
 
@@ -36,31 +38,27 @@ class Throttles:
         listed = self._listed.get((topic, kind))
         return listed == _EVERY_REPLICA or (listed is not None and (partition, broker) in listed)
 
+    def _unthrottled_key(self, direction, broker):
+        key = self._unthrottled.get((direction, broker))
+        if key is None:
+            key = self._unthrottled[(direction, broker)] = BudgetKey(direction, broker, False)
+        return key
+
     def budgets_of(self, row):
         """The BudgetKeys a replica row's move uses."""
-        topic, partition, broker = row["topic"], row["partition"], row["broker"]
+        broker = row["broker"]
         if row["intra_broker"]:
-            key = _key(ALTER_LOG_DIRS, broker, True)
-            return (key if key in self.rates else _key(ALTER_LOG_DIRS, broker, False),)
+            key = self._throttled.get((ALTER_LOG_DIRS, broker))
+            return (key or self._unthrottled_key(ALTER_LOG_DIRS, broker),)
+        topic, partition, leader = row["topic"], row["partition"], row["leader"]
         used = ()
-        leader_key = _key(LEADER, row["leader"], True)
-        if leader_key in self.rates and self._lists(topic, LEADER, partition, row["leader"]):
+        leader_key = self._throttled.get((LEADER, leader))
+        if leader_key is not None and self._lists(topic, LEADER, partition, leader):
             used = (leader_key,)
-        follower_key = _key(FOLLOWER, broker, True)
-        if follower_key in self.rates and self._lists(topic, FOLLOWER, partition, broker):
+        follower_key = self._throttled.get((FOLLOWER, broker))
+        if follower_key is not None and self._lists(topic, FOLLOWER, partition, broker):
             used += (follower_key,)
-        return used or (_key(FOLLOWER, broker, False),)
-
-
-_KEYS = {}
-
-
-def _key(direction, broker, throttled):
-    """One BudgetKey object per budget (100k moves share a few dozen)."""
-    found = _KEYS.get((direction, broker, throttled))
-    if found is None:
-        found = _KEYS[(direction, broker, throttled)] = BudgetKey(direction, broker, throttled)
-    return found
+        return used or (self._unthrottled_key(FOLLOWER, broker),)
 
 
 def is_copying(row):
@@ -97,6 +95,11 @@ class BudgetModel:
         """The row's budget.Finish; None for a move the model did not run (finished, in sync, bytes unknown)."""
         return self.outcome.finishes.get(key_of(row))
 
+    @property
+    def any_never(self):
+        """Whether some move never finishes at its share (most batches: none, and no row need be asked)."""
+        return any(finish.never for finish in self.outcome.finishes.values())
+
     def eta_seconds(self, row):
         """Seconds until the row's move finishes: 0 once it copies nothing more, None when it never finishes
         at its share or its bytes or budgets are unknown."""
@@ -124,11 +127,6 @@ def last_eta(etas):
     """The ETA of a set of moves: the last finish; None when one of them has none; 0 for no moves."""
     etas = list(etas)
     return None if any(eta is None for eta in etas) else max(etas, default=0.0)
-
-
-def with_model_etas(rows, budget_model):
-    """The rows, each a new dict whose `eta_seconds` is the model's."""
-    return [{**row, "eta_seconds": budget_model.eta_seconds(row)} for row in rows]
 
 
 def partition_etas(rows):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from streaming.core.budget import ALTER_LOG_DIRS, LEADER
-from streaming.core.budget_view import is_copying, model, with_model_etas
+from streaming.core.budget_view import is_copying, model
 from streaming.vocabulary.kafka_limits import REPLICA_LAG_TIME_MAX_MS, THROTTLE_FLOOR_BYTES_PER_S
 from streaming.vocabulary.reasons import ReasonCode
 from streaming.vocabulary.states import ReplicaState
@@ -27,6 +27,7 @@ class Context:
     now_ms: int
     offline: frozenset = field(default_factory=frozenset)  # brokers not alive or not answering this poll
     pending_after_s: float = 20.0  # a PENDING move gets a reason after this long (the job: two triggers)
+    never: bool = True  # whether a move may never finish at its share (the model's any_never)
 
 
 def human_rate(value):
@@ -128,9 +129,11 @@ def leader_not_sending(row, ctx):
 
 
 def copy_below_growth(row, ctx):
+    falling = _state(row, ReplicaState.FALLING_BEHIND)
+    if not (falling or ctx.never):
+        return None
     finish = ctx.model.finish(row)
-    never = finish is not None and finish.never
-    if not (_state(row, ReplicaState.FALLING_BEHIND) or (is_copying(row) and never)):
+    if not (falling or (is_copying(row) and finish is not None and finish.never)):
         return None
     growth = row.get("leader_rate") or 0.0
     copy = row.get("copy_rate")
@@ -193,11 +196,13 @@ def diagnose(row, ctx):
 
 
 def with_reasons(rows, ctx):
-    """The rows, each a new dict with `reason_code` and `reason`."""
+    """The rows, each a new dict with the model's `eta_seconds`, and `reason_code` and `reason`."""
     out = []
+    eta_seconds = ctx.model.eta_seconds
     for row in rows:
-        code, line = diagnose(row, ctx)
-        out.append({**row, "reason_code": code, "reason": line})
+        diagnosed_row = {**row, "eta_seconds": eta_seconds(row)}
+        diagnosed_row["reason_code"], diagnosed_row["reason"] = diagnose(diagnosed_row, ctx)
+        out.append(diagnosed_row)
     return out
 
 
@@ -211,5 +216,5 @@ def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_
     """(the rows with the budget model's ETA, `reason_code` and `reason`, the model): what the job's batch and
     the live `progress` report both run on their replica rows (history report columns)."""
     budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
-    context = Context(budget_model, now_ms, offline, pending_after_s)
-    return with_reasons(with_model_etas(rows, budget_model), context), budget_model
+    context = Context(budget_model, now_ms, offline, pending_after_s, budget_model.any_never)
+    return with_reasons(rows, context), budget_model
