@@ -98,7 +98,7 @@ def running_job(cluster, directory, *flags):
     """A started job whose first poll is done; stopped (its log tail printed) when the block ends."""
     process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", *flags).start()
     try:
-        yield process.wait_first_poll(120)
+        yield process.wait_first_poll()
     finally:
         process.stop()
         print(process.log()[-3000:])

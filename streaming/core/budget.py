@@ -17,10 +17,11 @@ broker copies between its own log dirs. Each is ONE budget shared by every move 
   share stays at or below its growth never finishes (`Finish.never`, no time).
 
 Cost: moves that use the same budgets form a class and share one share; one event per finishing move
-updates only the classes on the finished move's budgets (O(events x classes on a budget), no per-move
-loop per event). Within a class the members finish in the order of their finish times at the class's
-first share (exact when their growth rates are equal, e.g. none); the finish time of each is exact for
-the class's share over time.
+updates its class, and the classes on its budgets once the budget's users fell by RESHARE_STEP (at every
+finish on a budget of 20 moves or fewer): O(events x classes on a budget) at most, no per-move loop per
+event. Within a class the members finish in the order of their finish times at the class's first share
+(exact when their growth rates are equal, e.g. none); the finish time of each is exact for the class's
+share over time.
 """
 
 import heapq
