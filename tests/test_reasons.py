@@ -142,3 +142,27 @@ def test_every_eta_of_a_batch_comes_from_the_one_simulation():
     assert records["t:2:3"]["eta_seconds"] == pytest.approx(60.0) and records["t:2"]["eta_seconds"] == pytest.approx(60.0)
     assert records["reassignment"]["eta_seconds"] == pytest.approx(60.0)
     assert [t["eta_seconds"] for t in output.picture.topics] == pytest.approx([60.0])
+
+
+def test_a_steady_moves_eta_counts_down_with_the_clock_and_a_burst_moves_it_little():
+    """History's smoothed rate feeds an unthrottled budget: polls every 10 s of a move copying 10 KB/s give
+    ETAs that fall by 10 s a poll; after one poll with a 5x burst the rate behind the ETA is under 2x."""
+    from streaming.core.history import Settings, empty_memory, step
+    from streaming.core.progress import replica_progress
+    from tests.test_history import snapshot
+
+    def etas(copied_per_poll):
+        memory, out, copied = empty_memory(), [], 0
+        for i, gain in enumerate(copied_per_poll):
+            copied += gain
+            ts_ms = i * 10_000
+            memory, report = step(memory, replica_progress(snapshot(ts_ms, copied)), ts_ms,
+                                  Settings(stall_after_s=600, rate_window_s=60))
+            budget_model = model(report, (), (), ts_ms)
+            out.append(budget_model.eta_seconds(report[0]))
+        return out
+
+    steady = etas([0] + [100_000] * 6)
+    assert [a - b for a, b in zip(steady[1:], steady[2:])] == pytest.approx([10.0] * 5, abs=1e-6)
+    burst = etas([0] + [100_000] * 4 + [500_000])  # 100 KB left after the burst
+    assert burst[5] > 100_000 / (2 * 10_000)
