@@ -77,6 +77,7 @@ def main():
             job.stop()
         cluster.down()
 
+    load = os.getloadavg()[1]  # the brokers copy slower than the throttle on a starved machine: say how loaded
     rows = []
     for trigger in TRIGGERS:
         for name, column in (("per-replica (before)", 3), ("budget model", 2)):
@@ -86,7 +87,8 @@ def main():
     table = markdown_table(["trigger", "ETA", "judged", "within bound", "null", "rel. error p50", "rel. error max"],
                            rows)
     body = (f"{__doc__.split(chr(10) + chr(10))[1]}\n\n{args.runs} runs; actual remaining time of the judged "
-            f"records {min(actual):.0f}-{max(actual):.0f} s (median {statistics.median(actual):.0f} s).\n\n{table}\n")
+            f"records {min(actual):.0f}-{max(actual):.0f} s (median {statistics.median(actual):.0f} s); "
+            f"machine load average {load:.0f} (5 min) at the end.\n\n{table}\n")
     print(table)
     write_section(TITLE, body)
 
