@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("reassign-monitor"))
 OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
 LAST_POLL = LAST_POLL_METRIC.name
-FIRST_POLL_S = 150  # a Spark start on the loaded 2-core machine took up to 45 s; bound it well above
+# A Spark start on the loaded 2-core machine took up to 45 s; bound it well above. TEST_FIRST_POLL_S raises the
+# bound where the machine is loaded far beyond that (a Spark start took over 150 s at a load average of 30-60).
+FIRST_POLL_S = float(os.environ.get("TEST_FIRST_POLL_S", "150"))
 
 
 def free_port():
