@@ -28,10 +28,14 @@ def _override(name, *properties):
 def _table():
     queries = [(f"{selector(m.REPLICA_STATE, *REPLICAS)} == 1", "")]
     queries += [(selector(metric, *REPLICAS), "") for _, metric, _ in COLUMNS]
+    # Last, the diagnosis of the unhealthy moves: its reason_code label becomes the Reason column.
+    queries += [(f"{selector(m.REPLICA_DIAGNOSIS, *REPLICAS)} == 1", "")]
     # Each instant query is a frame with a "Value #<refId>" column; merge joins them on their labels.
     value = {f"Value #{chr(ord('B') + i)}": header for i, (header, _, _) in enumerate(COLUMNS)}
-    hidden = {name: True for name in ("Time", "__name__", "job", "instance", "Value #A")}
-    order = ["topic", "partition", "broker", "state", *value.values()]
+    diagnosis_value = f"Value #{chr(ord('B') + len(COLUMNS))}"
+    hidden = {name: True for name in ("Time", "__name__", "job", "instance", "Value #A", diagnosis_value)}
+    value["reason_code"] = "Reason"
+    order = ["topic", "partition", "broker", "state", "Reason", *[h for h, _, _ in COLUMNS]]
     # Progress as a bar gauge in its cell: cellOptions for Grafana 10+, displayMode for older ones.
     gauge = (("min", 0), ("max", 1), ("custom.displayMode", "gradient-gauge"),
              ("custom.cellOptions", {"type": "gauge", "mode": "gradient"}))
@@ -46,7 +50,9 @@ def _table():
     return g.Table(
         title="Replica moves", dataSource=DATASOURCE, targets=targets(*queries, instant=True, table=True),
         description="One row per replica being added. Progress = copied / leader log bytes (1 once in the ISR); "
-                    "ETA empty = cannot finish at the current rates; Stalled = seconds without growth.",
+                    "ETA (from the model of the throttle budgets the moves share) empty = cannot finish at its "
+                    "share; Reason = why an unhealthy move is slow or stuck (the progress topic's `reason` "
+                    "has the numbers); Stalled = seconds without growth.",
         filterable=True, overrides=overrides, sortBy=[g.TableSortByField(displayName="Progress")],
         transformations=[{"id": "merge", "options": {}},
                          {"id": "organize", "options": {"excludeByName": hidden, "renameByName": value,
@@ -65,6 +71,10 @@ def build():
              (timeseries("Stalled replicas", [(f"{selector(m.REPLICA_STALLED, *REPLICAS)} > 0", LEGEND)], "s",
                          "Seconds since the copied bytes last grew, for replicas not growing. STALLED after "
                          "--stall-after (default 10m)."), 12)]),
+        (8, [(timeseries("Unhealthy replicas by reason",
+                         [(f"sum by (reason_code) ({selector(m.REPLICA_DIAGNOSIS, *REPLICAS)})", "{{reason_code}}")],
+                         "none", "Replica moves per reason code (RUNBOOK.md, 'Reason codes'): what to look at first."),
+              24)]),
     ])
     return dashboard("Kafka reassignments: replicas", UID, "Every replica move: state, progress, rate, ETA.",
                      panels, [label_variable("topic", "Topic"), label_variable("broker", "Broker")])

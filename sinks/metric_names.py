@@ -30,6 +30,9 @@ REPLICA_STALLED = Metric("kafka_reassignment_replica_stalled_seconds", "gauge", 
                          "Seconds since the copied bytes last grew; 0 while progressing.")
 REPLICA_STATE = Metric("kafka_reassignment_replica_state", "gauge", REPLICA + ("state",),
                        "1 for the replica move's current state.")
+REPLICA_DIAGNOSIS = Metric("kafka_reassignment_replica_diagnosis", "gauge", REPLICA + ("reason_code",),
+                           "1 for a replica move that is not healthy, labelled with why (a reason code of "
+                           "streaming.vocabulary.reasons); absent for a healthy move.")
 PARTITIONS = Metric("kafka_reassignment_partitions", "gauge", ("state",),
                     "Reassigning partitions per (worst replica) state.")
 REMAINING_BYTES = Metric("kafka_reassignment_remaining_bytes", "gauge", (),
@@ -54,7 +57,7 @@ POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", 
                      "Failed admin requests during polls, per API.")
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
-       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, PARTITIONS, REMAINING_BYTES, COPY_RATE, ETA,
+       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, REPLICA_DIAGNOSIS, PARTITIONS, REMAINING_BYTES, COPY_RATE, ETA,
        BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS)
 

@@ -68,6 +68,8 @@ def samples(picture, detail="replica"):
                 out.append((metric, keys, labels, float(value)))
         out += [(m.REPLICA_STATE, keys + ("state",), labels + (name,), float(name == row["state"]))
                 for name in MOVING_STATE_NAMES]
+        if detail == "replica" and row.get("reason_code") is not None:  # rollups carry no reason
+            out.append((m.REPLICA_DIAGNOSIS, keys + ("reason_code",), labels + (row["reason_code"],), 1.0))
     out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0))) for name in STATE_NAMES]
     summary = picture.summary
     if summary:

@@ -102,7 +102,8 @@ def _transition(replica):
 
 
 def replica_records(replicas, batch_id, cluster_id):
-    """(key, encoded value) per replica row (streaming.core.history report columns plus ts_ms)."""
+    """(key, encoded value) per replica row (streaming.core.history report columns plus ts_ms, with the
+    budget model's ETA and the reason of streaming.core.reasons: `reason_code`, `reason`)."""
     def column(name):
         return [replica[name] for replica in replicas]
 
@@ -116,7 +117,10 @@ def replica_records(replicas, batch_id, cluster_id):
         "progress": _numbers(column("progress")), "in_isr": _flags(column("in_isr")),
         "rate_bytes_per_sec": _numbers(column("copy_rate")), "eta_seconds": _numbers(column("eta_seconds")),
         "stalled_seconds": _numbers(column("stalled_seconds")),
-        "messages_behind_estimate": _numbers(column("messages_behind_estimate"))}
+        "messages_behind_estimate": _numbers(column("messages_behind_estimate")),
+        # Rows not diagnosed (the benchmarks' synthetic batches) carry no reason: null.
+        "reason_code": _strings(replica.get("reason_code") for replica in replicas),
+        "reason": _strings(replica.get("reason") for replica in replicas)}
     return list(zip(map(replica_key, replicas), _encoded(texts)))
 
 

@@ -2,6 +2,8 @@
 process, /metrics scraped and the progress topic read back."""
 
 import json
+import re
+import threading
 
 import jsonschema
 import pytest
@@ -9,7 +11,8 @@ from kafka import TopicPartition
 
 from sinks.records import SCHEMA_PATH
 
-from tests.job_process import read_topic, running_job
+from tests import eta_scenario as eta
+from tests.job_process import JobProcess, read_topic, running_job
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -99,6 +102,9 @@ def test_minimum_throttle_stalls_the_move(cluster, job):
                  message="STALLED state")
         assert job.metric("kafka_reassignment_replica_stalled_seconds", **labels) >= 8
         assert job.metric("kafka_reassignment_partitions", state="STALLED") >= 1
+        # The throttle set below what one fetch per quota window carries is named as the cause.
+        wait_for(lambda: job.metric("kafka_reassignment_replica_diagnosis", reason_code="THROTTLE_TOO_LOW",
+                                    **labels) == 1, 30, message="the diagnosis THROTTLE_TOO_LOW")
     finally:
         admin = cluster.admin()
         try:
@@ -142,4 +148,97 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
             assert started == ended, transitions
     finally:
         clear_throttles(cluster, topic, 3, 1)
+        cluster.delete_topics([topic])
+
+
+def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, tmp_path):
+    """Three moves of 10, 20 and 30 MB into one broker under one 1 MB/s throttle: every ETA reported after a
+    replica passed 25 % is within max(25 %, 5 s) of the real remaining time, from the 2 s job of this module
+    and from a job at the default 10 s trigger watching the same moves. Today's per-replica ETA, recomputed
+    from the same records, is in the message beside the model's."""
+    slow = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--master", "local[2]",
+                      "--throttle-cleanup", "off", "--quiet").start()  # the default 10 s trigger
+    topics, watch = [], None
+    try:
+        topics = eta.create_topics(cluster, "eta")  # while the second job's Spark starts
+        slow.wait_first_batch()
+        watch = eta.FinishWatch(cluster.bootstrap, topics).start()
+        eta.start_moves(cluster, topics)
+        wait_for(watch.done, 240, interval_s=1, message="the three moves to finish")
+        outcomes = []
+        for name, process in (("2s", job), ("10s", slow)):
+            rows = eta.judged(read_topic(process.bootstrap, process.progress_topic), watch.finished)
+            new, old = eta.summary(rows, 2), eta.summary(rows, 3)
+            outcomes.append((name, rows, new, f"{name} trigger: {eta.describe('model', new)}; "
+                                              f"{eta.describe('per-replica (old)', old)}"))
+        message = "\n".join(line for *_, line in outcomes)
+        print(message)
+        for name, rows, new, _ in outcomes:
+            assert rows and new["nulls"] == 0 and new["within"] == new["judged"], (
+                message + "\n" + "\n".join(f"{name} {t} actual {a:.1f}s eta {e}" for t, a, e, _ in rows))
+    finally:
+        if watch is not None:
+            watch.stop()
+        slow.stop()
+        eta.clear_throttles(cluster, topics)
+        cluster.delete_topics(topics)
+
+
+def test_a_move_its_leader_outgrows_has_no_eta_and_a_reason_with_both_rates(cluster, job):
+    """A producer writes 600 KB/s into a partition moving under a 200 KB/s throttle: FALLING_BEHIND, no ETA,
+    and the reason names the copy rate, the leader's growth and the throttle."""
+    topic = cluster.unique_topic("job-behind")
+    cluster.create_topic(topic, {0: [2]}, megabytes=2)
+    labels = {"topic": topic, "partition": 0, "broker": 1}
+    stop = threading.Event()
+
+    def produce():  # ~600 KB/s: 10 KB records, 60 a second
+        from confluent_kafka import Producer
+        import os
+        import time
+
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 20, "compression.type": "none"})
+        while not stop.is_set():
+            started = time.monotonic()
+            for _ in range(6):
+                producer.produce(topic, os.urandom(10_000), partition=0)
+            producer.poll(0)
+            stop.wait(max(0.0, 0.1 - (time.monotonic() - started)))
+        producer.flush(10)
+
+    writer = threading.Thread(target=produce, daemon=True)
+    writer.start()
+    try:
+        cluster.set_configs({topic: {"leader.replication.throttled.replicas": "0:2",
+                                     "follower.replication.throttled.replicas": "0:1"}},
+                            {2: {"leader.replication.throttled.rate": 200_000},
+                             1: {"follower.replication.throttled.rate": 200_000}})
+        admin = cluster.admin()
+        try:
+            admin.alter_partition_reassignments({TopicPartition(topic, 0): [2, 1]})
+        finally:
+            admin.close()
+        # The model sees at once that the move's share stays below the growth (null ETA, the reason); the
+        # state follows once the smoothed rates held for a rate window (10 s here).
+        wait_for(lambda: job.metric("kafka_reassignment_replica_diagnosis", reason_code="COPY_BELOW_GROWTH",
+                                    **labels) == 1, 90, message="the diagnosis COPY_BELOW_GROWTH")
+        assert job.metric("kafka_reassignment_replica_eta_seconds", **labels) is None
+        wait_for(lambda: job.metric("kafka_reassignment_replica_state", state="FALLING_BEHIND", **labels) == 1, 60,
+                 message="FALLING_BEHIND")
+        behind = wait_for(lambda: [r for r in replica_records(job, f"{topic}:0:1")
+                                   if r["reason_code"] == "COPY_BELOW_GROWTH" and r["state"] == "FALLING_BEHIND"],
+                          30, message="a FALLING_BEHIND record with the reason")
+        record = behind[-1]
+        assert record["eta_seconds"] is None, record
+        assert re.fullmatch(r"copy [\d.]+ [KM]B/s < leader growth [\d.]+ [KM]B/s; "
+                            r"follower throttle on broker 1 is 200.0 KB/s shared by 1 move", record["reason"]), record
+    finally:
+        stop.set()
+        writer.join(20)
+        admin = cluster.admin()
+        try:
+            admin.alter_partition_reassignments({TopicPartition(topic, 0): None})
+        finally:
+            admin.close()
+        clear_throttles(cluster, topic, 2, 1)
         cluster.delete_topics([topic])

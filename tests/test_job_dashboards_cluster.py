@@ -39,6 +39,12 @@ NO_DATA_EXPECTED = {
     "sum by (api) (increase(kafka_reassignment_monitor_poll_errors_total[1m]))":
         "the poll-errors counter's series appear at the first failed admin request; a healthy cluster answers "
         "every one, and making a broker refuse requests would disturb the other tests sharing the cluster",
+    'kafka_reassignment_replica_diagnosis{topic=~".*", broker=~".*"} == 1':
+        "a diagnosis series exists only while a move is unhealthy long enough for a reason (STALLED, FALLING_BEHIND, "
+        "PENDING for two triggers): this test's stuck move is cancelled as soon as it stops growing; "
+        "test_job_cluster sees THROTTLE_TOO_LOW and COPY_BELOW_GROWTH on /metrics",
+    'sum by (reason_code) (kafka_reassignment_replica_diagnosis{topic=~".*", broker=~".*"})':
+        "the same diagnosis series, summed per reason code",
 }
 
 

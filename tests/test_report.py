@@ -89,7 +89,7 @@ def test_text_has_a_header_one_aligned_line_per_replica_and_the_summary():
     report = build(SNAPSHOT, listed_replicas(EVERY_CASE, SNAPSHOT), FROM_FILE)
     lines = to_text(report).splitlines()
     assert lines[0].split() == ["topic", "partition", "broker", "state", "%", "copied", "/", "total", "rate", "ETA",
-                                "status"]
+                                "status", "reason"]
     body = lines[1:len(CASES) + 1]
     assert [line.split()[:3] for line in body][:2] == [["t", "0", "2"], ["t", "0", "1"]]
     status_column = lines[0].index("status")
@@ -167,3 +167,23 @@ FORMATS = [
 @pytest.mark.parametrize("function, value, text", [pytest.param(f, v, t, id=i) for i, f, v, t in FORMATS])
 def test_formats(function, value, text):
     assert function(value) == text
+
+
+def test_a_report_carries_each_moving_replicas_reason_and_the_models_eta():
+    """`progress` runs the budget model and the reason rules on its rows: a destination that does not answer
+    is named; with no history (one-shot) the ETA stays null."""
+    from streaming.core.report import diagnose
+
+    offline = from_rows(3_600_000, "c", brokers=[{"broker": 1, "alive": True}, {"broker": 2, "alive": True}],
+                        log_dirs_answered=[{"broker": 1}],
+                        partitions=[{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]}],
+                        reassignments=[{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2],
+                                        "removing": []}],
+                        log_dirs=[{"broker": 1, "log_dir": "d", "topic": "t", "partition": 0, "size": 10,
+                                   "offset_lag": 0, "is_future": False}])
+    report = build(offline, diagnose(offline, ongoing_replicas(offline)), ONGOING)
+    (row,) = to_document(report)["replicas"]
+    assert row["state"] == "BROKER_OFFLINE" and row["reason_code"] == "DESTINATION_OFFLINE"
+    assert row["reason"].startswith("destination broker 2 offline") and row["eta_seconds"] is None
+    jsonschema.validate(to_document(report), SCHEMA)
+    assert "destination broker 2 offline" in to_text(report)

@@ -1,35 +1,14 @@
-"""The `partition:broker` lists of the topic throttle configs (KIP-73), parsed and written in one place.
+"""The `partition:broker` lists of the topic throttle configs (KIP-73): written here, read in
+streaming.vocabulary.throttle_entries (the budget model reads them too).
 
-A value is `*` (every replica of the topic), a comma-separated list of `p:b` entries, or empty.
 Entries are (partition, broker) int pairs inside the project; strings only at the Kafka edge.
 """
 
-from streaming.vocabulary.config_keys import ALL_REPLICAS
+from streaming.vocabulary.throttle_entries import is_all, parse, parse_entry  # noqa: F401 (the janitor's names)
 
 
 def entry(partition, broker):
     return f"{int(partition)}:{int(broker)}"
-
-
-def parse_entry(text):
-    partition, _, broker = text.strip().partition(":")
-    return int(partition), int(broker)
-
-
-def is_all(value):
-    return (value or "").strip() == ALL_REPLICAS
-
-
-def parse(value):
-    """The set of (partition, broker) pairs a raw config value lists; `*` and empty list none
-    (`*` is never an entry: it is left alone by every rule that subtracts entries)."""
-    if value is None or is_all(value):
-        return frozenset()
-    pairs = set()
-    for item in value.split(","):
-        if item.strip():
-            pairs.add(parse_entry(item))
-    return frozenset(pairs)
 
 
 def format_entries(pairs):

@@ -48,10 +48,10 @@ def _exit_code(report):
 
 
 def _once(admin, moves, source, output):
-    from streaming.core.report import build, to_json, to_text
+    from streaming.core.report import build, diagnose, to_json, to_text
 
     snapshot, rows = _rows(admin, moves)
-    report = build(snapshot, rows, source)
+    report = build(snapshot, diagnose(snapshot, rows), source)
     print(to_json(report) if output == "json" else to_text(report), flush=True)
     return _exit_code(report)
 
@@ -62,7 +62,7 @@ def _watch(admin, moves, source, output, interval_s):
     from rich.live import Live
 
     from streaming.core import history
-    from streaming.core.report import build, to_json, to_table, with_history
+    from streaming.core.report import PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table, with_history
 
     memory = history.empty_memory()
     live = Live(console=Console(), auto_refresh=False) if output == "table" else None
@@ -71,6 +71,7 @@ def _watch(admin, moves, source, output, interval_s):
             started = time.monotonic()
             snapshot, rows = _rows(admin, moves)
             memory, rows = with_history(memory, rows, snapshot.ts_ms)
+            rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
             report = build(snapshot, rows, source)
             if live:
                 title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  cluster "

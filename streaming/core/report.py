@@ -21,7 +21,9 @@ from pathlib import Path
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
 from streaming.core.kip179 import BEHIND
+from streaming.core.budget_view import last_eta
 from streaming.core.progress import partition_rollup, reassignment_rollup
+from streaming.core.reasons import diagnosed, offline_brokers
 from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.replica_row import key_of, partition_of
 from streaming.vocabulary.states import SEVERITY
@@ -31,7 +33,7 @@ SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")
 ONGOING, FROM_FILE = "ongoing", "reassignment-json-file"
 REPLICA_FIELDS = ["topic", "partition", "broker", "intra_broker", "status", "state", "moving", "reassigning",
                   "numerator", "denominator", "progress", "in_isr", "offset_lag", "messages_behind_estimate",
-                  "rate_bytes_per_sec", "eta_seconds"]
+                  "rate_bytes_per_sec", "eta_seconds", "reason_code", "reason"]
 NOT_KNOWN = "-"
 UNKNOWN_SEVERITY = -1  # a row without a state (not hosted, unknown) sorts below every state
 
@@ -57,6 +59,25 @@ def _moving(rows):
 def _with_rate_name(row):
     """A history row with its copy rate under the report's name for it."""
     return {("rate_bytes_per_sec" if name == "copy_rate" else name): value for name, value in row.items()}
+
+
+# While watching, a PENDING move gets a reason after this many redraws (the job: two triggers).
+PENDING_REASON_AFTER_POLLS = 2
+
+
+def diagnose(snapshot, rows, pending_after_s=0.0):
+    """The rows with the reason of each moving row (`reason_code`, `reason`) and, for rows with a copy rate,
+    the budget model's ETA. `progress` reads no throttle configs (README contract change 14): every budget
+    runs at the observed rate of the moves using it, so the model's ETAs know that moves into one broker
+    share its budget but not what a throttle is set to; without history (one-shot) ETAs stay null."""
+    offline = offline_brokers(snapshot["brokers"], snapshot["log_dirs_answered"])
+    # The model reads the copy rate under the history's name for it.
+    moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
+    if not moving:
+        return rows
+    done, _ = diagnosed(moving, (), (), offline, snapshot.ts_ms, pending_after_s)
+    by_key = {key_of(row): row for row in done}
+    return [by_key[key_of(row)] if row["moving"] else {**row, "reason_code": None, "reason": None} for row in rows]
 
 
 def with_history(memory, rows, now_ms):
@@ -90,6 +111,8 @@ def summarize(rows, source):
         partition_rollup(moving),
         copy_rate=float(sum(rates)) if rates else None,
         leader_rate=float(sum(leader_rates)) if rates else None)
+    if moving:  # the budget model's: the last move's finish
+        rollup["eta_seconds"] = last_eta(row.get("eta_seconds") for row in moving)
     statuses = Counter(BEHIND if row["status"].startswith(BEHIND) else row["status"] for row in rows)
     in_progress = bool(moving) or (source == FROM_FILE and any(row["reassigning"] for row in rows))
     return {**rollup,
@@ -165,11 +188,11 @@ def summary_line(report):
     return " ".join(parts)
 
 
-# Status, the longest text, comes last so that a narrow terminal loses it before the numbers. The
+# Status and reason, the longest texts, come last so that a narrow terminal loses them before the numbers. The
 # columns that may take two lines in a narrow terminal, and the width they keep at least:
-WRAPPING = {"topic": 10, "status": 16}
+WRAPPING = {"topic": 10, "status": 16, "reason": 16}
 COLUMNS = (("topic", "left"), ("partition", "right"), ("broker", "right"), ("state", "left"), ("%", "right"),
-           ("copied / total", "right"), ("rate", "right"), ("ETA", "right"), ("status", "left"))
+           ("copied / total", "right"), ("rate", "right"), ("ETA", "right"), ("status", "left"), ("reason", "left"))
 
 
 def _cells(rows):
@@ -180,7 +203,7 @@ def _cells(rows):
         copied = (NOT_KNOWN if r["denominator"] is None and r["numerator"] is None
                   else f"{human_bytes(r['numerator'])} / {human_bytes(r['denominator'])}")
         yield [r["topic"], str(r["partition"]), broker, state, _percent(r["progress"]), copied,
-               _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds")), r["status"]]
+               _rate(r.get("rate_bytes_per_sec")), human_seconds(r.get("eta_seconds")), r["status"], r.get("reason") or ""]
 
 
 def _warnings(report):

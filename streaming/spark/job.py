@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from sinks import records
 from streaming.spark import codec
+from streaming.vocabulary import defaults
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
@@ -90,10 +91,12 @@ class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None):
+    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
+        self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
@@ -122,7 +125,7 @@ class BatchHandler:
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         with collector_paused():
-            output = assemble(replicas, tables, facts, batch_id, self._requests())
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
         steered = self.steerer.on_batch(output.snapshot, replicas, batch_id) if self.steerer is not None else []
         if self.janitor is not None:

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
+from streaming.core.budget_view import last_eta, partition_etas
 from streaming.core.progress import known_sum, partition_rollup, reassignment_rollup, topic_rollup
+from streaming.core.reasons import diagnosed, offline_brokers
+from streaming.vocabulary import defaults
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import FINISHED_STATES, worst
@@ -64,12 +67,14 @@ def _moving(rows):
 
 
 def _summarize(moving_partitions):
-    """(reassignment_rollup with summed rates, worst state name or None) over moving partition rows."""
+    """(reassignment_rollup with summed rates and the budget model's ETA - the last partition's finish -,
+    worst state name or None) over moving partition rows."""
     if not moving_partitions:
         return reassignment_rollup(moving_partitions, copy_rate=0.0, leader_rate=0.0), None
     summary = reassignment_rollup(moving_partitions,
                                   copy_rate=known_sum(row["copy_rate"] for row in moving_partitions),
                                   leader_rate=known_sum(row["leader_rate"] for row in moving_partitions))
+    summary["eta_seconds"] = last_eta(row["eta_seconds"] for row in moving_partitions)
     return summary, worst(row["state"] for row in moving_partitions)
 
 
@@ -88,10 +93,24 @@ def request_rollups(partitions, requests):
     return rollups
 
 
-def assemble(replicas, tables, facts, batch_id, requests=None):
-    """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows."""
+def _topics(moving_partitions):
+    """Topic rollups whose ETA is the model's: the last of their partitions' finishes."""
+    etas = {}
+    for row in moving_partitions:
+        etas.setdefault(row["topic"], []).append(row["eta_seconds"])
+    return [{**row, "eta_seconds": last_eta(etas[row["topic"]])} for row in topic_rollup(moving_partitions)]
+
+
+def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+    """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows.
+    Every ETA (replica, partition, request, cluster) is the budget model's; `pending_after_s`: how long a
+    PENDING move waits before it gets a reason."""
+    replicas, _ = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
+                            offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
+                            facts.ts_ms, pending_after_s)
     moving = _moving(replicas)
-    partitions = partition_rollup(replicas)
+    etas = partition_etas(replicas)
+    partitions = [{**row, "eta_seconds": etas[partition_of(row)]} for row in partition_rollup(replicas)]
     moving_partitions = _moving(partitions)
     summary, state = _summarize(moving_partitions)
 
@@ -105,7 +124,7 @@ def assemble(replicas, tables, facts, batch_id, requests=None):
             request_summary, request_worst, facts.ts_ms, batch_id, cluster_id, request_id))))
 
     picture = Picture(
-        replicas=tuple(moving), partitions=tuple(moving_partitions), topics=tuple(topic_rollup(moving_partitions)),
+        replicas=tuple(moving), partitions=tuple(moving_partitions), topics=tuple(_topics(moving_partitions)),
         partition_states=dict(Counter(row["state"] for row in moving_partitions)), summary=summary,
         broker_throttles=tuple(tables.get("broker_throttles", ())),
         topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=facts.ts_ms / 1000.0)
@@ -125,6 +144,7 @@ def describe(output):
         progress = "-" if r["progress"] is None else f"{100 * r['progress']:5.1f}%"
         rate = "-" if r["copy_rate"] is None else f"{r['copy_rate'] / 1e6:.2f} MB/s"
         eta = "-" if r["eta_seconds"] is None else f"{r['eta_seconds']:.0f}s"
+        reason = f" ({r['reason']})" if r.get("reason") else ""
         lines.append(f"  {r['topic']}-{r['partition']} -> broker {r['broker']}: {r['state']:<14} {progress} "
-                     f"{rate} ETA {eta}")
+                     f"{rate} ETA {eta}{reason}")
     return "\n".join(lines)

@@ -28,3 +28,13 @@ def topic_name_problem(name):
         return "may contain only ASCII letters, digits, '.', '_' and '-'"
     return None
 
+
+# Broker defaults the throttle budget model (streaming.core.budget) reads; the poll does not read them.
+REPLICA_FETCH_MAX_BYTES = 1_048_576  # replica.fetch.max.bytes: one fetch of a partition carries up to this
+REPLICATION_QUOTA_WINDOW_NUM = 11  # replication.quota.window.num: samples the throttle averages over
+REPLICATION_QUOTA_WINDOW_SIZE_S = 1  # replication.quota.window.size.seconds
+REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms: a follower this far behind is not in the ISR
+# The rate a throttle lets through however low it is set (MEASURED.md: a 1 B/s follower throttle copied
+# ~1 MB per quota window): a fetch passes while the windowed average is under the rate, and carries a whole
+# fetch. About 95 KB/s with the defaults.
+THROTTLE_FLOOR_BYTES_PER_S = REPLICA_FETCH_MAX_BYTES / (REPLICATION_QUOTA_WINDOW_NUM * REPLICATION_QUOTA_WINDOW_SIZE_S)

@@ -1,0 +1,168 @@
+"""Reasons on plain rows: one case per rule (the row, the throttles, the expected code and line), the budget
+view's choice of budgets, and the reasons' place in records, the schema and /metrics."""
+
+import json
+
+import pytest
+
+from sinks import metric_names as m
+from sinks.prometheus import Picture, samples
+from sinks.records import SCHEMA_PATH, replica_records
+from streaming.core.budget import BudgetKey
+from streaming.core.budget_view import Throttles, model
+from streaming.core.reasons import RULES, Context, diagnose
+from streaming.vocabulary.reasons import REASON_CODES
+
+NOW_MS = 3_600_000  # 01:00:00 UTC
+RATE_3 = [{"broker": 3, "kind": "follower", "rate": 1_000_000}, {"broker": 1, "kind": "leader", "rate": 1_000_000}]
+ALL_LISTED = [{"topic": "t", "kind": "follower", "value": "*"}, {"topic": "t", "kind": "leader", "value": "*"}]
+
+
+def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, denominator=1_000_000, copy_rate=100e3,
+        leader_rate=0.0, stalled_seconds=0.0, since_s=0, in_isr=False, intra_broker=False, progress=None):
+    return {"topic": "t", "partition": partition, "broker": broker, "intra_broker": intra_broker,
+            "numerator": numerator, "denominator": denominator,
+            "progress": progress if progress is not None else (numerator or 0) / (denominator or 1),
+            "in_isr": in_isr, "leader": leader, "copy_rate": copy_rate, "leader_rate": leader_rate,
+            "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
+
+
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=()):
+    budget_model = model(rows, topic_throttles, broker_throttles, NOW_MS)
+    ctx = Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0)
+    return diagnose(rows[0], ctx)
+
+
+CASES = [
+    # id, rows (the first is diagnosed), kwargs of diagnosis, expected (code, line)
+    ("healthy-copying", [row()], {}, (None, None)),
+    ("destination-offline", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)], {"offline": (3,)},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    ("leader-offline", [row(state="BROKER_OFFLINE", denominator=None, since_s=3500)], {"offline": (1,)},
+     ("LEADER_OFFLINE", "leader broker 1 of the partition offline since 00:58:20 UTC")),
+    ("no-leader", [row(state="BROKER_OFFLINE", leader=-1, denominator=None, since_s=3500)], {},
+     ("LEADER_OFFLINE", "the partition has no leader since 00:58:20 UTC")),
+    ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
+     ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
+    ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
+    ("stalled-under-a-throttle-of-1-byte", [row(state="STALLED", stalled_seconds=612.0)],
+     {"broker_throttles": [{"broker": 3, "kind": "follower", "rate": 1}]},
+     ("THROTTLE_TOO_LOW", "no bytes for 10m12s; follower throttle on broker 3 is 1 B/s")),
+    ("stalled-leader-silent", [row(state="STALLED", stalled_seconds=612.0, leader=2)], {},
+     ("LEADER_NOT_SENDING", "no bytes for 10m12s; leader of the partition is on broker 2, which answers "
+                            "DescribeLogDirs but sends nothing")),
+    ("falling-behind-names-both-rates-and-the-budget",
+     [row(state="FALLING_BEHIND", copy_rate=200e3, leader_rate=1.2e6)] + [row(partition=p) for p in (1, 2)], {},
+     ("COPY_BELOW_GROWTH", "copy 200.0 KB/s < leader growth 1.2 MB/s; follower throttle on broker 3 is 1.0 MB/s "
+                           "shared by 3 moves")),
+    # Its share (500 KB/s, then the whole 1 MB/s once partition 1 finished) stays below its leader's growth.
+    ("copying-but-its-share-is-below-growth", [row(copy_rate=900e3, leader_rate=1.2e6), row(partition=1)], {},
+     ("COPY_BELOW_GROWTH", "copy 900.0 KB/s < leader growth 1.2 MB/s; follower throttle on broker 3 is 1.0 MB/s "
+                           "shared by 2 moves")),
+    ("share-below-growth-until-another-finishes-is-fine", [row(copy_rate=500e3, leader_rate=600e3), row(partition=1)],
+     {}, (None, None)),
+    ("falling-behind-unthrottled", [row(state="FALLING_BEHIND", copy_rate=100e3, leader_rate=300e3)],
+     {"broker_throttles": []},
+     ("COPY_BELOW_GROWTH", "copy 100.0 KB/s < leader growth 300.0 KB/s; no throttle on broker 3: 100.0 KB/s "
+                           "observed, shared by 1 move")),
+    ("pending-behind-a-shared-budget", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3570)]
+     + [row(partition=p) for p in range(1, 13)], {},
+     ("WAITING_FOR_BUDGET", "waiting: broker 3 already receives 12 other moves")),
+    ("pending-alone", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3570)], {},
+     ("NO_BYTES_YET", "no bytes for 30s since the move was seen")),
+    ("pending-briefly-is-fine", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)], {}, (None, None)),
+    ("in-sync-is-fine", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000)], {}, (None, None)),
+]
+
+
+@pytest.mark.parametrize("rows, kwargs, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_reason(rows, kwargs, expected):
+    assert diagnosis(rows, **kwargs) == expected
+
+
+def test_every_code_has_a_rule_and_the_schema_lists_them():
+    assert sorted(code.name for _, code, _ in RULES) == sorted(REASON_CODES)
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert schema["properties"]["reason_code"]["enum"] == [None, *REASON_CODES]
+
+
+BUDGET_CASES = [
+    # id, row kwargs, topic throttles, broker throttles, expected budgets
+    ("both-sides-listed", {}, ALL_LISTED, RATE_3,
+     (BudgetKey("leader", 1, True), BudgetKey("follower", 3, True))),
+    ("only-the-listed-entry", {"partition": 4},
+     [{"topic": "t", "kind": "follower", "value": "4:3,5:2"}, {"topic": "t", "kind": "leader", "value": "0:1"}],
+     RATE_3, (BudgetKey("follower", 3, True),)),
+    ("listed-without-a-rate-is-unthrottled", {}, ALL_LISTED, [], (BudgetKey("follower", 3, False),)),
+    ("a-rate-without-a-listing-is-unthrottled", {}, [], RATE_3, (BudgetKey("follower", 3, False),)),
+    ("log-dir-move", {"intra_broker": True}, [], [{"broker": 3, "kind": "alter_log_dirs", "rate": 5}],
+     (BudgetKey("alter_log_dirs", 3, True),)),
+    ("cluster-default-is-not-read", {}, ALL_LISTED, [{"broker": -1, "kind": "follower", "rate": 5}],
+     (BudgetKey("follower", 3, False),)),
+]
+
+
+@pytest.mark.parametrize("kwargs, topic_throttles, broker_throttles, expected",
+                         [c[1:] for c in BUDGET_CASES], ids=[c[0] for c in BUDGET_CASES])
+def test_budgets_of_a_move(kwargs, topic_throttles, broker_throttles, expected):
+    assert Throttles(topic_throttles, broker_throttles).budgets_of(row(**kwargs)) == expected
+
+
+def test_replica_records_and_metrics_carry_the_reason():
+    diagnosed = {**row(state="STALLED", stalled_seconds=700.0), "previous_state": "COPYING", "transition": False,
+                 "eta_seconds": None, "messages_behind_estimate": None, "reason_code": "LEADER_NOT_SENDING",
+                 "reason": "no bytes for 11m40s; ..."}
+    (_, value), = replica_records([diagnosed], 7, "c")
+    record = json.loads(value)
+    assert record["reason_code"] == "LEADER_NOT_SENDING" and record["reason"] == "no bytes for 11m40s; ..."
+    got = [(labels, v) for metric, _, labels, v in samples(Picture(replicas=(diagnosed,))) if metric == m.REPLICA_DIAGNOSIS]
+    assert got == [(("t", "0", "3", "LEADER_NOT_SENDING"), 1.0)]
+    healthy = {**diagnosed, "reason_code": None, "reason": None}
+    assert not [s for s in samples(Picture(replicas=(healthy,))) if s[0] == m.REPLICA_DIAGNOSIS]
+
+
+def test_every_eta_of_a_batch_comes_from_the_one_simulation():
+    """Three moves into broker 3 under one 300 KB/s throttle (3, 6 and 9 MB left): replica ETAs 30, 50, 60 s
+    although each copies at 100 KB/s now; the partition ETA is its replica's, the cluster's the last finish."""
+    from streaming.spark.outputs import PollFacts, assemble
+
+    def moving(partition, mb):
+        return {**row(partition=partition, numerator=0, denominator=mb * 1_000_000, copy_rate=100e3, progress=0.0),
+                "previous_state": "COPYING", "transition": False, "offset_lag": None,
+                "messages_behind_estimate": None, "eta_seconds": None, "poll_id": 1}
+
+    tables = {"topic_throttles": ALL_LISTED, "broker_throttles": [{"broker": 3, "kind": "follower", "rate": 300_000}],
+              "brokers": [{"broker": b, "alive": True} for b in (1, 2, 3)],
+              "log_dirs_answered": [{"broker": b} for b in (1, 2, 3)]}
+    output = assemble([moving(0, 3), moving(1, 6), moving(2, 9)], tables, PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5)
+    assert [r["eta_seconds"] for r in output.replicas] == pytest.approx([30.0, 50.0, 60.0])
+    assert [p["eta_seconds"] for p in output.partitions] == pytest.approx([30.0, 50.0, 60.0])
+    assert output.summary["eta_seconds"] == pytest.approx(60.0)
+    records = {key: json.loads(value) for key, value in output.records}
+    assert records["t:2:3"]["eta_seconds"] == pytest.approx(60.0) and records["t:2"]["eta_seconds"] == pytest.approx(60.0)
+    assert records["reassignment"]["eta_seconds"] == pytest.approx(60.0)
+    assert [t["eta_seconds"] for t in output.picture.topics] == pytest.approx([60.0])
+
+
+def test_a_steady_moves_eta_counts_down_with_the_clock_and_a_burst_moves_it_little():
+    """History's smoothed rate feeds an unthrottled budget: polls every 10 s of a move copying 10 KB/s give
+    ETAs that fall by 10 s a poll; after one poll with a 5x burst the rate behind the ETA is under 2x."""
+    from streaming.core.history import Settings, empty_memory, step
+    from streaming.core.progress import replica_progress
+    from tests.test_history import snapshot
+
+    def etas(copied_per_poll):
+        memory, out, copied = empty_memory(), [], 0
+        for i, gain in enumerate(copied_per_poll):
+            copied += gain
+            ts_ms = i * 10_000
+            memory, report = step(memory, replica_progress(snapshot(ts_ms, copied)), ts_ms,
+                                  Settings(stall_after_s=600, rate_window_s=60))
+            budget_model = model(report, (), (), ts_ms)
+            out.append(budget_model.eta_seconds(report[0]))
+        return out
+
+    steady = etas([0] + [100_000] * 6)
+    assert [a - b for a, b in zip(steady[1:], steady[2:])] == pytest.approx([10.0] * 5, abs=1e-6)
+    burst = etas([0] + [100_000] * 4 + [500_000])  # 100 KB left after the burst
+    assert burst[5] > 100_000 / (2 * 10_000)
