@@ -166,3 +166,24 @@ def test_a_steady_moves_eta_counts_down_with_the_clock_and_a_burst_moves_it_litt
     assert [a - b for a, b in zip(steady[1:], steady[2:])] == pytest.approx([10.0] * 5, abs=1e-6)
     burst = etas([0] + [100_000] * 4 + [500_000])  # 100 KB left after the burst
     assert burst[5] > 100_000 / (2 * 10_000)
+
+
+THROTTLES_BINDING_CASES = [
+    # id, rows, broker throttles, topic throttles, brokers whose throttle sets a move's share
+    ("one move under both throttles: the tighter binds", [row()],
+     [{"broker": 3, "kind": "follower", "rate": 1_000_000}, {"broker": 1, "kind": "leader", "rate": 5_000_000}],
+     ALL_LISTED, {3}),
+    ("the leader's throttle tighter: the source binds", [row()],
+     [{"broker": 3, "kind": "follower", "rate": 5_000_000}, {"broker": 1, "kind": "leader", "rate": 1_000_000}],
+     ALL_LISTED, {1}),
+    ("a rate on the broker but the replica not listed: nothing binds", [row()], RATE_3, (), set()),
+    ("no throttle at all", [row()], (), (), set()),
+    ("a move in sync takes no share", [row(in_isr=True, numerator=1_000_000)], RATE_3, ALL_LISTED, set()),
+]
+
+
+@pytest.mark.parametrize("rows, broker_throttles, topic_throttles, expected",
+                         [case[1:] for case in THROTTLES_BINDING_CASES], ids=[case[0] for case in THROTTLES_BINDING_CASES])
+def test_throttles_binding_is_the_models_binding_budget(rows, broker_throttles, topic_throttles, expected):
+    """What `--throttle auto` reads as "more rate would finish a move sooner" is the budget model's own answer."""
+    assert model(rows, topic_throttles, broker_throttles, NOW_MS).throttles_binding() == frozenset(expected)

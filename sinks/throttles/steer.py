@@ -2,14 +2,15 @@
 
 Driver side, called by the batch handler before the janitor, with the batch's snapshot and replica rows:
 
-    outputs = steerer.on_batch(snapshot, replicas, batch_id)   # JanitorOutput: (action, key, record value)
+    outputs = steerer.on_batch(snapshot, replicas, throttles_binding, batch_id)   # JanitorOutput: (action, key, value)
 
 1. Which rates are steered (`steered_rates`, pure): a broker's leader and follower rates that our records
    hold (ownership.holders: the newest claim is of the value the broker has), every holder executed with
    `--throttle auto`, the broker alive and used by an ongoing reassignment. Rates it does not own, or owned
    by a request with a fixed throttle, are never changed. Bounds: the job's, narrowed by each holder's.
 2. The signals (pure): FALLING_BEHIND moves per broker (destination and leader of the replica), whether the
-   throttle binds (`throttle_binds`), and cluster stress (`stress_of`: a partition NOT moving out of its ISR,
+   broker's throttle binds (`throttles_binding`: the brokers whose throttle sets some move's share in the budget
+   model, streaming.core.budget_view, computed where the batch's rows meet), and cluster stress (`stress_of`: a partition NOT moving out of its ISR,
    a broker of a move offline, the guard).
 3. The decision: sinks.throttles.autothrottle.decide (pure, the clock an argument).
 4. Apply each change with the janitor's apply (SET, read back), then write every holder's record with the
@@ -35,8 +36,6 @@ from streaming.vocabulary.config_keys import BROKER, SET
 from streaming.vocabulary.states import ReplicaState
 
 FALLING_BEHIND = ReplicaState.FALLING_BEHIND.name
-
-BINDING_SHARE = 0.8  # moves using at least this share of a broker's rate are held back by it
 
 
 def steered_rates(view, records):
@@ -66,20 +65,6 @@ def falling_behind_brokers(replicas):
     return {b for r in replicas if r["state"] == FALLING_BEHIND and not r["intra_broker"] for b in (r["broker"], r["leader"])}
 
 
-def throttle_binds(replicas, rates):
-    """broker -> whether the moves through it would finish sooner with more rate. Minimal stand-in for the
-    project's budget model (streaming/core/budget.py on issue 17, which the integrator should switch this to):
-    the moves' smoothed copy rates into (destination) or out of (leader) the broker reach BINDING_SHARE of its
-    rate."""
-    into, out_of = {}, {}
-    for r in replicas:
-        if r["intra_broker"] or r["in_isr"] or not r["copy_rate"]:
-            continue
-        into[r["broker"]] = into.get(r["broker"], 0.0) + r["copy_rate"]
-        out_of[r["leader"]] = out_of.get(r["leader"], 0.0) + r["copy_rate"]
-    return {b: max(into.get(b, 0.0), out_of.get(b, 0.0)) >= BINDING_SHARE * rate for b, rate in rates.items()}
-
-
 def stress_of(view, partitions, guard=None):
     """One line saying why the cluster is under stress, or None: a partition that is not moving out of its ISR,
     a broker of a move offline, or the guard (called only when the rest is calm)."""
@@ -106,14 +91,14 @@ class Steerer:
         self.log = log or (lambda line: print(f"throttle auto: {line}", file=sys.stderr, flush=True))
         self.last_change_s = {}  # broker -> clock seconds of its last change
 
-    def on_batch(self, snapshot, replicas, batch_id):
+    def on_batch(self, snapshot, replicas, throttles_binding, batch_id):
         try:
-            return self._steer(snapshot, replicas, batch_id)
+            return self._steer(snapshot, replicas, throttles_binding, batch_id)
         except Exception as error:  # the streaming query must survive a cluster hiccup: steer next batch
             self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
             return []
 
-    def _steer(self, snapshot, replicas, batch_id):
+    def _steer(self, snapshot, replicas, throttles_binding, batch_id):
         view = view_of(snapshot)
         if not view.complete:
             return []
@@ -123,9 +108,8 @@ class Steerer:
             return []
         now_s = self.clock()
         rates = {b: min(rate for rate, _ in kinds.values()) for b, kinds in steered.items()}
-        binds = throttle_binds(replicas, rates)
         behind = falling_behind_brokers(replicas)
-        signals = {b: BrokerSignals(falling_behind=b in behind, binds=binds[b]) for b in rates}
+        signals = {b: BrokerSignals(falling_behind=b in behind, binds=b in throttles_binding) for b in rates}
         stress = stress_of(view, snapshot["partitions"], self.guard)
         actions = []
         for broker, kinds in sorted(steered.items()):

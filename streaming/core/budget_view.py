@@ -111,6 +111,12 @@ class BudgetModel:
     def rate(self, budget):
         return self.outcome.rates.get(budget)
 
+    def throttles_binding(self):
+        """Brokers whose configured leader or follower throttle sets some move's share now: more rate there
+        would finish that move sooner (what `--throttle auto` raises additively)."""
+        return frozenset(f.binding.broker for f in self.outcome.finishes.values()
+                         if f.binding is not None and f.binding.throttled and f.binding.direction in (LEADER, FOLLOWER))
+
     def users(self, budget):
         return self.outcome.users.get(budget, 0)
 

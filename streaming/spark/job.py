@@ -127,7 +127,7 @@ class BatchHandler:
         with collector_paused():
             output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
-        steered = self.steerer.on_batch(output.snapshot, replicas, batch_id) if self.steerer is not None else []
+        steered = self.steerer.on_batch(output.snapshot, output.replicas, output.throttles_binding, batch_id) if self.steerer is not None else []
         if self.janitor is not None:
             for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
                 keyed.append((key, records.encode(value)))

@@ -59,6 +59,7 @@ class BatchOutput:
     replicas: list  # the batch's replica rows (streaming.core.history report rows plus poll_id and ts_ms)
     partitions: list  # their partition rollups (streaming.core.progress.partition_rollup)
     summary: dict
+    throttles_binding: frozenset = frozenset()  # brokers whose throttle sets a move's share (the budget model)
 
 
 def _moving(rows):
@@ -105,7 +106,7 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
     """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows.
     Every ETA (replica, partition, request, cluster) is the budget model's; `pending_after_s`: how long a
     PENDING move waits before it gets a reason."""
-    replicas, _ = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
+    replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
                             offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
                             facts.ts_ms, pending_after_s)
     moving = _moving(replicas)
@@ -130,7 +131,7 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
         topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=facts.ts_ms / 1000.0)
     snapshot = Snapshot(ts_ms=facts.ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
                         errors=facts.errors, duration_s=facts.duration_s)
-    return BatchOutput(out, picture, snapshot, replicas, partitions, summary)
+    return BatchOutput(out, picture, snapshot, replicas, partitions, summary, model.throttles_binding())
 
 
 def describe(output):
