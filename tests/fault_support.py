@@ -231,7 +231,7 @@ def removals(job, names, since_batch):
 
 def wait_batches_or_idle(job_watch, count, timeout_s=60):
     """Wait until `count` more batches have run or the job's driver watch said no batch is needed (it runs
-    none while nothing moves and nothing is owned: README contract change 18)."""
+    none while nothing moves and nothing is owned: README contract change 23)."""
     start = job_watch.last()
     return wait_for(lambda: job_watch.last() >= start + count or idle(job_watch.job.log()), timeout_s,
                     interval_s=0.2, message=f"{count} more batches after batch {start}, or the job idle")

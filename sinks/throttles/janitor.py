@@ -85,7 +85,7 @@ class Janitor:
                  observe_gap_ms=None):
         self.admin, self.store, self.policy = admin, store, policy
         # Polls further apart than this are a gap for the observer (the job's batches stop while nothing
-        # moves: README contract change 19); None: no bound.
+        # moves: README contract change 24); None: no bound.
         self.observe_gap_ms = observe_gap_ms
         self._acted_ms = -1  # the time of the fresh read the latest removals were decided on
         self.readback_timeout_s = readback_timeout_s
