@@ -2,6 +2,7 @@
 the real janitor (tests/fake_cluster.py, sinks.throttles.ownership.MemoryStore)."""
 
 import json
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -220,3 +221,27 @@ def test_dry_run_leaves_removals_to_the_batches(tmp_path):
     watch.batch_done(*batch())
     assert watch.tick() == "owned_throttles"
     assert cluster.alters == []
+
+
+def test_a_move_another_tool_starts_after_an_idle_stretch_is_adopted(tmp_path):
+    """While no batch runs, the watch has the janitor observe once a trigger: the first batch after a long idle
+    stretch compares against a fresh view, so another tool's throttles that came with its move are adopted
+    (without it the batch's last view is older than the observer's gap bound, and nothing could be told)."""
+    from sinks.throttles.janitor import Janitor
+    from sinks.throttles.ownership import OBSERVED
+    from tests.test_throttle_observe import foreign_throttled_move
+
+    cluster, store = FakeCluster(), MemoryStore()
+    j = Janitor(cluster, store, readback_timeout_s=0.5, log=lambda line: None, observe_gap_ms=60_000)
+    clock = Clock()
+    watch = Watch(cluster, MonitorMetrics(apis=(LIST_REASSIGNMENTS,)), str(tmp_path / "gate.json"), 10.0, j,
+                  Writer(), clock=clock, wall=clock, log=lambda line: None)
+    stale_ms = int(time.time() * 1000) - 120_000
+    assert j.on_batch(cluster.snapshot(now_ms=stale_ms), 7) == []  # the last batch, two minutes ago
+    watch.batch_done(*batch())
+    assert watch.tick() is None  # idle: the janitor observes now
+    foreign_throttled_move(cluster)
+    clock.now += 1
+    assert watch.tick() == "reassigning"
+    j.on_batch(cluster.snapshot(), 8)
+    assert [r.origin for r in store.records()] == [OBSERVED]

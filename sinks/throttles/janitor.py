@@ -59,7 +59,7 @@ from sinks.throttles.observe import observe
 from sinks.throttles.ownership import DONE, EXECUTE, new_request_id
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
-from sinks.throttles.read import read_for_plan
+from sinks.throttles.read import read_cluster, read_for_plan
 from sinks.throttles.report import describe, describe_claims, describe_observed, throttle_record
 from sinks.throttles.view import after_actions, view_of
 
@@ -145,6 +145,18 @@ class Janitor:
             fresh = read_for_plan(self.admin, records, self.policy, hint=None)
             return self._outputs(plan(fresh, records, self.policy), fresh, batch_id)
         return self._act(records, batch_id, hint=None)
+
+    def observe_now(self):
+        """Observe the cluster as a poll would, read now: every topic's and broker's throttles and the
+        reassignments. The job's watch calls it while no batch runs, so the observer's last view stays at
+        most a trigger old and a move another tool starts after an idle stretch is still seen to bring its
+        throttles (rule 4) - without it, the first batch after the gap could not tell. Raises on read errors."""
+        with self._lock:
+            if self.policy.cleanup == ALL:
+                return
+            self.store.refresh()
+            topics = {row["topic"] for row in self.admin.describe_partitions(None)}
+            self._observe(read_cluster(self.admin, topics), self.store.records())
 
     def _observe(self, snapshot, records):
         """Record throttles that appeared together with a reassignment this job saw start (rule 4)."""

@@ -12,7 +12,10 @@ Each tick (`Watch.tick`):
    with the id of the batch after the last one this run finished (the batch that reports the move
    finished), -1 before this run's first batch.
 4. Decide whether a Spark batch is needed (streaming.watch.rules) and write it to the gate the source
-   reads (streaming.watch.gate); log each change of that decision.
+   reads (streaming.watch.gate); log each change of that decision. While none is needed, once a trigger
+   interval the janitor observes the cluster (`Janitor.observe_now`: throttle configs of every topic and
+   broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
+   "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
@@ -26,7 +29,7 @@ import time
 
 from sinks import records
 from sinks.throttles.actions import ALL
-from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, PRODUCE, READ
+from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
@@ -58,6 +61,7 @@ class Watch:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
         self._owned = frozenset()
         self._listed_once = False
@@ -118,7 +122,10 @@ class Watch:
             self._reassigning = frozenset(listed)
             self._listed_once = True
         self._write_unwritten()
-        return self._decide(listed is not None, now_wall)
+        reason = self._decide(listed is not None, now_wall)
+        if reason is None:
+            self._observe_while_idle()
+        return reason
 
     def _list(self):
         try:
@@ -159,6 +166,17 @@ class Watch:
             self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
             self._unwritten.append((key, records.encode(value)))
         self._refresh_owned()  # the sweep settled what it removed: do not keep batches running for it
+
+    def _observe_while_idle(self):
+        now_s = self.clock()
+        if self.janitor is None or (self._observed_s is not None and now_s - self._observed_s < self.trigger_interval_s):
+            return
+        self._observed_s = now_s
+        try:
+            self.janitor.observe_now()
+        except Exception as error:  # the next idle trigger reads again; a batch observes as before
+            self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()
+            self.log(f"observing throttles failed: {error}")
 
     def _write_unwritten(self):
         if not self._unwritten or self.writer is None:
