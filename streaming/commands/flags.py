@@ -7,7 +7,7 @@ import re
 from streaming.vocabulary import durations
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
-from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, PORT_MAX, topic_name_problem
+from streaming.vocabulary.kafka_limits import INT32_MAX, PORT_MAX, topic_name_problem
 
 # HOST:PORT, the host a DNS name, an IPv4 address or a bracketed IPv6 address. The port is required, as
 # Kafka's own tools require it ("Invalid url in bootstrap.servers"): a guessed 9092 would turn a forgotten
@@ -52,21 +52,6 @@ def positive_count(text):
     return int(text)
 
 
-_BYTES = re.compile(r"([0-9]{1,19})(|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)")
-_BYTE_UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
-               "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
-
-
-def byte_size(text):
-    """Bytes: a whole number with an optional unit (KB, MB, GB, TB decimal; KiB, MiB, GiB, TiB binary),
-    1 to 2^63-1."""
-    match = _BYTES.fullmatch(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a size in bytes (write e.g. 500000000, 200GB, 50MiB)")
-    value = int(match.group(1)) * _BYTE_UNITS[match.group(2)]
-    if not 1 <= value <= LONG_MAX:
-        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not from 1 byte to {LONG_MAX} bytes")
-    return value
 
 
 _REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{4}")  # sinks.throttles.ownership.new_request_id

@@ -13,6 +13,7 @@ import time
 
 from streaming.commands import flags
 from streaming.commands import reassign_common as common
+from streaming.vocabulary import byte_values
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
 
 STEP_INTERVAL_S = 1.0  # between two steps of `--wait`: about the driver-side watch's period
@@ -30,7 +31,7 @@ def add_plan_arguments(parser):
                         help="run the file as a plan: at most N partitions reassign at once, the next submitted as each completes")
     parser.add_argument("--max-moves-per-broker", type=flags.positive_count, metavar="M",
                         help="plan: at most M moves per broker, as a source or a destination")
-    parser.add_argument("--max-bytes-in-flight", type=flags.byte_size, metavar="BYTES",
+    parser.add_argument("--max-bytes-in-flight", type=flags.checked(byte_values.byte_count), metavar="BYTES",
                         help="plan: at most this many bytes to copy in flight (200GB, 50MiB, ...)")
     parser.add_argument("--order", choices=ORDERS, default=None, help=f"plan: submission order (default {FILE})")
     add_wait(parser)

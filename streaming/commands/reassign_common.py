@@ -137,11 +137,12 @@ def positive_rate(name, value):
 
 def add_auto_throttle_bounds(parser):
     """--throttle-min/--throttle-max/--throttle-schedule: the bounds of `--throttle auto` (execute and run)."""
+    from streaming.vocabulary import byte_values
     from streaming.vocabulary import throttle_values as tv
 
-    parser.add_argument("--throttle-min", type=flags.checked(tv.byte_rate), metavar="RATE",
+    parser.add_argument("--throttle-min", type=flags.checked(byte_values.byte_rate), metavar="RATE",
                         help="with --throttle auto: the lowest rate (and the starting one), e.g. 1MB")
-    parser.add_argument("--throttle-max", type=flags.checked(tv.byte_rate), metavar="RATE",
+    parser.add_argument("--throttle-max", type=flags.checked(byte_values.byte_rate), metavar="RATE",
                         help="with --throttle auto: the highest rate, e.g. 200MB")
     parser.add_argument("--throttle-schedule", type=flags.checked(tv.schedule), metavar="HH:MM-HH:MM=RATE[,...]",
                         help="with --throttle auto: ceilings by time of day (UTC), e.g. 22:00-06:00=200MB")

@@ -4,26 +4,13 @@ every rate 1 .. Kafka's long), a bad value raising BadInput with one line."""
 
 import re
 
+from streaming.vocabulary.byte_values import byte_rate
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
-from streaming.vocabulary.kafka_limits import LONG_MAX
 
 AUTO = "auto"
-UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-_RATE = re.compile(r"([0-9]{1,19})\s*(B|KB|MB|GB|KiB|MiB|GiB)?(?:/s)?")
 _WINDOW = re.compile(r"([0-9]{2}):([0-9]{2})-([0-9]{2}):([0-9]{2})=(.+)")
 MAX_WINDOWS = 48
-
-
-def byte_rate(text):
-    """Bytes per second from `1500000`, `500KB`, `200MB`, `1GiB` (optionally `/s`), 1 .. 2^63-1."""
-    match = _RATE.fullmatch(str(text).strip())
-    if not match:
-        raise BadInput(f"not a rate: {shown(text)!r} (write e.g. 1500000, 500KB, 200MB, 1GiB: bytes per second)")
-    value = int(match.group(1)) * UNITS[match.group(2) or ""]
-    if not 0 < value <= LONG_MAX:
-        raise BadInput(f"rate {shown(text)!r} is outside 1 .. {LONG_MAX} bytes per second")
-    return value
 
 
 def _minute(hours, minutes, window):
