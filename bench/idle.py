@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.results import markdown_table, write_section  # noqa: E402
+from bench.sessions import session_cpu_by_pid, session_processes, session_rss_mb  # noqa: E402
 from tests.job_process import BATCHES, CLI, LAST_POLL, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
 
@@ -39,48 +40,6 @@ MOVE_MEGABYTES = 90  # at 1 MB/s it outlasts the window
 THROTTLE = 1_000_000
 IDLE_TITLE = "Idle cost (bench/idle.py)"
 STARTUP_TITLE = "Run start-up (bench/idle.py)"
-
-
-def session_rss_mb(sid):
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) != sid:
-                continue
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return total / 1024
-
-
-def session_processes(sid):
-    count = 0
-    for entry in os.listdir("/proc"):
-        try:
-            count += entry.isdigit() and int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[3]) == sid
-        except OSError:
-            pass
-    return count
-
-
-def session_cpu_by_pid(sid):
-    """{pid: CPU seconds} of the live processes of one session."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid:  # fields after ")": state ppid pgrp session ... utime(11) stime(12)
-            out[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    return out
 
 
 def window(job, seconds):

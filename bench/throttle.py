@@ -41,6 +41,7 @@ from kafka import KafkaAdminClient  # noqa: E402
 from kafka.admin import ConfigResource, ConfigResourceType  # noqa: E402
 
 from bench.results import markdown_table, write_section  # noqa: E402
+from bench.sessions import session_cpu_by_pid  # noqa: E402
 from tests.job_process import BATCHES, CLI, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
 
@@ -84,18 +85,7 @@ def timed(args, timeout=120):
 
 def session_cpu_s(sid):
     """CPU seconds (user + system) of the live processes of one session: the job's driver and Spark JVM."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid:  # fields after ")": state ppid pgrp session ... utime(11) stime(12)
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
+    return sum(session_cpu_by_pid(sid).values())
 
 
 class Watcher:
