@@ -68,20 +68,10 @@ def topics(secure_cluster):
     secure_cluster.delete_topics(created)
 
 
-# -- every command as a principal with exactly its grants --
-
-def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
-    cluster = secure_cluster
-    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path) for c in acls.OPERATOR_COMMANDS}
-    topic = moving_topic(cluster, topics)
-    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
-    outputs = {}
-
-    def run(command, *rest):
-        code, out, err = run_cli(*command_args(cluster, command, config[command], *rest))
-        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
-        return code, out, err
-
+def every_operator_command(run, cluster, topic, plan):
+    """progress, execute (slow), cancel, execute (fast), verify of the move in `plan` (partition 0 of `topic`
+    from broker 1 to 2), each through `run(command, *flags) -> (code, out, err)`, with the throttles and
+    replicas each one leaves checked on the cluster."""
     code, out, err = run("progress")
     assert code == 0, err
     code, out, err = run("execute", "--reassignment-json-file", plan, "--throttle", SLOW)
@@ -102,6 +92,23 @@ def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
     assert "complete" in out
     expect_throttles(cluster, [topic], {})
     assert replicas(cluster, topic, 0) == [2]
+
+
+# -- every command as a principal with exactly its grants --
+
+def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
+    cluster = secure_cluster
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path) for c in acls.OPERATOR_COMMANDS}
+    topic = moving_topic(cluster, topics)
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+    outputs = {}
+
+    def run(command, *rest):
+        code, out, err = run_cli(*command_args(cluster, command, config[command], *rest))
+        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
+        return code, out, err
+
+    every_operator_command(run, cluster, topic, plan)
     assert_no_password(cluster, outputs)
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from streaming.cluster import acls
-from tests.cluster_cli import expect_throttles, replicas, wait_done, write_plan
+from tests.cluster_cli import write_plan
 from tests.java_client_files import KEY_PASSWORD, STORE_PASSWORD, mtls_java_form, scram_java_form
 from tests.kafka_fixtures import ROOT
-from tests.test_secured_cluster import FAST, SLOW, assert_no_password, moving_topic, run_cli
+from tests.test_secured_cluster import assert_no_password, every_operator_command, moving_topic, run_cli
 
 def operator_grants():
     """What the four operator commands need together (DescribeAcls, for Kafka's AclCommand, needs Describe
@@ -71,25 +71,6 @@ def _every_command(cluster, bootstrap, config, topic, tmp_path, listed):
         assert len(notes) == 1 and "request.timeout.ms" in notes[0] and "client.id" in notes[0], err
         return code, out, err
 
-    code, out, err = run("progress")
-    assert code == 0, err
-    code, out, err = run("execute", "--reassignment-json-file", plan, "--throttle", SLOW)
-    assert code == 0, err
-    expect_throttles(cluster, [topic], {(topic, "leader"): frozenset({"0:1"}), (topic, "follower"): frozenset({"0:2"}),
-                                        (1, "leader"): SLOW, (1, "follower"): SLOW, (2, "leader"): SLOW, (2, "follower"): SLOW})
-    code, out, err = run("cancel", "--reassignment-json-file", plan)
-    assert code == 0, err
-    assert "cancelled" in out
-    expect_throttles(cluster, [topic], {})
-    assert replicas(cluster, topic, 0) == [1]
-
-    code, out, err = run("execute", "--reassignment-json-file", plan, "--throttle", FAST)
-    assert code == 0, err
-    wait_done(cluster, [(topic, 0)], 60)
-    code, out, err = run("verify", "--reassignment-json-file", plan)
-    assert code == 0, err
-    assert "complete" in out
-    expect_throttles(cluster, [topic], {})
-    assert replicas(cluster, topic, 0) == [2]
+    every_operator_command(run, cluster, topic, plan)
     assert_no_password(cluster, {**outputs, "AclCommand stdout": listed.stdout, "AclCommand stderr": listed.stderr})
     assert STORE_PASSWORD not in "".join(outputs.values()) and KEY_PASSWORD not in "".join(outputs.values())
