@@ -34,6 +34,10 @@ def batch_ids(job, key, state=None):
 
 def test_idle_job_runs_no_batch_and_liveness_advances(cluster, job):
     wait_idle(job)
+    # A batch Spark planned before the gate closed may still be running: count from three triggers of liveness on.
+    settled = job.metric(LAST_POLL)
+    wait_for(lambda: (job.metric(LAST_POLL) or 0) >= settled + 3 * OWNED_JOB_TRIGGER_S, 60, interval_s=0.5,
+             message="liveness to advance three triggers after the watch said idle")
     batches, polled = job.metric(BATCHES), job.metric(LAST_POLL)
     wait_for(lambda: (job.metric(LAST_POLL) or 0) >= polled + IDLE_WINDOW_S, IDLE_WINDOW_S + 30, interval_s=0.5,
              message=f"liveness to advance {IDLE_WINDOW_S:g} s while idle")

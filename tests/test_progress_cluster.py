@@ -50,15 +50,17 @@ def by_replica(document):
 
 @pytest.fixture
 def throttled_move(cluster):
-    """A topic with one ~25 MB partition on broker 1, moving to broker 2 under a 1 MB/s throttle, and a
-    steady three-partition topic; everything set here is removed afterwards."""
-    moving = cluster.create_topic(cluster.unique_topic("progress-move"), {0: [1]}, megabytes=MEGABYTES)
+    """A topic with one ~25 MB partition on broker 3, moving to broker 1 under a 1 MB/s throttle, and a
+    steady three-partition topic; everything set here is removed afterwards. Brokers 3 -> 1: the job tests
+    before it move 1 -> 2, and a move right after theirs on the same brokers copied far below its throttle
+    (80-160 KB/s against 1 MB/s, twice in a row; alone it copies at the throttle)."""
+    moving = cluster.create_topic(cluster.unique_topic("progress-move"), {0: [3]}, megabytes=MEGABYTES)
     steady = cluster.create_topic(cluster.unique_topic("progress-steady"), {0: [1, 3], 1: [1, 3], 2: [3, 1]})
-    cluster.set_configs({moving: {TOPIC_LEADER_THROTTLED_REPLICAS: "0:1", TOPIC_FOLLOWER_THROTTLED_REPLICAS: "0:2"}},
-                        {1: {BROKER_LEADER_THROTTLE_RATE: RATE}, 2: {BROKER_FOLLOWER_THROTTLE_RATE: RATE}})
+    cluster.set_configs({moving: {TOPIC_LEADER_THROTTLED_REPLICAS: "0:3", TOPIC_FOLLOWER_THROTTLED_REPLICAS: "0:1"}},
+                        {3: {BROKER_LEADER_THROTTLE_RATE: RATE}, 1: {BROKER_FOLLOWER_THROTTLE_RATE: RATE}})
     admin = cluster.admin()
     try:
-        admin.alter_partition_reassignments({TopicPartition(moving, 0): [2]})
+        admin.alter_partition_reassignments({TopicPartition(moving, 0): [1]})
         yield moving, steady
     finally:
         try:
@@ -67,16 +69,16 @@ def throttled_move(cluster):
         finally:
             admin.close()
             cluster.set_configs({moving: {TOPIC_LEADER_THROTTLED_REPLICAS: None, TOPIC_FOLLOWER_THROTTLED_REPLICAS: None}},
-                                {1: {BROKER_LEADER_THROTTLE_RATE: None}, 2: {BROKER_FOLLOWER_THROTTLE_RATE: None}})
+                                {3: {BROKER_LEADER_THROTTLE_RATE: None}, 1: {BROKER_FOLLOWER_THROTTLE_RATE: None}})
             cluster.delete_topics([moving, steady])
 
 
 def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
     moving, steady = throttled_move
-    key = (moving, 0, 2)
+    key = (moving, 0, 1)
     crafted = tmp_path / "crafted.json"
     crafted.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": moving, "partition": 0, "replicas": [2]},
+        {"topic": moving, "partition": 0, "replicas": [1]},
         {"topic": steady, "partition": 0, "replicas": [1, 3]},
         {"topic": steady, "partition": 1, "replicas": [1, 2]},
         {"topic": steady, "partition": 2, "replicas": [3, 99]},
@@ -85,13 +87,13 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
     ]}))
 
     # One-shot reports while the copy runs: the numerator grows, the denominator is the leader's log.
-    leader_bytes = log_size(cluster, 1, moving, 0)
+    leader_bytes = log_size(cluster, 3, moving, 0)
     assert leader_bytes >= MEGABYTES * 0.95e6
     numerators = []
     for _ in range(4):
-        before = log_size(cluster, 2, moving, 0)
+        before = log_size(cluster, 1, moving, 0)
         code, (document,) = progress(cluster)
-        after = log_size(cluster, 2, moving, 0)
+        after = log_size(cluster, 1, moving, 0)
         assert code == EXIT_IN_PROGRESS
         row = by_replica(document)[key]
         assert row["state"] in ("PENDING", "COPYING") and not row["in_isr"]
@@ -107,7 +109,7 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
     code, (document,) = progress(cluster, "--reassignment-json-file", str(crafted))
     assert code == EXIT_IN_PROGRESS
     assert [(r["partition"], r["broker"], r["status"].split(":")[0]) for r in document["replicas"]] == [
-        (0, 2, "Behind"),
+        (0, 1, "Behind"),
         (0, 1, "In sync"), (0, 3, "In sync"),
         (1, 1, "In sync"), (1, 2, "Broker does not host this partition"),
         (2, 3, "In sync"), (2, 99, "Unknown broker"),
