@@ -36,7 +36,7 @@ from kafka import KafkaAdminClient  # noqa: E402
 from bench.results import markdown_table, write_section  # noqa: E402
 from tests.job_process import CLI, JobProcess, read_topic  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
-from tests.test_job_janitor_cluster import SteadyProducer  # noqa: E402
+from tests.steady_producer import SteadyProducer  # noqa: E402
 
 CLUSTER_DIR = ROOT / ".local-cluster" / "bench-autothrottle"
 BASE_PORT = int(os.environ.get("BENCH_KAFKA_BASE_PORT", "34300"))

@@ -3,7 +3,6 @@ process, /metrics scraped and the progress topic read back."""
 
 import json
 import re
-import threading
 
 import jsonschema
 import pytest
@@ -14,6 +13,7 @@ from sinks.records import SCHEMA_PATH
 from tests import eta_scenario as eta
 from tests.job_process import JobProcess, read_topic, running_job
 from tests.kafka_fixtures import wait_for
+from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
 pytestmark = pytest.mark.cluster
 
@@ -185,34 +185,19 @@ def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, tmp_path):
 
 
 def test_a_move_its_leader_outgrows_has_no_eta_and_a_reason_with_both_rates(cluster, job):
-    """A producer writes 600 KB/s into a partition moving under a 200 KB/s throttle: FALLING_BEHIND, no ETA,
-    and the reason names the copy rate, the leader's growth and the throttle."""
+    """A producer writes PRODUCED_BYTES_PER_S (600 KB/s) into a partition moving under the fixed throttle
+    OUTGROWN_RATE (100 KB/s, where `--throttle auto` starts and finishes the same move in
+    tests/test_job_janitor_cluster.py): FALLING_BEHIND, no ETA, and the reason names the copy rate, the
+    leader's growth and the throttle."""
     topic = cluster.unique_topic("job-behind")
     cluster.create_topic(topic, {0: [2]}, megabytes=2)
     labels = {"topic": topic, "partition": 0, "broker": 1}
-    stop = threading.Event()
-
-    def produce():  # ~600 KB/s: 10 KB records, 60 a second
-        from confluent_kafka import Producer
-        import os
-        import time
-
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 20, "compression.type": "none"})
-        while not stop.is_set():
-            started = time.monotonic()
-            for _ in range(6):
-                producer.produce(topic, os.urandom(10_000), partition=0)
-            producer.poll(0)
-            stop.wait(max(0.0, 0.1 - (time.monotonic() - started)))
-        producer.flush(10)
-
-    writer = threading.Thread(target=produce, daemon=True)
-    writer.start()
+    producer = SteadyProducer(cluster, topic, 0, PRODUCED_BYTES_PER_S)
     try:
         cluster.set_configs({topic: {"leader.replication.throttled.replicas": "0:2",
                                      "follower.replication.throttled.replicas": "0:1"}},
-                            {2: {"leader.replication.throttled.rate": 200_000},
-                             1: {"follower.replication.throttled.rate": 200_000}})
+                            {2: {"leader.replication.throttled.rate": OUTGROWN_RATE},
+                             1: {"follower.replication.throttled.rate": OUTGROWN_RATE}})
         admin = cluster.admin()
         try:
             admin.alter_partition_reassignments({TopicPartition(topic, 0): [2, 1]})
@@ -231,10 +216,14 @@ def test_a_move_its_leader_outgrows_has_no_eta_and_a_reason_with_both_rates(clus
         record = behind[-1]
         assert record["eta_seconds"] is None, record
         assert re.fullmatch(r"copy [\d.]+ [KM]B/s < leader growth [\d.]+ [KM]B/s; "
-                            r"follower throttle on broker 1 is 200.0 KB/s shared by 1 move", record["reason"]), record
+                            r"follower throttle on broker 1 is 100.0 KB/s shared by 1 move", record["reason"]), record
+        admin = cluster.admin()
+        try:  # it sits there: the fixed rate never lets the copy catch up
+            assert (topic, 0) in {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
+        finally:
+            admin.close()
     finally:
-        stop.set()
-        writer.join(20)
+        producer.stop()
         admin = cluster.admin()
         try:
             admin.alter_partition_reassignments({TopicPartition(topic, 0): None})

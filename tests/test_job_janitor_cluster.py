@@ -10,6 +10,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from tests.job_process import CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
+from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
 pytestmark = pytest.mark.cluster
 
@@ -181,36 +182,6 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
         cleanup(cluster, topic)
 
 
-class SteadyProducer:
-    """Writes to one partition at about `bytes_per_s` until stopped (a thread: the move's leader keeps growing)."""
-
-    def __init__(self, cluster, topic, partition, bytes_per_s, record_bytes=10_000):
-        import os
-        import threading
-
-        from confluent_kafka import Producer
-
-        self.stopped = threading.Event()
-        producer = Producer({**cluster.settings(), "linger.ms": 20, "compression.type": "none"})
-
-        def run():
-            interval = record_bytes / bytes_per_s
-            deadline = time.monotonic()
-            while not self.stopped.is_set():
-                producer.produce(topic, os.urandom(record_bytes), partition=partition)
-                producer.poll(0)
-                deadline += interval
-                self.stopped.wait(max(0.0, deadline - time.monotonic()))
-            producer.flush(30)
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.stopped.set()
-        self.thread.join(60)
-
-
 def steered_records(job, request_id):
     return [value for key, value in read_topic(job.bootstrap, job.progress_topic)
             if value["kind"] == "throttle" and value["request_id"] == request_id
@@ -223,10 +194,11 @@ def last_batch(job):
 
 def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_the_schedule(cluster, job, guard, tmp_path):
     """Issue 19 (2), on the shared job (`run --throttle auto`, its guard a local query-API server: conftest).
-    A producer writes 600 KB/s to the moving partition, six times the 100 KB/s starting rate: auto raises
-    the rate; the guard fires and the rate drops within two batches (to 500 KB/s: still below the producer,
-    so the move cannot finish while cut); cleared, it climbs again; the schedule window in force (1 MB/s, the
-    job allows 50 MB/s) caps every rate; the producer stops, the move finishes and the rates go."""
+    A producer writes PRODUCED_BYTES_PER_S to the moving partition, six times the starting rate OUTGROWN_RATE
+    (the fixed rate that sits in FALLING_BEHIND in tests/test_job_cluster.py): auto raises the rate; the guard
+    fires and the rate drops within two batches (to 500 KB/s: still below the producer, so the move cannot
+    finish while cut); cleared, it climbs again; the schedule window in force (1 MB/s, the job allows 50 MB/s)
+    caps every rate; with the producer still writing, the move finishes and the rates go."""
     from datetime import datetime, timedelta, timezone
 
     from tests.query_api_server import FIRING
@@ -236,19 +208,19 @@ def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_
     cluster.produce(topic, [0], 10)
     now = datetime.now(timezone.utc)
     window = f"{now - timedelta(hours=1):%H:%M}-{now + timedelta(hours=1):%H:%M}=1MB"
-    producer = SteadyProducer(cluster, topic, 0, 600_000)
+    producer = SteadyProducer(cluster, topic, 0, PRODUCED_BYTES_PER_S)
     try:
         plan = tmp_path / "auto.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
         result = subprocess.run([CLI, "execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
-                                 str(plan), "--throttle", "auto", "--throttle-min", "100KB", "--throttle-max", "50MB",
+                                 str(plan), "--throttle", "auto", "--throttle-min", str(OUTGROWN_RATE), "--throttle-max", "50MB",
                                  "--throttle-schedule", window, "--output", "json"],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         request_id = json.loads(result.stdout)["request_id"]
         raised = wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "raised"],
                           120, interval_s=1, message="auto to raise the rate")
-        assert raised[0]["throttle"]["value"] == "100000"  # the floor is the starting rate
+        assert raised[0]["throttle"]["value"] == str(OUTGROWN_RATE)  # the floor is the starting rate
         assert moving(cluster, topic), "the move finished before the guard could be tried: make it larger"
 
         fired_after = last_batch(job)
@@ -264,8 +236,10 @@ def test_auto_throttle_raises_a_move_falling_behind_cuts_on_the_guard_and_holds_
         wait_for(lambda: [r for r in steered_records(job, request_id) if r["throttle"]["action"] == "raised"
                           and r["batch_id"] > cleared_after], 120, interval_s=0.5, message="the rate to climb again")
 
+        wait_for(lambda: not moving(cluster, topic), 240, interval_s=0.5,
+                 message="the move to finish while the producer still writes")
+        assert producer.thread.is_alive()
         producer.stop()
-        wait_for(lambda: not moving(cluster, topic), 240, interval_s=0.5, message="the move to finish")
         steered = steered_records(job, request_id)
         assert max(int(r["throttle"]["new_value"]) for r in steered) <= 1_000_000, "the schedule window is a ceiling"
         assert {r["throttle"]["signal"] for r in raised} <= {"falling_behind", "binds"}
