@@ -75,3 +75,29 @@ def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
     assert result.cancelled == (("t", 0), ("t", 1)) and fake.cancels == [[("t", 0), ("t", 1)]]
     assert len(fake.starts) == 1 and result.finished
     assert fake.topics == {("t", "leader"): "", ("t", "follower"): ""}  # the janitor took its entries out
+
+
+def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_go():
+    """t-0 finished before the step (the sweep removes its entries), t-1 finishes between the sweep and the
+    read the scheduler uses: its entries stay until the next step, so it holds its slot and the lists never
+    name more partitions than the limit (README "Plans", the throttled-replicas invariant)."""
+    fake, plans, owners = setup()
+    step(fake, plans, owners)  # submits t-0 and t-1 (limit 2)
+    fake.reassigning[("t", 1)] = ([2, 1], [2], [1])
+    fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    reads = []
+
+    def read(topics):
+        reads.append(topics)
+        if len(reads) == 2:  # the read after the sweep: t-1 has just finished
+            fake.reassigning.pop(("t", 1))
+            fake.partitions[("t", 1)] = {"replicas": [2], "isr": [2], "leader": 2}
+        return poll(fake, topics=topics, throttles=True)
+
+    result = advance_once(fake, read, plans, owners, PLAN_ID, 20_000, 1.0)
+    assert len(reads) == 2 and result.submitted == (("t", 2),)  # one slot: t-1's entries still hold the other
+    assert fake.topics == {("t", "leader"): "1:1,2:1", ("t", "follower"): "1:2,2:2"}
+    fake.reassigning[("t", 2)] = ([2, 1], [2], [1])
+    result = step(fake, plans, owners)  # its sweep takes t-1's entries out; its slot is free again
+    assert result.submitted == (("t", 3),)
+    assert fake.topics == {("t", "leader"): "2:1,3:1", ("t", "follower"): "2:2,3:2"}

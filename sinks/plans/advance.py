@@ -11,8 +11,10 @@ meant to call for every active plan (one advancer per plan at a time). Each step
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
    their throttles; nothing is submitted;
 5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
-   are set, so a throttled-replicas list never holds more than the partitions in flight; when it removed
-   something the cluster is read again, so the next wave records as prior rate what is there after the
+   are set. A partition that finishes after the sweep's read keeps its entries until the next step's
+   sweep, and holds its slot until then (sinks.plans.scheduler.load_of): so a throttled-replicas list
+   names only partitions in flight or finished since this advancer's last step began, never more than
+   --max-partitions-in-flight of them (README "Plans"). When the sweep removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight at the read of step 1 (so the sweep came after every partition counted
    done): the plan is DONE; PAUSED: nothing is submitted;
@@ -46,6 +48,7 @@ from sinks.throttles.actions import Policy
 from sinks.throttles.janitor import Janitor
 from sinks.throttles.ownership import PENDING as WAVE_PENDING
 from sinks.throttles.ownership import STARTED
+from streaming.vocabulary.throttle_entries import parse
 from streaming.vocabulary.errors import BadInput
 
 
@@ -83,6 +86,16 @@ def classified(plan, snapshot, submitted):
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
     return {(m.topic, m.partition): classify(m, (m.topic, m.partition) in submitted, current.get((m.topic, m.partition)),
                                              ongoing.get((m.topic, m.partition))) for m in plan.moves}
+
+
+def still_throttled(waves, snapshot):
+    """(topic, partition) of the plan's waves not reassigning whose claimed throttled-replicas entries are
+    still set: they finished after the sweep's read, and the next step's sweep removes them."""
+    ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    listed = {(r["topic"], r["kind"]): parse(r["value"]) for r in snapshot["topic_throttles"]}
+    return frozenset((c.topic, c.partition) for w in waves for c in w.entries
+                     if (c.topic, c.partition) not in ongoing
+                     and (c.partition, c.broker) in listed.get((c.topic, c.kind), ()))
 
 
 def _settle_pending_waves(owners, waves, snapshot, now_ms):
@@ -142,7 +155,7 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     sizes = sizes_of(snapshot)
     pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
-    chosen = set(schedule(pending, load_of(ongoing, sizes), plan.limits))
+    chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
     if not chosen:
         return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
     started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
