@@ -1,0 +1,72 @@
+"""The job advances plans: from the driver's watch (streaming.watch.watch.Watch.tick), at most once per
+PLAN_STEP_INTERVAL_S, one `advance_once` step (sinks.plans.advance) for every plan that is RUNNING or
+PAUSED in the ownership topic, under the plan's lease (sinks.plans.lease: one advancer per plan; a plan
+that `execute|resume --wait` holds is reported as advanced by it and not stepped here).
+
+A step that fails - a principal without Alter on the Cluster (ClusterError: refused), a poll missing an
+answer a decision needs - leaves the plan as it was and is reported: `PlanStatus.not_advanced` says why,
+the job goes on. So does a job that must not change anything (`--dry-run`, `--throttle-cleanup off`).
+
+Runs on the driver only, in the watch's thread; nothing here is pickled. The clock is an argument of `tick`.
+"""
+
+from dataclasses import dataclass, field
+
+from sinks.plans import lease
+from sinks.plans.advance import advance_once
+from sinks.plans.plan import PAUSED, RUNNING
+
+# A step polls the plan's topics and every broker's log dirs: about the watch's period, not more often.
+PLAN_STEP_INTERVAL_S = 1.0
+ADVANCED_STATES = (RUNNING, PAUSED)
+# Why a job does not step plans at all (its janitor policy does not act).
+MONITORING_ONLY = "the job changes nothing (--dry-run or --throttle-cleanup off)"
+
+
+@dataclass(frozen=True)
+class PlanStatus:
+    """What the job knows of one active plan after a tick."""
+    request_id: str
+    state: str
+    counts: dict = field(default_factory=dict)  # partition state -> number (empty when not stepped yet)
+    advanced_by: str | None = None  # the lease holder that steps it (this job or a foreground executor)
+    not_advanced: str | None = None  # why this job did not step it, when it should have
+    step: object = None  # the sinks.plans.advance.Step this tick took, or None
+
+
+class PlanAdvancer:
+    """`admin`: the driver's door; `plans`: sinks.plans.plan_store.PlanStore and `owners`: an ownership store
+    of its own (the batch's janitor keeps its own); `read(topics) -> Snapshot` raising when a decision API
+    failed (streaming.cluster.poller.strict_poll); `acts`: whether the job may change the cluster."""
+
+    def __init__(self, admin, plans, owners, read, timeout_s, acts=True, me=None,
+                 interval_s=PLAN_STEP_INTERVAL_S):
+        self.admin, self.plans, self.owners, self.read = admin, plans, owners, read
+        self.timeout_s, self.acts, self.interval_s = timeout_s, acts, interval_s
+        self.me = me or lease.holder_name("job")
+        self._stepped_s = None
+        self.statuses = {}  # request_id -> PlanStatus of the active plans, as of the last step round
+
+    def tick(self, now_s, now_ms):
+        """Step every active plan when a round is due; the statuses of the active plans (after the round)."""
+        if self._stepped_s is not None and now_s - self._stepped_s < self.interval_s:
+            return self.statuses
+        self._stepped_s = now_s
+        self.plans.refresh()
+        self.statuses = {plan.request_id: self._advance(plan, now_ms) for plan in self.plans.plans()
+                         if plan.state in ADVANCED_STATES}
+        return self.statuses
+
+    def _advance(self, plan, now_ms):
+        previous = self.statuses.get(plan.request_id)
+        counts = previous.counts if previous else {}
+        if not self.acts:
+            return PlanStatus(plan.request_id, plan.state, counts, not_advanced=MONITORING_ONLY)
+        try:
+            claimed, holder = lease.claim(self.plans, plan.request_id, self.me, now_ms)
+            if not claimed:
+                return PlanStatus(plan.request_id, plan.state, counts, advanced_by=holder.holder)
+            step = advance_once(self.admin, self.read, self.plans, self.owners, plan.request_id, now_ms, self.timeout_s)
+        except Exception as error:  # refused (no Alter on the Cluster), or a poll without a needed answer
+            return PlanStatus(plan.request_id, plan.state, counts, not_advanced=f"{type(error).__name__}: {error}")
+        return PlanStatus(plan.request_id, step.plan.state, step.counts, advanced_by=self.me, step=step)
