@@ -227,3 +227,35 @@ def simulate(moves, rates, now_s):
         at_s = finished_at.get(key)
         finishes[key] = Finish(at_s, share, binding, never=at_s is None)
     return Outcome(finishes, dict(rates), initial_users)
+
+
+def simulate_admitted(running, pending, admit, rates, now_s):
+    """When the last move finishes if `pending` moves start as `admit` lets them (a plan's ETA): the same
+    shares as `simulate`, the set of moves changing at each finish. `running`: the Moves copying now;
+    `pending`: Moves not started, in the order they are offered (each with the budgets it will use once
+    started); `admit(running_keys, pending_moves) -> keys` of pending moves that start now (the plan's
+    scheduler under its limits). Returns the finish time (the clock's seconds), `now_s` when nothing is
+    left, None when a move's finish is unknown or never comes, or nothing running while some wait (stuck).
+
+    Between two finishes no share changes (shares change only when the set of moves does), so each round
+    runs `simulate` on what copies, moves the clock to its first finish, takes the bytes each copied off
+    and lets `admit` fill the freed slots: O(finishes x moves in flight)."""
+    running, waiting, t_s = list(running), list(pending), now_s
+    while True:
+        chosen = set(admit([m.key for m in running], waiting)) if waiting else set()
+        running += [m for m in waiting if m.key in chosen]
+        waiting = [m for m in waiting if m.key not in chosen]
+        if not running:
+            return t_s if not waiting else None
+        outcome = simulate(running, rates, t_s)
+        finishes = [outcome.finishes[m.key] for m in running]
+        if any(f.at_s is None for f in finishes):
+            return None
+        first_s = min(f.at_s for f in finishes)
+        elapsed = first_s - t_s
+        left = []
+        for move, finish in zip(running, finishes):
+            if finish.at_s > first_s:
+                growth = move.growth if move.growth > 0 else 0.0
+                left.append(move._replace(remaining=move.remaining + (growth - (finish.share or 0.0)) * elapsed))
+        running, t_s = left, first_s
