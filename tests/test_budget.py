@@ -207,3 +207,11 @@ def test_a_plan_whose_pending_moves_can_never_start_has_no_eta():
     move = Move("a", 1.0, budgets=(BudgetKey("follower", 1, True),))
     assert simulate_admitted([], [move], lambda running, waiting: [], {move.budgets[0]: 1.0}, 0.0) is None
     assert simulate_admitted([], [], at_most(1), {}, 5.0) == 5.0
+
+
+def test_a_plan_finishes_with_its_own_moves_not_with_others_on_other_budgets():
+    other = Move("other", 100.0, budgets=(BudgetKey("follower", 9, True),))
+    mine = Move("mine", 2.0, budgets=(BudgetKey("follower", 1, True),))
+    rates = {other.budgets[0]: 1.0, mine.budgets[0]: 1.0}
+    assert simulate_admitted([other], [mine], at_most(2), rates, 0.0, keys={"mine"}) == pytest.approx(2.0)
+    assert simulate_admitted([other], [mine], at_most(2), rates, 0.0) == pytest.approx(100.0)

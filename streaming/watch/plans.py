@@ -13,7 +13,7 @@ Runs on the driver only, in the watch's thread; nothing here is pickled. The clo
 from dataclasses import dataclass, field
 
 from sinks.plans import lease
-from sinks.plans.advance import advance_once
+from sinks.plans.advance import advance_once, observe
 from sinks.plans.plan import PAUSED, RUNNING
 
 # A step polls the plan's topics and every broker's log dirs: about the watch's period, not more often.
@@ -32,6 +32,8 @@ class PlanStatus:
     advanced_by: str | None = None  # the lease holder that steps it (this job or a foreground executor)
     not_advanced: str | None = None  # why this job did not step it, when it should have
     step: object = None  # the sinks.plans.advance.Step this tick took, or None
+    plan: object = None  # the sinks.plans.plan.Plan as last read
+    seen: object = None  # the last Step taken or observed (its states and sizes feed the plan's report)
 
 
 class PlanAdvancer:
@@ -60,13 +62,20 @@ class PlanAdvancer:
     def _advance(self, plan, now_ms):
         previous = self.statuses.get(plan.request_id)
         counts = previous.counts if previous else {}
-        if not self.acts:
-            return PlanStatus(plan.request_id, plan.state, counts, not_advanced=MONITORING_ONLY)
         try:
+            if not self.acts:
+                return self._observed(plan, not_advanced=MONITORING_ONLY)
             claimed, holder = lease.claim(self.plans, plan.request_id, self.me, now_ms)
             if not claimed:
-                return PlanStatus(plan.request_id, plan.state, counts, advanced_by=holder.holder)
+                return self._observed(plan, advanced_by=holder.holder)
             step = advance_once(self.admin, self.read, self.plans, self.owners, plan.request_id, now_ms, self.timeout_s)
         except Exception as error:  # refused (no Alter on the Cluster), or a poll without a needed answer
-            return PlanStatus(plan.request_id, plan.state, counts, not_advanced=f"{type(error).__name__}: {error}")
-        return PlanStatus(plan.request_id, step.plan.state, step.counts, advanced_by=self.me, step=step)
+            return PlanStatus(plan.request_id, plan.state, counts, not_advanced=f"{type(error).__name__}: {error}",
+                              plan=plan, seen=previous.seen if previous else None)
+        return PlanStatus(plan.request_id, step.plan.state, step.counts, advanced_by=self.me, step=step,
+                          plan=step.plan, seen=step)
+
+    def _observed(self, plan, **why):
+        """A plan this job does not step: its state as read (the report still shows its progress)."""
+        seen = observe(self.read, self.plans, self.owners, plan.request_id)
+        return PlanStatus(plan.request_id, seen.plan.state, seen.counts, plan=seen.plan, seen=seen, **why)
