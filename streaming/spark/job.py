@@ -109,10 +109,19 @@ class BatchHandler:
         return {} if self.janitor is None else self.janitor.requests()
 
     def _plan_rows(self, output, ts_ms):
-        if self.plans is None:
-            return []
-        rows = (plan_row(status, output.replicas, output.snapshot.tables, ts_ms) for status in self.plans().values())
-        return [row for row in rows if row is not None]
+        """The active plans' rows. A plan whose row cannot be computed is left out and logged: a replayed batch
+        would fail the same way, so raising would stop every report, not only the plan's."""
+        rows = []
+        for request_id, status in (self.plans() if self.plans is not None else {}).items():
+            try:
+                row = plan_row(status, output.replicas, output.snapshot.tables, ts_ms)
+            except Exception as error:
+                print(f"plan {request_id}: no report this batch: {type(error).__name__}: {error}", file=sys.stderr,
+                      flush=True)
+                continue
+            if row is not None:
+                rows.append(row)
+        return rows
 
     def __call__(self, frame, batch_id):
         started = time.monotonic()
