@@ -34,7 +34,7 @@ class Picture:
     broker_throttles: tuple = ()
     topic_throttles: tuple = ()
     last_poll_s: float | None = None
-    plans: tuple = ()  # running or paused plans' rows (streaming.spark.plan_outputs.plan_row)
+    plans: tuple = ()  # active plans' rows, and finished ones until reported once (streaming.watch.plan_report.plan_row)
 
 
 # Per --metrics-detail: the rows of the picture and which column each per-replica gauge reads. Coarser

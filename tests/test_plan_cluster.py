@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections import Counter
 
 import pytest
@@ -22,7 +23,7 @@ from streaming.commands.reassign_common import strict_poll
 from streaming.vocabulary.config_keys import TOPIC_THROTTLE_KEYS
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic, reassigning, replicas, throttles,
                                write_plan)
-from tests.job_process import CLI, ROOT, free_port
+from tests.job_process import CLI, ROOT, free_port, read_topic
 from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -147,11 +148,11 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
     the plan. The watcher checks the limits and the throttled-replicas invariant at every poll throughout."""
     partitions, in_flight, per_broker = PLAN_PARTITIONS, 20, 8
     topic, targets, plan = spread_plan(cluster, tmp_path, "plan", partitions, megabytes=0.02)
-    own = ownership_topic()
-    clean += [topic, own]
+    own, progress = ownership_topic(), f"progress-{uuid.uuid4().hex[:8]}"
+    clean += [topic, own, progress]
     common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
     job_flags = ["run", *common, "--checkpoint-location", tmp_path / "checkpoint", "--master", "local[1]",
-                 "--trigger-interval", "5s", "--quiet", "--metrics-address", "127.0.0.1"]
+                 "--trigger-interval", "5s", "--quiet", "--metrics-address", "127.0.0.1", "--progress-topic", progress]
     started = time.monotonic()
     watcher = Watcher(cluster, topic, targets, in_flight, per_broker)
     watcher.start()
@@ -172,6 +173,13 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
         try:
             wait_for(lambda: plan_state(cluster.bootstrap, own, request_id) == DONE, PHASE_S, interval_s=1,
                      message="the plan done")
+            plan_done = time.monotonic() - started
+
+            def last_record():  # a finished plan is kept until a batch wrote its last record (Spark may still start)
+                found = [v for k, v in read_topic(cluster.bootstrap, progress) if k == f"plan:{request_id}"]
+                return found and found[-1]["state"] == DONE and found[-1]
+
+            record = wait_for(last_record, PHASE_S, interval_s=2, message="the plan's last record")
         finally:
             last.send_signal(signal.SIGTERM)
             last.wait(60)
@@ -189,7 +197,11 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
     assert set(submitted) == {(topic, p) for p in range(partitions)} and max(submitted.values()) == 1
     assert not [w for w in waves if w.state == PENDING]
     assert "advanced by job " in text  # the job stepped it (the watch's line), not only the foreground
-    print(f"plan of {partitions} ({in_flight}/{per_broker}): {elapsed:.0f} s with 4 kills, {len(waves)} waves, "
+    assert record["partitions"] == {"pending": 0, "in_flight": 0, "done": partitions, "cancelled": 0, "left_alone": 0}
+    assert (record["bytes_remaining"], record["eta_seconds"], record["message"]) == (0, 0.0, None)
+    assert record["advanced_by"].startswith("job ") and record["limits"]["max_moves_per_broker"] == per_broker
+    print(f"plan of {partitions} ({in_flight}/{per_broker}): done {plan_done:.0f} s after execute with 4 kills, "
+          f"{elapsed:.0f} s with its last record, {len(waves)} waves, "
           f"peaks: in flight {watcher.peak_in_flight}, per broker {watcher.peak_per_broker}, "
           f"throttled partitions {watcher.peak_throttled}, {watcher.polls} polls")
 

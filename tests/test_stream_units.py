@@ -386,7 +386,7 @@ def test_the_job_stops_once_the_batch_running_at_the_request_finished(finished_a
 
 
 def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
-    """The batch handler's plan rows (streaming.spark.plan_outputs) on a real batch's replica rows and tables:
+    """The batch handler's plan rows (streaming.watch.plan_report) on a real batch's replica rows and tables:
     six partitions in flight (500 of 1000 bytes copied), one pending; the record follows the schema."""
     from sinks.plans.advance import Step
     from sinks.plans.plan import RUNNING, Plan

@@ -50,13 +50,15 @@ def test_a_job_that_changes_nothing_reports_plans_without_stepping_them():
     assert (status.state, status.not_advanced, fake.starts, plans.claims) == (PAUSED, MONITORING_ONLY, [], [])
 
 
-def test_finished_plans_are_not_active():
+def test_a_finished_plan_is_kept_until_a_batch_reported_how_it_ended():
     fake, plans, owners = setup(partitions=1)
     job = advancer(fake, plans, owners)
     job.tick(100.0, 10_000)
     fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
     assert job.tick(102.0, 12_000)[PLAN_ID].state == "done"
-    assert job.tick(104.0, 14_000) == {}
+    assert job.tick(104.0, 14_000)[PLAN_ID].state == "done"  # no batch wrote its last record yet
+    job.reported([PLAN_ID])
+    assert job.tick(106.0, 16_000) == {} and job.tick(108.0, 18_000) == {}
 
 
 def test_the_watch_steps_active_plans_and_keeps_batches_running_for_them(tmp_path):

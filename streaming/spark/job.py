@@ -19,7 +19,7 @@ from streaming.vocabulary import defaults
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
-from streaming.spark.plan_outputs import plan_row
+from streaming.watch.plan_report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
                                      make_tracker)
@@ -94,9 +94,10 @@ class BatchHandler:
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
     def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
-                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None):
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.plans = plans  # () -> {request_id: PlanStatus} of the active plans (the driver's watch), or None
+        self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
@@ -159,6 +160,8 @@ class BatchHandler:
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             raise
         self.metrics.snapshot.update(replace(output.picture, plans=tuple(plan_rows)))
+        if self.plans_reported is not None:
+            self.plans_reported([row["request_id"] for row in plan_rows])
         self.last_output = output
         if self.after_batch is not None:
             self.after_batch(output, batch_id)

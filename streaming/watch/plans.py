@@ -10,6 +10,7 @@ the job goes on. So does a job that must not change anything (`--dry-run`, `--th
 Runs on the driver only, in the watch's thread; nothing here is pickled. The clock is an argument of `tick`.
 """
 
+import threading
 from dataclasses import dataclass, field
 
 from sinks.plans import lease
@@ -47,7 +48,11 @@ class PlanAdvancer:
         self.timeout_s, self.acts, self.interval_s = timeout_s, acts, interval_s
         self.me = me or lease.holder_name("job")
         self._stepped_s = None
-        self.statuses = {}  # request_id -> PlanStatus of the active plans, as of the last step round
+        # request_id -> PlanStatus of the active plans as of the last step round, and of plans that finished
+        # (done, cancelled) until a batch reported them (`reported`): their last record says how they ended.
+        self.statuses = {}
+        self._reported = set()
+        self._lock = threading.Lock()  # `reported` comes from the batch's thread
 
     def tick(self, now_s, now_ms):
         """Step every active plan when a round is due; the statuses of the active plans (after the round)."""
@@ -55,9 +60,21 @@ class PlanAdvancer:
             return self.statuses
         self._stepped_s = now_s
         self.plans.refresh()
-        self.statuses = {plan.request_id: self._advance(plan, now_ms) for plan in self.plans.plans()
-                         if plan.state in ADVANCED_STATES}
+        statuses = {plan.request_id: self._advance(plan, now_ms) for plan in self.plans.plans()
+                    if plan.state in ADVANCED_STATES}
+        with self._lock:
+            finished = {request_id: status for request_id, status in self.statuses.items()
+                        if request_id not in statuses and status.state not in ADVANCED_STATES
+                        and request_id not in self._reported}
+            self._reported &= {request_id for request_id, s in statuses.items() if s.state not in ADVANCED_STATES}
+        self.statuses = {**finished, **statuses}
         return self.statuses
+
+    def reported(self, request_ids):
+        """A batch wrote the records of these plans: the finished ones among them are dropped next round."""
+        with self._lock:
+            self._reported |= {request_id for request_id in request_ids
+                               if request_id in self.statuses and self.statuses[request_id].state not in ADVANCED_STATES}
 
     def _advance(self, plan, now_ms):
         previous = self.statuses.get(plan.request_id)

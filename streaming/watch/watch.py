@@ -178,6 +178,11 @@ class Watch:
         # PlanAdvancer.tick replaces its dict whole, never mutates it: reading it from another thread is safe.
         return self.plans.statuses if self.plans is not None else {}
 
+    def plans_reported(self, request_ids):
+        """From the batch handler, once the plans' records are written (a finished plan is kept until then)."""
+        if self.plans is not None:
+            self.plans.reported(request_ids)
+
     def _step_plans(self, now_wall):
         try:
             statuses = self.plans.tick(self.clock(), now_wall * 1000)

@@ -1,4 +1,4 @@
-"""A plan's progress row, record and gauges (streaming.spark.plan_outputs, sinks.records, sinks.prometheus) on
+"""A plan's progress row, record and gauges (streaming.watch.plan_report, sinks.records, sinks.prometheus) on
 plain data: bytes from the step's sizes and the batch's rows, the ETA from the one budget model with the
 pending partitions admitted under the plan's limits."""
 
@@ -14,7 +14,7 @@ from sinks.plans.scheduler import Limits
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, plan_key, plan_record
 from sinks.throttles.ownership import Move
-from streaming.spark.plan_outputs import plan_row
+from streaming.watch.plan_report import plan_row
 from streaming.watch.plans import PlanStatus
 
 ID = "20261123T180000.000Z-abcd"
@@ -48,7 +48,8 @@ THROTTLED_0 = {"topic_throttles": [{"topic": "t", "kind": "leader", "value": "0:
     (["in_flight", "pending", "pending", "pending"], [copying(0, MB // 2, 4e5)], THROTTLED_0, MB, 3.5 * MB, 3.5),
     (["done", "done", "done", "in_flight"], [], {}, MB, MB, None),  # no row yet (submitted after the poll): unknown
     (["pending"] * 4, [], {}, None, 4 * MB, None),  # unthrottled and nothing copies into broker 2: unknown
-], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown"])
+    (["done", "done", "left_alone", "cancelled"], [], {}, MB, 0, 0.0),  # finished: its last record
+], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished"])
 def test_plan_row(states, rows, tables, throttle, remaining, eta):
     row = plan_row(status(states, throttle), rows, tables, NOW_MS)
     assert (row["bytes_total"], row["bytes_remaining"]) == (4 * MB, remaining)

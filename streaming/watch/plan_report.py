@@ -1,6 +1,6 @@
 """A plan's progress row, from what the watch knows of the plan (streaming.watch.plans.PlanStatus: its
 partitions' states and sizes as its last step read them) and what the batch knows of the moves (replica
-rows, throttle tables). Pure; runs on the driver in the batch handler.
+rows, throttle tables). Pure; runs on the driver in the batch handler (streaming.spark.job).
 
 - bytes_total: every partition of the plan, its leader's log times its new replicas (DescribeLogDirs at
   the step); bytes_remaining: pending partitions whole, in-flight ones as their replica rows say (whole
@@ -108,3 +108,14 @@ def plan_row(status, rows, tables, now_ms):
             "limits": {"max_partitions_in_flight": plan.limits.partitions_in_flight,
                        "max_moves_per_broker": plan.limits.moves_per_broker,
                        "max_bytes_in_flight": plan.limits.bytes_in_flight}}
+
+
+def describe_plan(row):
+    """The plan's row in one line for the terminal (`progress`)."""
+    parts = ", ".join(f"{state.replace('_', ' ')} {n}" for state, n in row["partitions"].items() if n)
+    eta = "unknown" if row["eta_seconds"] is None else f"{row['eta_seconds']:.0f}s"
+    who = f"; not advanced: {row['not_advanced']}" if row["not_advanced"] else \
+        f"; advanced by {row['advanced_by']}" if row["advanced_by"] else "; no advancer holds it"
+    return (f"Plan {row['request_id']} {row['state']}: {parts or 'no partitions'}; "
+            f"{row['bytes_remaining'] / 1e6:.1f} of {row['bytes_total'] / 1e6:.1f} MB remaining, "
+            f"{row['rate_bytes_per_sec'] / 1e6:.2f} MB/s, ETA {eta}{who}")
