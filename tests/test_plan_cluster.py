@@ -239,6 +239,13 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
         assert step.counts == {"done": 1, "in_flight": 2, "pending": 5}
     finally:
         admin.close()
+    code, out, err = cli("progress", *common, "--request-id", request_id, "--output", "json")
+    report = json.loads(out)
+    assert code == 1 and report["state"] == "paused", err  # exit 1: not finished
+    assert report["partitions"] == {"pending": 5, "in_flight": 2, "done": 1, "cancelled": 0, "left_alone": 0}
+    assert report["bytes_total"] >= 8 * 20_000 and report["advanced_by"] is None  # the step above released nothing
+    code, out, err = cli("progress", *common)
+    assert code == 1 and f"Plan {request_id} paused: pending 5, in flight 2, done 1;" in out, err
     leader, follower = (throttles(cluster, [topic]).get((topic, kind), frozenset()) for kind in ("leader", "follower"))
     assert {e.split(":")[0] for e in leader | follower} == {"0", "1"}  # partition 2's entries went with it
 
