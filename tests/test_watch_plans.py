@@ -71,3 +71,21 @@ def test_the_watch_steps_active_plans_and_keeps_batches_running_for_them(tmp_pat
     assert watch.tick() == "plans_active"  # the fake starts nothing moving: only the plan wants batches
     assert fake.starts == [{("t", 0): [2], ("t", 1): [2]}]
     assert watch.plan_statuses()[PLAN_ID].advanced_by == ME
+
+
+def test_an_idle_watch_reads_plans_once_at_start_then_not_until_something_moves(tmp_path):
+    from tests.test_watch import a_watch, batch
+
+    fake, plans, owners = setup(state=PAUSED)
+    plans.latest.clear()  # no plan at all
+    watch, _, clock = a_watch(tmp_path, fake)
+    watch.plans = advancer(fake, plans, owners)
+    reads = []
+    watch.plans.plans.refresh = lambda: reads.append(clock.now)
+    watch.batch_done(*batch())
+    watch.tick()
+    clock.now += 5
+    assert watch.tick() is None and reads == [1000.0]
+    fake.reassigning[("t", 0)] = ([2, 1], [2], [1])
+    watch.tick()
+    assert len(reads) == 2
