@@ -35,3 +35,25 @@ def test_claim_writes_only_when_due_and_refuses_while_another_holds():
     assert claim(plans, "p", A, LEASE_MS // 2 + 1)[0] and len(plans.claims) == 2  # renewed
     release(plans, "p", A, 9000)
     assert claim(plans, "p", B, 9000) == (True, at(B, 9000))
+
+
+@pytest.mark.parametrize("leased, cancels", [(True, []), (False, [[("t", 0), ("t", 1)]])],
+                         ids=["a-step-waits-for-the-holder", "cancel-steps-anyway"])
+def test_cancel_steps_a_plan_whoever_holds_its_lease(leased, cancels):
+    """The job holds the plan's lease; `cancel --request-id` still cancels what is in flight (the job steps only
+    running and paused plans, so nobody else would)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from sinks.plans.plan import CANCELLED
+    from streaming.commands.plan_execute import advance
+    from tests.test_plan_advance import PLAN_ID, setup, step
+
+    fake, plans, owners = setup()
+    step(fake, plans, owners)  # t-0 and t-1 submitted
+    fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
+    plans.put_lease(Lease(PLAN_ID, A, 0, 10**15))
+    plans.put(replace(plans.plans()[0], state=CANCELLED))
+    args = SimpleNamespace(timeout=1.0, output="table", command="cancel")
+    assert advance(args, fake, plans, owners, PLAN_ID, wait=False, leased=leased) == 0
+    assert fake.cancels == cancels

@@ -99,9 +99,12 @@ def step(args, admin, plans, owners, request_id):
                         time.time() * 1000, args.timeout)
 
 
-def advance(args, admin, plans, owners, request_id, wait):
+def advance(args, admin, plans, owners, request_id, wait, leased=True):
     """One step, or with `wait` steps until the plan is finished, printing each step that changed
-    something. Returns the exit code."""
+    something. Returns the exit code. `leased=False` (cancel): the step is taken whoever holds the plan's
+    lease - a cancelled plan's step only cancels and sweeps, and a step that submitted while the cancel was
+    written cancels its own wave (sinks.plans.advance), so it needs no exclusivity; the job steps only
+    running and paused plans."""
     from sinks.plans import lease
     from sinks.plans.plan import CANCELLED
     from sinks.plans.plan import DONE as PLAN_DONE
@@ -111,7 +114,7 @@ def advance(args, admin, plans, owners, request_id, wait):
     me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
     last = waiting_for = None
     while True:
-        claimed, holder = lease.claim(plans, request_id, me, time.time() * 1000)
+        claimed, holder = lease.claim(plans, request_id, me, time.time() * 1000) if leased else (True, None)
         if not claimed:  # one advancer per plan (sinks.plans.lease): another one steps it
             if holder.holder != waiting_for:
                 print(f"Plan {request_id} is advanced by {holder.holder}; "
@@ -134,7 +137,8 @@ def advance(args, admin, plans, owners, request_id, wait):
             break
         time.sleep(STEP_INTERVAL_S)
     if not wait:
-        lease.release(plans, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
+        if leased:
+            lease.release(plans, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
         return EXIT_OK
     unfinished = {state: n for state, n in result.counts.items() if state != DONE and n}
     if result.plan.state == CANCELLED or not unfinished:
