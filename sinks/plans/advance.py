@@ -91,11 +91,12 @@ def classified(plan, snapshot, submitted):
 
 
 def still_throttled(waves, snapshot):
-    """(topic, partition) of the plan's waves not reassigning whose claimed throttled-replicas entries are
-    still set: they finished after the sweep's read, and the next step's sweep removes them."""
+    """(topic, partition) of the plan's active waves not reassigning whose claimed throttled-replicas entries
+    are still set: they finished after the sweep's read, and the next step's sweep removes them. (A wave the
+    janitor marked done claims nothing any more: an entry of its left in a list is someone else's now.)"""
     ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
     listed = {(r["topic"], r["kind"]): parse(r["value"]) for r in snapshot["topic_throttles"]}
-    return frozenset((c.topic, c.partition) for w in waves for c in w.entries
+    return frozenset((c.topic, c.partition) for w in waves if w.active for c in w.entries
                      if (c.topic, c.partition) not in ongoing
                      and (c.partition, c.broker) in listed.get((c.topic, c.kind), ()))
 
