@@ -1,7 +1,7 @@
 """The job advances plans from its driver's watch (streaming.watch.plans): on the admin fake with the plan
 and ownership stores in memory, the same `advance_once` as tests/test_plan_advance.py."""
 
-from sinks.plans.lease import Lease
+from sinks.plans.lease import Lease, holder_of
 from sinks.plans.plan import PAUSED, RUNNING
 from sinks.plans.scheduler import Limits
 from streaming.cluster.poller import poll
@@ -39,9 +39,16 @@ def test_refused_steps_are_reported_as_not_advanced_and_the_job_goes_on():
         raise ClusterError("AlterPartitionReassignments refused: not authorized (Alter on Cluster)")
 
     fake.start_reassignments = refused
-    status = advancer(fake, plans, owners).tick(100.0, 10_000)[PLAN_ID]
+    job = advancer(fake, plans, owners)
+    status = job.tick(100.0, 10_000)[PLAN_ID]
     assert status.not_advanced.startswith("ClusterError: AlterPartitionReassignments refused")
     assert status.state == RUNNING
+    assert holder_of(plans.leases(PLAN_ID)).until_ms == 10_000  # let go: `resume --wait` may take it
+    waves = len(owners.records())
+    assert job.tick(130.0, 40_000)[PLAN_ID].not_advanced == status.not_advanced
+    assert len(owners.records()) == waves  # no wave tried (and aborted) again within RETRY_AFTER_S
+    job.tick(161.0, 71_000)
+    assert len(owners.records()) == waves + 1  # tried again
 
 
 def test_a_job_that_changes_nothing_reports_plans_without_stepping_them():
