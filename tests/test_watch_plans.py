@@ -80,7 +80,7 @@ def test_the_watch_steps_active_plans_and_keeps_batches_running_for_them(tmp_pat
     assert watch.plan_statuses()[PLAN_ID].advanced_by == ME
 
 
-def test_an_idle_watch_reads_plans_once_at_start_then_not_until_something_moves(tmp_path):
+def test_an_idle_watch_reads_plans_once_a_trigger_and_each_tick_while_something_moves(tmp_path):
     from tests.test_watch import a_watch, batch
 
     fake, plans, owners = setup(state=PAUSED)
@@ -92,7 +92,13 @@ def test_an_idle_watch_reads_plans_once_at_start_then_not_until_something_moves(
     watch.batch_done(*batch())
     watch.tick()
     clock.now += 5
-    assert watch.tick() is None and reads == [1000.0]
-    fake.reassigning[("t", 0)] = ([2, 1], [2], [1])
+    assert watch.tick() is None and reads == [1000.0]  # idle: not before a trigger interval (10 s here)
+    clock.now += 5
     watch.tick()
-    assert len(reads) == 2
+    assert reads == [1000.0, 1010.0]  # a plan whose first wave finished unseen is picked up
+    fake.reassigning[("t", 0)] = ([2, 1], [2], [1])
+    clock.now += 1
+    watch.tick()
+    clock.now += 1
+    watch.tick()
+    assert reads == [1000.0, 1010.0, 1011.0, 1012.0]

@@ -19,7 +19,8 @@ Each tick (`Watch.tick`):
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
 6. Plans: one step of every running or paused plan whose lease this job holds (streaming.watch.plans), at
    most once a second, before the decision of 4 (an active plan keeps batches running: rules.plans_active);
-   read at start, then only while something reassigns, owned throttles exist or a plan is known active.
+   read at start, then each tick while something reassigns, owned throttles exist or a plan is known active,
+   and once a trigger interval while idle.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
 handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch. The janitor serializes
@@ -59,9 +60,10 @@ class Watch:
         self.trigger_interval_s, self.janitor, self.writer = trigger_interval_s, janitor, writer
         self.plans = plans  # streaming.watch.plans.PlanAdvancer, or None (then plans are not advanced)
         self._plan_lines = {}  # request_id -> the last line logged about it
-        # Plans are read at start, then only while something reassigns, owned throttles exist or a plan is
-        # known active: a plan's first wave is submitted by `execute`, so an idle job reads nothing more.
-        self._plans_read = False
+        # Plans are read at start, then every tick while something reassigns, owned throttles exist or a plan is
+        # known active, and once a trigger interval while idle: a plan whose first wave finished between two
+        # ticks (never listed) is still picked up.
+        self._plans_read_s = None
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self._lock = threading.Lock()  # what batch_done (foreachBatch thread) hands over
         self._batches_done = 0
@@ -129,8 +131,9 @@ class Watch:
         if listed is not None:
             self._reassigning = frozenset(listed)
             self._listed_once = True
-        if listed is not None and self.plans is not None and (listed or self._owned or self.plans.statuses
-                                                               or not self._plans_read):
+        if listed is not None and self.plans is not None and (
+                listed or self._owned or self.plans.statuses or self._plans_read_s is None
+                or self.clock() - self._plans_read_s >= self.trigger_interval_s):
             self._step_plans(now_wall)
         self._write_unwritten()
         reason = self._decide(listed is not None, now_wall)
@@ -191,7 +194,7 @@ class Watch:
     def _step_plans(self, now_wall):
         try:
             statuses = self.plans.tick(self.clock(), now_wall * 1000)
-            self._plans_read = True
+            self._plans_read_s = self.clock()
         except Exception as error:  # the plan store could not be read: retried next tick
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading plans failed: {error}")
