@@ -10,6 +10,7 @@ QUANTILES = (0.5, 0.9, 0.99)
 POLL_AGE_RED_S = 30
 
 ACTIONS = f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[$__rate_interval]))"
+PLAN_PARTITIONS = f"sum by (request_id, state) ({m.PLAN_PARTITIONS.name})"
 
 
 def _quantiles(histogram, name):
@@ -70,6 +71,16 @@ def build():
                                           "{{api}}")], "none",
                          "Failed admin requests per interval, by API. A few are retried; a steady stream "
                          "means the monitor cannot see the cluster.", drawStyle="bars", fillOpacity=80), 12)]),
+        # Plans (execute --max-partitions-in-flight): the whole plan, pending partitions included.
+        (8, [(timeseries("Plan partitions per state", [(PLAN_PARTITIONS, "{{request_id}} {{state}}")], "none",
+                         "Partitions of each running or paused plan: pending ones wait for a slot under the plan's "
+                         "limits. Flat pending and in_flight lines for long: the plan is stuck (KafkaReassignmentPlanStuck).",
+                         stacking={"mode": "normal", "group": "A"}, fillOpacity=30), 8),
+             (timeseries("Plan bytes remaining", [(m.PLAN_REMAINING_BYTES.name, "{{request_id}}")], "bytes",
+                         "Bytes each plan still has to copy, pending partitions sized from their leaders' logs."), 8),
+             (timeseries("Plan ETA", [(m.PLAN_ETA.name, "{{request_id}}")], "s",
+                         "Until each plan's last partition is moved: the budget model with the pending partitions "
+                         "submitted under the plan's limits. Gaps mean unknown."), 8)]),
         (8, [(timeseries("Batch and poll duration", _quantiles(m.BATCH_DURATION, "batch")
                          + _quantiles(m.POLL_DURATION, "poll"), "s",
                          "A batch that takes longer than the trigger interval delays every poll after it."), 12),

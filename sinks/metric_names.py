@@ -55,11 +55,19 @@ BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "hi
                         "Wall time of one whole micro-batch.")
 POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", ("api",),
                      "Failed admin requests during polls, per API.")
+PLAN_PARTITIONS = Metric("kafka_reassignment_plan_partitions", "gauge", ("request_id", "state"),
+                         "Partitions of a running or paused plan per state (pending, in_flight, done, cancelled, left_alone); "
+                         "a finished plan's series stay one batch, with its last counts.")
+PLAN_REMAINING_BYTES = Metric("kafka_reassignment_plan_remaining_bytes", "gauge", ("request_id",),
+                              "Bytes a running or paused plan still has to copy, pending partitions included.")
+PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", ("request_id",),
+                  "Seconds until the plan's last partition is moved, pending ones submitted under its limits "
+                  "(the budget model); absent when unknown.")
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
        REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, REPLICA_DIAGNOSIS, PARTITIONS, REMAINING_BYTES, COPY_RATE, ETA,
        BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
-       BATCH_DURATION, POLL_ERRORS)
+       BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 
 THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed", "raised", "lowered")  # the last two: --throttle auto
 THROTTLE_SCOPES = ("topic", "broker")

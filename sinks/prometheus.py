@@ -25,7 +25,7 @@ class Picture:
     """What one batch knows, as tuples of row dicts: moving replica rows (streaming.core.history report
     columns), their partition and topic rollups (streaming.core.progress: the same rollup the progress
     records carry), partition counts per state, the cluster summary, throttle tables (snapshot rows),
-    last poll time."""
+    last poll time, the active plans' rows."""
     replicas: tuple = ()
     partitions: tuple = ()
     topics: tuple = ()
@@ -34,6 +34,7 @@ class Picture:
     broker_throttles: tuple = ()
     topic_throttles: tuple = ()
     last_poll_s: float | None = None
+    plans: tuple = ()  # active plans' rows, and finished ones until reported once (streaming.watch.plan_report.plan_row)
 
 
 # Per --metrics-detail: the rows of the picture and which column each per-replica gauge reads. Coarser
@@ -82,6 +83,13 @@ def samples(picture, detail="replica"):
     for row in picture.topic_throttles:
         out.append((m.TOPIC_THROTTLED_REPLICAS, ("topic", "kind"), (row["topic"], row["kind"]),
                     float(_throttled_entries(row["value"]))))
+    for row in picture.plans:
+        request = (row["request_id"],)
+        out += [(m.PLAN_PARTITIONS, ("request_id", "state"), request + (state,), float(n))
+                for state, n in row["partitions"].items()]
+        out.append((m.PLAN_REMAINING_BYTES, ("request_id",), request, float(row["bytes_remaining"])))
+        if row["eta_seconds"] is not None:
+            out.append((m.PLAN_ETA, ("request_id",), request, float(row["eta_seconds"])))
     if picture.last_poll_s is not None:
         out.append((m.LAST_POLL, (), (), picture.last_poll_s))
     return out

@@ -11,7 +11,8 @@ from streaming.vocabulary.json_values import json_value
 
 SCHEMA_ID = "kafka-reassign-monitor/progress/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
-REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND = KINDS = ("replica", "partition", "reassignment", "throttle")
+REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND, PLAN_KIND = KINDS = (
+    "replica", "partition", "reassignment", "throttle", "plan")
 
 
 def replica_key(replica):
@@ -32,6 +33,10 @@ def reassignment_key(request_id=None):
 
 def throttle_key(scope, name):
     return f"throttle:{scope}:{name}"
+
+
+def plan_key(request_id):
+    return f"plan:{request_id}"
 
 
 def record(kind, ts_ms, batch_id, cluster_id, message=None, state=None, **fields):
@@ -149,3 +154,13 @@ def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=
         partitions_total=summary["partitions_total"], partitions_completed=summary["partitions_completed"],
         bytes_total=summary["bytes_total"], bytes_remaining=summary["bytes_remaining"],
         rate_bytes_per_sec=summary["rate_bytes_per_sec"], eta_seconds=summary["eta_seconds"])
+
+
+def plan_record(row, ts_ms, batch_id, cluster_id):
+    """A plan's progress (streaming.watch.plan_report.plan_row); `message`: why the job does not advance it."""
+    return record(PLAN_KIND, ts_ms, batch_id, cluster_id, message=row["not_advanced"], state=row["state"],
+                  request_id=row["request_id"], partitions=row["partitions"],
+                  partitions_total=row["partitions_total"], partitions_completed=row["partitions_completed"],
+                  bytes_total=row["bytes_total"], bytes_remaining=row["bytes_remaining"],
+                  rate_bytes_per_sec=row["rate_bytes_per_sec"], eta_seconds=row["eta_seconds"],
+                  advanced_by=row["advanced_by"], limits=row["limits"])

@@ -4,6 +4,7 @@ uses, and which label matchers it puts on them, checked against sinks.metric_nam
 import re
 
 from sinks import metric_names as m
+from sinks.plans.states import PARTITION_STATES
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.states import STATE_NAMES
 
@@ -22,6 +23,8 @@ for _metric in m.ALL:
 # Label values with a closed set (a matcher on them naming anything else matches nothing, silently).
 LABEL_VALUES = {"state": set(STATE_NAMES), "action": set(m.THROTTLE_ACTION_NAMES), "scope": set(m.THROTTLE_SCOPES),
                 "kind": set(BROKER_THROTTLE_KEYS) | set(TOPIC_THROTTLE_KEYS)}
+# Where a series' label has its own closed set: a plan's partitions are counted by sinks.plans.states.
+SERIES_LABEL_VALUES = {m.PLAN_PARTITIONS.name: {"state": set(PARTITION_STATES)}}
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _MATCHERS = re.compile(r"\{[^{}]*\}")
@@ -57,7 +60,7 @@ def problems(expr):
     for name, label, op, value in matchers(expr):
         if name in SERIES and label not in SERIES[name][1]:
             found.append(f"{name} has no label {label}")
-        allowed = LABEL_VALUES.get(label)
+        allowed = SERIES_LABEL_VALUES.get(name, {}).get(label) or LABEL_VALUES.get(label)
         if allowed and "$" not in value and value != ".*":
             found += [f"{label}={part!r} is not one of {sorted(allowed)}"
                       for part in value.split("|") if part not in allowed]

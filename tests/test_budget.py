@@ -7,7 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from streaming.core.budget import BudgetKey, Move, budget_rates, effective_throttle, simulate
+from streaming.core.budget import BudgetKey, Move, budget_rates, effective_throttle, simulate, simulate_admitted
 from streaming.vocabulary.kafka_limits import THROTTLE_FLOOR_BYTES_PER_S
 
 F3 = BudgetKey("follower", 3, True)
@@ -142,3 +142,76 @@ def test_more_budget_never_means_a_later_finish(scenario, budget, factor):
     after = simulate(moves, budget_rates(more, moves), NOW)
     for m in moves:
         assert not _later(_at(after, m.key), _at(before, m.key)), m.key
+
+
+# ---- a plan's ETA: moves started as the scheduler's limits let them (simulate_admitted) ----
+
+@st.composite
+def plan_moves(draw):
+    """Moves from a source to a destination among four brokers, each broker's leader and follower budgets
+    throttled at a drawn rate; sizes in bytes, no growth."""
+    rates = {b: draw(st.sampled_from([1.0, 2.0, 5.0])) for b in range(1, 5)}
+    moves = []
+    for i in range(draw(st.integers(1, 12))):
+        source = draw(st.integers(1, 4))
+        destination = draw(st.integers(1, 4).filter(lambda b, s=source: b != s))
+        moves.append(Move(i, float(draw(st.integers(1, 50))),
+                          budgets=(BudgetKey("leader", source, True), BudgetKey("follower", destination, True))))
+    return moves, {budget: rates[budget.broker] for m in moves for budget in m.budgets}
+
+
+def at_most(n):
+    """The simplest admission: the first pending moves, up to n copying."""
+    return lambda running, waiting: [m.key for m in waiting][:max(0, n - len(running))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(plan_moves(), st.integers(1, 6))
+def test_a_plan_never_finishes_before_its_busiest_budget_could_carry_its_bytes(scenario, limit):
+    moves, rates = scenario
+    finish_s = simulate_admitted([], moves, at_most(limit), rates, 10.0)
+    busiest = max(sum(m.remaining for m in moves if budget in m.budgets) / rate for budget, rate in rates.items())
+    assert finish_s >= 10.0 + busiest - 1e-6
+
+
+@settings(max_examples=300, deadline=None)
+@given(plan_moves())
+def test_with_no_limit_binding_a_plan_finishes_with_its_last_move(scenario):
+    """One model: the plan's ETA of moves all started is the moves' own last finish."""
+    moves, rates = scenario
+    assert simulate_admitted([], moves, at_most(len(moves)), rates, 0.0) == \
+        pytest.approx(simulate(moves, rates, 0.0).last_finish_s())
+
+
+@settings(max_examples=300, deadline=None)
+@given(plan_moves())
+def test_one_at_a_time_a_plan_takes_the_sum_of_its_moves(scenario):
+    moves, rates = scenario
+    alone = sum(m.remaining / min(rates[b] for b in m.budgets) for m in moves)
+    assert simulate_admitted([], moves, at_most(1), rates, 0.0) == pytest.approx(alone)
+
+
+# More allowance is NOT always sooner under equal shares (hypothesis found it; a list-scheduling anomaly):
+# with limit 2 moves 0 and 1 start, with limit 4 move 3 also takes half of broker 2's follower budget from
+# move 0, which then finishes later than the whole plan did with limit 2.
+@pytest.mark.parametrize("limit, finish_s", [(2, 3.0), (4, 3.5)], ids=["limit-2", "limit-4"])
+def test_more_allowance_can_finish_later(limit, finish_s):
+    sizes = [(3, 2, 2), (1, 3, 1), (1, 3, 1), (1, 2, 1)]  # (source, destination, bytes) at 1 byte/s everywhere
+    moves = [Move(i, float(n), budgets=(BudgetKey("leader", s, True), BudgetKey("follower", d, True)))
+             for i, (s, d, n) in enumerate(sizes)]
+    rates = {b: 1.0 for m in moves for b in m.budgets}
+    assert simulate_admitted([], moves, at_most(limit), rates, 0.0) == pytest.approx(finish_s)
+
+
+def test_a_plan_whose_pending_moves_can_never_start_has_no_eta():
+    move = Move("a", 1.0, budgets=(BudgetKey("follower", 1, True),))
+    assert simulate_admitted([], [move], lambda running, waiting: [], {move.budgets[0]: 1.0}, 0.0) is None
+    assert simulate_admitted([], [], at_most(1), {}, 5.0) == 5.0
+
+
+def test_a_plan_finishes_with_its_own_moves_not_with_others_on_other_budgets():
+    other = Move("other", 100.0, budgets=(BudgetKey("follower", 9, True),))
+    mine = Move("mine", 2.0, budgets=(BudgetKey("follower", 1, True),))
+    rates = {other.budgets[0]: 1.0, mine.budgets[0]: 1.0}
+    assert simulate_admitted([other], [mine], at_most(2), rates, 0.0, keys={"mine"}) == pytest.approx(2.0)
+    assert simulate_admitted([other], [mine], at_most(2), rates, 0.0) == pytest.approx(100.0)

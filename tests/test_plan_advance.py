@@ -3,11 +3,13 @@ and cancels. The real cluster runs the same function in tests/test_plan_cluster.
 
 from dataclasses import replace
 
-from sinks.plans.advance import advance_once
+import pytest
+
+from sinks.plans.advance import advance_once, still_throttled
 from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING, Plan
 from sinks.plans.plan_store import MemoryPlanStore
 from sinks.plans.scheduler import Limits
-from sinks.throttles.ownership import PENDING, STARTED, MemoryStore, Move, Ownership
+from sinks.throttles.ownership import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
 from streaming.cluster.poller import poll
 from tests.fake_cluster import FakeCluster
 
@@ -75,3 +77,43 @@ def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
     assert result.cancelled == (("t", 0), ("t", 1)) and fake.cancels == [[("t", 0), ("t", 1)]]
     assert len(fake.starts) == 1 and result.finished
     assert fake.topics == {("t", "leader"): "", ("t", "follower"): ""}  # the janitor took its entries out
+
+
+def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_go():
+    """t-0 finished before the step (the sweep removes its entries), t-1 finishes between the sweep and the
+    read the scheduler uses: its entries stay until the next step, so it holds its slot and the lists never
+    name more partitions than the limit (README "Plans", the throttled-replicas invariant)."""
+    fake, plans, owners = setup()
+    step(fake, plans, owners)  # submits t-0 and t-1 (limit 2)
+    fake.reassigning[("t", 1)] = ([2, 1], [2], [1])
+    fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    reads = []
+
+    def read(topics):
+        reads.append(topics)
+        if len(reads) == 2:  # the read after the sweep: t-1 has just finished
+            fake.reassigning.pop(("t", 1))
+            fake.partitions[("t", 1)] = {"replicas": [2], "isr": [2], "leader": 2}
+        return poll(fake, topics=topics, throttles=True)
+
+    result = advance_once(fake, read, plans, owners, PLAN_ID, 20_000, 1.0)
+    assert len(reads) == 2 and result.submitted == (("t", 2),)  # one slot: t-1's entries still hold the other
+    assert fake.topics == {("t", "leader"): "1:1,2:1", ("t", "follower"): "1:2,2:2"}
+    fake.reassigning[("t", 2)] = ([2, 1], [2], [1])
+    result = step(fake, plans, owners)  # its sweep takes t-1's entries out; its slot is free again
+    assert result.submitted == (("t", 3),)
+    assert fake.topics == {("t", "leader"): "2:1,3:1", ("t", "follower"): "2:2,3:2"}
+
+
+@pytest.mark.parametrize("wave_state, reassigning, listed, counted", [
+    (STARTED, False, "0:2", True),
+    (STARTED, True, "0:2", False),  # still in flight: counted as reassigning, not twice
+    (STARTED, False, "", False),  # its entries are gone: the slot is free
+    ("done", False, "0:2", False),  # the janitor settled the wave: an entry left is someone else's
+], ids=["finished-still-listed", "still-reassigning", "entries-gone", "settled-wave"])
+def test_still_throttled(wave_state, reassigning, listed, counted):
+    wave = Ownership("w", wave_state, 1, 1, moves=(Move("t", 0, (1,), (2,)),), plan_id=PLAN_ID,
+                     entries=(EntryClaim("t", "follower", 0, 2),))
+    snapshot = {"reassignments": [{"topic": "t", "partition": 0}] if reassigning else [],
+                "topic_throttles": [{"topic": "t", "kind": "follower", "value": listed}]}
+    assert still_throttled([wave], snapshot) == ({("t", 0)} if counted else set())

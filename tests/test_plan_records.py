@@ -58,3 +58,18 @@ def test_plan_id_round_trips(plan_id):
     record = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, plan_id=plan_id)
     assert decode(encode(record)) == record
     assert ("plan_id" in encode(record).decode()) == (plan_id is not None)
+
+
+def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():
+    from sinks.plans.lease import Lease, holder_of
+
+    fake = FakeCluster()
+    store = KafkaPlanStore(fake, TOPIC, create=True)
+    store.put(plan_of(3), with_parts=True)
+    request_id = plan_of(3).request_id
+    claims = [Lease(request_id, "job h:1", 0, 15_000), Lease(request_id, "execute --wait h:2", 1, 15_001)]
+    for claim in claims:
+        store.put_lease(claim)
+    again = KafkaPlanStore(fake, TOPIC)
+    assert again.leases(request_id) == claims and holder_of(again.leases(request_id)).holder == "job h:1"
+    assert again.plans() == [plan_of(3)] and KafkaOwnershipStore(fake, TOPIC).records() == []

@@ -142,3 +142,13 @@ def test_every_partition_is_submitted_while_moves_keep_completing(pending, limit
         chosen = set(schedule(waiting, current, limit))
         in_flight += [x for x in waiting if x.key in chosen]
         waiting = [x for x in waiting if x.key not in chosen]
+
+
+@pytest.mark.parametrize("ongoing, still_throttled, expected", [
+    ({}, set(), 0),
+    ({("t", 0): {"replicas": [1, 2], "adding": [2]}}, set(), 1),
+    ({("t", 0): {"replicas": [1, 2], "adding": [2]}}, {("t", 1)}, 2),
+    ({("t", 0): {"replicas": [1, 2], "adding": [2]}}, {("t", 0)}, 1),  # still reassigning: counted once
+], ids=["nothing", "one-moving", "one-moving-one-finished-still-throttled", "no-double-count"])
+def test_partitions_still_throttled_hold_a_slot(ongoing, still_throttled, expected):
+    assert load_of(ongoing, {}, frozenset(still_throttled)).partitions == expected

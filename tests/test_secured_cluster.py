@@ -271,10 +271,12 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
         wait_for(lambda: job.metric("kafka_reassignment_throttle_actions_total", action="removed"), 30,
                  message="removals counted")
         metrics = _metrics_text(job)
+        log = job.log()
+        _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path)
     finally:
         job.stop()
+    assert "not authorized" not in log.lower(), log[-3000:]  # before the plan: nothing refused
     log = job.log()
-    assert "not authorized" not in log.lower(), log[-3000:]
     progress = topic_bytes(cluster, job.progress_topic)
     assert b'"kind":"throttle"' in progress.replace(b" ", b"")
     checkpoint = b"".join(p.read_bytes() for p in (tmp_path / "checkpoint").rglob("*") if p.is_file())
@@ -284,6 +286,33 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     empty = [k for k, v in channels.items() if not v and k != "execute stderr"]  # a grep of nothing proves nothing
     assert not empty, empty
     assert_no_password(cluster, channels)
+
+
+def _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path):
+    """A plan of two partitions, one in flight at most, started by the operator: the job (`run`'s grants, no
+    Alter on the Cluster) cannot submit the second; it reports the plan as not advanced and goes on, and the
+    operator's cancel ends the plan."""
+    topic = cluster.unique_topic("sec-plan")
+    topics.append(topic)
+    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
+    before = len(job.log())
+    plan = write_plan(tmp_path / "plan2.json", [(topic, 0, [2]), (topic, 1, [2])])
+    code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
+                                           "--throttle", FAST, "--max-partitions-in-flight", 1))
+    assert code == 0, err
+    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+
+    def refused():
+        lines = [line for line in job.log()[before:].splitlines() if f"plan {request_id}" in line and "not advanced" in line]
+        return lines and lines[0]
+
+    line = wait_for(refused, 60, message="the job reporting the plan not advanced")
+    assert "not authorized" in line.lower() or "authorization" in line.lower(), line
+    assert job.process.poll() is None  # the job goes on
+    assert replicas(cluster, topic, 1) == [1]  # the second partition was never submitted
+    code, out, err = run_cli(*command_args(cluster, "cancel", execute, "--request-id", request_id))
+    assert code == 0 and f"Plan {request_id} cancelled" in out, err
+    expect_throttles(cluster, [topic], {}, timeout_s=60)
 
 
 def _metrics_text(job):

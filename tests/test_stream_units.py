@@ -383,3 +383,25 @@ def test_bad_durations(text):
 def test_the_job_stops_once_the_batch_running_at_the_request_finished(finished_at_request, trigger_active,
                                                                       finished_now, may_stop):
     assert may_stop_now(finished_at_request, trigger_active, finished_now) is may_stop
+
+
+def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
+    """The batch handler's plan rows (streaming.watch.plan_report) on a real batch's replica rows and tables:
+    six partitions in flight (500 of 1000 bytes copied), one pending; the record follows the schema."""
+    from sinks.plans.advance import Step
+    from sinks.plans.plan import RUNNING, Plan
+    from sinks.plans.scheduler import Limits
+    from sinks.throttles.ownership import Move
+    from streaming.spark.job import BatchHandler
+    from streaming.watch.plans import PlanStatus
+
+    output = batch_output()
+    moves = tuple(Move(f"t{i}", 0, (1,), (1, 2)) for i in range(7))
+    plan = Plan("p1", RUNNING, 0, 0, Limits(6), moves, throttle=10**6)
+    states = {**{(f"t{i}", 0): "in_flight" for i in range(6)}, ("t6", 0): "pending"}
+    seen = Step(plan, {}, states=states, sizes={(f"t{i}", 0): 1000 for i in range(7)})
+    handler = BatchHandler(None, None, plans=lambda: {"p1": PlanStatus("p1", RUNNING, plan=plan, seen=seen)})
+    [row] = handler._plan_rows(output, 10_000)
+    assert (row["bytes_total"], row["bytes_remaining"], row["partitions"]["in_flight"]) == (7000, 4000, 6)
+    assert row["eta_seconds"] is not None and row["rate_bytes_per_sec"] == pytest.approx(300.0)
+    VALIDATOR.validate(records.plan_record(row, 10_000, 7, "cluster-x"))

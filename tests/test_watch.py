@@ -29,11 +29,12 @@ IDLE = dict(listed=True, batches_done=1)
     (WatchView(**IDLE, tracks_moves=True), "tracked_in_state"),
     (WatchView(**IDLE, owned=T0), "owned_throttles"),
     (WatchView(**IDLE, throttles_to_clear=True), "throttles_to_clear"),
+    (WatchView(**IDLE, active_plans=1), "plans_active"),
     # order: the first rule that holds names the reason
     (WatchView(listed=False, batches_done=0, reassigning=T0), "watch_blind"),
     (WatchView(**IDLE, reassigning=T0, tracks_moves=True, owned=T0), "reassigning"),
     (WatchView(**IDLE, tracks_moves=True, owned=T0), "tracked_in_state"),
-], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "clear-all", "blind-first",
+], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "clear-all", "plans", "blind-first",
         "reassigning-first", "tracked-before-owned"])
 def test_batch_reason(view, reason):
     assert rules.batch_reason(view) == reason

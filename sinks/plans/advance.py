@@ -11,8 +11,10 @@ meant to call for every active plan (one advancer per plan at a time). Each step
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
    their throttles; nothing is submitted;
 5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
-   are set, so a throttled-replicas list never holds more than the partitions in flight; when it removed
-   something the cluster is read again, so the next wave records as prior rate what is there after the
+   are set. A partition that finishes after the sweep's read keeps its entries until the next step's
+   sweep, and holds its slot until then (sinks.plans.scheduler.load_of): so a throttled-replicas list
+   names only partitions in flight or finished since this advancer's last step began, never more than
+   --max-partitions-in-flight of them (README "Plans"). When the sweep removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight at the read of step 1 (so the sweep came after every partition counted
    done): the plan is DONE; PAUSED: nothing is submitted;
@@ -34,7 +36,7 @@ the cluster, so a step may be cut off anywhere; nothing is submitted that reassi
 """
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sinks.plans.plan import CANCELLED, DONE, RUNNING
 from sinks.plans.plan_store import find
@@ -46,6 +48,7 @@ from sinks.throttles.actions import Policy
 from sinks.throttles.janitor import Janitor
 from sinks.throttles.ownership import PENDING as WAVE_PENDING
 from sinks.throttles.ownership import STARTED
+from streaming.vocabulary.throttle_entries import parse
 from streaming.vocabulary.errors import BadInput
 
 
@@ -58,6 +61,8 @@ class Step:
     cancelled: tuple = ()  # (topic, partition) cancelled in this step
     left_alone: tuple = ()  # ((topic, partition), reason): moved or moving by someone else
     throttle_actions: tuple = ()  # sinks.throttles.actions.ThrottleAction taken by the sweep
+    states: dict = field(default_factory=dict)  # (topic, partition) -> its state as read (sinks.plans.states)
+    sizes: dict = field(default_factory=dict)  # (topic, partition) -> its leader's log bytes as read (sizes_of)
 
     @property
     def finished(self):
@@ -83,6 +88,17 @@ def classified(plan, snapshot, submitted):
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
     return {(m.topic, m.partition): classify(m, (m.topic, m.partition) in submitted, current.get((m.topic, m.partition)),
                                              ongoing.get((m.topic, m.partition))) for m in plan.moves}
+
+
+def still_throttled(waves, snapshot):
+    """(topic, partition) of the plan's active waves not reassigning whose claimed throttled-replicas entries
+    are still set: they finished after the sweep's read, and the next step's sweep removes them. (A wave the
+    janitor marked done claims nothing any more: an entry of its left in a list is someone else's now.)"""
+    ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    listed = {(r["topic"], r["kind"]): parse(r["value"]) for r in snapshot["topic_throttles"]}
+    return frozenset((c.topic, c.partition) for w in waves if w.active for c in w.entries
+                     if (c.topic, c.partition) not in ongoing
+                     and (c.partition, c.broker) in listed.get((c.topic, c.kind), ()))
 
 
 def _settle_pending_waves(owners, waves, snapshot, now_ms):
@@ -127,14 +143,15 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
         cancelled = _cancel(admin, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
         actions = _sweep(admin, owners, waves)
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
-                    throttle_actions=actions)
+                    throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
     actions = _sweep(admin, owners, ())
     counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
     if plan.state != DONE and not counts.get(PENDING) and not counts.get(IN_FLIGHT):
         plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
         plans.put(plan)
     if plan.state != RUNNING:
-        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
+        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions, states=_bare(states),
+                    sizes=sizes_of(snapshot))
     fresh = states
     if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
         snapshot = read(sorted({m.topic for m in plan.moves}))
@@ -142,9 +159,9 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     sizes = sizes_of(snapshot)
     pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
-    chosen = set(schedule(pending, load_of(ongoing, sizes), plan.limits))
+    chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
     if not chosen:
-        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions)
+        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions, states=_bare(fresh), sizes=sizes)
     started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
                                    snapshot, now_ms, timeout_s)
     submitted = tuple((m.topic, m.partition) for m in started)
@@ -153,9 +170,31 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     cancelled = ()
     if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
         cancelled, plan = _cancel(admin, submitted), latest
+    after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled}}
     counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}}, cancelled=cancelled)
     return Step(plan, counts, submitted, tuple(((m.topic, m.partition), e) for m, e in refused), cancelled,
-                left_alone, actions)
+                left_alone, actions, _bare(after), sizes)
+
+
+def observe(read, plans, owners, request_id):
+    """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
+    reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
+    submitted (its partitions are not taken for someone else's)."""
+    plans.refresh()
+    owners.refresh()
+    plan = find(plans, request_id)
+    if plan is None:
+        raise BadInput(f"no plan with request id {request_id}")
+    snapshot = read(sorted({m.topic for m in plan.moves}))
+    waves = _waves(owners, plan)
+    states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves})
+    return Step(plan, _counts(states), left_alone=tuple((key, reason) for key, (state, reason) in states.items()
+                                                         if state == LEFT_ALONE),
+                states=_bare(states), sizes=sizes_of(snapshot))
+
+
+def _bare(states):
+    return {key: state for key, (state, _) in states.items()}
 
 
 def _counts(states, cancelled=()):

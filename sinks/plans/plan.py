@@ -5,6 +5,7 @@ its moves in `PART_MOVES`-sized parts (key `plan:<id>:<n>`, written once), then 
 (key `plan:<id>`: state, limits, throttle, number of parts), rewritten on pause, resume, cancel and
 completion. A header is only ever written after all its parts, so a plan that can be read is whole.
 What was submitted is not in the plan: each wave is an ownership record naming the plan (`plan_id`).
+Who advances it is not in the plan either: its lease is the record `plan:<id>:advancer` (sinks.plans.lease).
 
 States: RUNNING (submits as slots free), PAUSED (submits nothing; what moves keeps moving),
 CANCELLED (in-flight partitions reverted, pending ones never submitted), DONE (nothing pending or

@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sinks.plans import lease as leases
+from sinks.plans.lease import Lease
 from sinks.plans.plan import Plan, decode_header, decode_part, records_of
 from sinks.throttles.ownership import PLAN_KEY_PREFIX
 from sinks.throttles.ownership_store import KafkaOwnershipStore, ensure_ownership_topic
@@ -19,6 +21,8 @@ class PlanStore(Protocol):
     def refresh(self) -> None: ...
     def plans(self) -> list[Plan]: ...
     def put(self, plan: Plan, with_parts: bool = False) -> None: ...  # durable when it returns
+    def leases(self, request_id: str) -> list[Lease]: ...  # in log order (sinks.plans.lease)
+    def put_lease(self, lease: Lease) -> None: ...  # durable when it returns
 
 
 def find(store, request_id):
@@ -31,7 +35,7 @@ class KafkaPlanStore:
 
     def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
         self.admin, self.topic = admin, topic
-        self._headers, self._parts, self._next = {}, {}, 0
+        self._headers, self._parts, self._leases, self._next = {}, {}, {}, 0
         if create:
             ensure_ownership_topic(admin, topic)
         self.refresh()
@@ -44,7 +48,10 @@ class KafkaPlanStore:
                 continue
             rest = key[len(PLAN_KEY_PREFIX):]
             try:
-                if ":" in rest:
+                if rest.endswith(leases.LEASE_KEY_SUFFIX):
+                    claim = leases.decode(value)
+                    self._leases.setdefault(claim.request_id, []).append(claim)
+                elif ":" in rest:
                     request_id, _ = rest.rsplit(":", 1)
                     index, moves = decode_part(value)
                     self._parts.setdefault(request_id, {})[index] = moves
@@ -70,10 +77,17 @@ class KafkaPlanStore:
         self.admin.produce(self.topic, records[-1:])  # the header only after every part is acknowledged
         self._headers[plan.request_id] = records[-1][1]
 
+    def leases(self, request_id):
+        return list(self._leases.get(request_id, ()))
+
+    def put_lease(self, lease):  # read back by refresh(): the log's order decides between two claims
+        self.admin.produce(self.topic, [(leases.lease_key(lease.request_id), leases.encode(lease))])
+
 
 @dataclass
 class MemoryPlanStore:
     latest: dict = field(default_factory=dict)
+    claims: list = field(default_factory=list)  # every lease written, in order
 
     def refresh(self):
         pass
@@ -83,3 +97,9 @@ class MemoryPlanStore:
 
     def put(self, plan, with_parts=False):
         self.latest[plan.request_id] = plan
+
+    def leases(self, request_id):
+        return [claim for claim in self.claims if claim.request_id == request_id]
+
+    def put_lease(self, lease):
+        self.claims.append(lease)

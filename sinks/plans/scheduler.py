@@ -48,13 +48,15 @@ class Load:
         return Load(self.partitions + 1, self.per_broker + Counter(candidate.brokers), self.bytes + candidate.bytes)
 
 
-def load_of(ongoing, sizes):
+def load_of(ongoing, sizes, still_throttled=frozenset()):
     """The Load of the ongoing reassignments. `ongoing`: (topic, partition) -> {"replicas", "adding", ...}
     (every replica of a reassigning partition is a source or a destination); `sizes`: (topic, partition)
-    -> bytes of its log (unknown: counted as 0)."""
+    -> bytes of its log (unknown: counted as 0); `still_throttled`: partitions that finished but whose
+    throttled-replicas entries are still set (the sweep reads before they finished). Each holds a slot of
+    `partitions_in_flight` until its entries go, so the lists never name more partitions than that limit."""
     per_broker = Counter(b for row in ongoing.values() for b in set(row["replicas"]) | set(row["adding"]))
     copied = sum(sizes.get(key, 0) * len(row["adding"]) for key, row in ongoing.items())
-    return Load(len(ongoing), per_broker, copied)
+    return Load(len(ongoing) + len(set(still_throttled) - set(ongoing)), per_broker, copied)
 
 
 def ordered(candidates, order):

@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 
-from streaming.vocabulary.errors import from_kafka_error
-from streaming.vocabulary.kafka_apis import (DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS, LIST_REASSIGNMENTS,
-                                             METADATA, REQUIRED_APIS)
+from streaming.vocabulary.errors import ClusterError, from_kafka_error
+from streaming.vocabulary.kafka_apis import (DECISION_APIS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
+                                             LIST_REASSIGNMENTS, METADATA, REQUIRED_APIS)
 from streaming.vocabulary.snapshot import PollError, Snapshot, alive_brokers, combine, table, without_gone
 
 
@@ -139,3 +139,13 @@ def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
                     retries={api: n for api, n in retries.items() if n > 0},
                     tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering())})
     return relevant_log_dirs(whole, topics)
+
+
+def strict_poll(admin, topics, needs=DECISION_APIS, throttles=True):
+    """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3: a decision
+    or a report on a poll missing one would be wrong, not incomplete). `throttles` as `poll`."""
+    snapshot = poll(admin, topics=sorted(set(topics)), throttles=throttles)
+    for error in snapshot.errors:
+        if error.api in needs:
+            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api}: {error.message}")
+    return snapshot

@@ -75,7 +75,7 @@ def _cancel_plan(args, connect):
 
     admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED))
     try:
-        return plan_execute.advance(args, admin, plans, owners, plan.request_id, wait=False)
+        return plan_execute.advance(args, admin, plans, owners, plan.request_id, wait=False, leased=False)
     finally:
         admin.close()
 

@@ -4,7 +4,9 @@ Not a subcommand (cli.COMMANDS does not list it); `execute`, `resume`, `pause` a
 use it. The decisions are in sinks.plans; this wires them to the door, the clock and the terminal.
 
 Resuming after the foreground executor was killed: `resume --request-id ID --wait` (a running plan
-stays running; a paused one is resumed). Run one advancer per plan at a time.
+stays running; a paused one is resumed). One advancer per plan at a time (sinks.plans.lease): a step is
+taken only under the plan's lease; without --wait the lease is released after the one step, so the job
+(`run`) carries the plan on; a killed `--wait` holds it until it runs out (LEASE_MS).
 """
 
 import json
@@ -97,14 +99,35 @@ def step(args, admin, plans, owners, request_id):
                         time.time() * 1000, args.timeout)
 
 
-def advance(args, admin, plans, owners, request_id, wait):
+def advance(args, admin, plans, owners, request_id, wait, leased=True):
     """One step, or with `wait` steps until the plan is finished, printing each step that changed
-    something. Returns the exit code."""
+    something. Returns the exit code. `leased=False` (cancel): the step is taken whoever holds the plan's
+    lease - a cancelled plan's step only cancels and sweeps, and a step that submitted while the cancel was
+    written cancels its own wave (sinks.plans.advance), so it needs no exclusivity; the job steps only
+    running and paused plans."""
+    from sinks.plans import lease
     from sinks.plans.plan import CANCELLED
+    from sinks.plans.plan import DONE as PLAN_DONE
+    from sinks.plans.plan_store import find
     from sinks.plans.states import DONE
 
-    last = None
+    me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
+    last = waiting_for = None
     while True:
+        claimed, holder = lease.claim(plans, request_id, me, time.time() * 1000) if leased else (True, None)
+        if not claimed:  # one advancer per plan (sinks.plans.lease): another one steps it
+            if holder.holder != waiting_for:
+                print(f"Plan {request_id} is advanced by {holder.holder}; "
+                      f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
+                waiting_for = holder.holder
+            state = find(plans, request_id).state
+            if not wait or state in (PLAN_DONE, CANCELLED):
+                if wait:
+                    print(f"Plan {request_id} {state}", flush=True)
+                return EXIT_OK
+            time.sleep(STEP_INTERVAL_S)
+            continue
+        waiting_for = None
         result = step(args, admin, plans, owners, request_id)
         shown = (result.plan.state, tuple(sorted(result.counts.items())))
         if shown != last or result.submitted or result.throttle_actions or result.refused or result.cancelled:
@@ -114,6 +137,8 @@ def advance(args, admin, plans, owners, request_id, wait):
             break
         time.sleep(STEP_INTERVAL_S)
     if not wait:
+        if leased:
+            lease.release(plans, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
         return EXIT_OK
     unfinished = {state: n for state, n in result.counts.items() if state != DONE and n}
     if result.plan.state == CANCELLED or not unfinished:

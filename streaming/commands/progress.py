@@ -1,5 +1,5 @@
-"""`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS]`: the one-shot report, or a
-live one. Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
+"""`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS] | --request-id ID`: the one-shot
+report, or a live one, or a plan's (`--request-id`; the plans running or paused follow the one-shot table too). Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
 rendering from streaming.core.report. Nothing on the one-shot path imports Spark, a dataframe library,
 grafanalib or rich (the live view's); its start-up is measured by bench/startup.py.
 
@@ -7,6 +7,8 @@ Exit codes: 0 when nothing reported is still moving, 1 while something is (like 
 input, 3 cluster unreachable or a request refused. A file that lists no partition reports nothing: 0.
 """
 
+import json
+import sys
 import time
 from contextlib import nullcontext
 
@@ -16,7 +18,7 @@ from contextlib import nullcontext
 
 from streaming.vocabulary import durations, reassignment_file
 from streaming.commands import reassign_common as common
-from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK
+from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, BadInput
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
@@ -31,6 +33,10 @@ def add_arguments(parser):
                              "(default: every ongoing reassignment)")
     parser.add_argument("--watch", type=durations.flag(*WATCH_BOUNDS_S), metavar="SECONDS",
                         help="redraw every SECONDS until nothing moves (with --output json: one document per line)")
+    parser.add_argument("--request-id", metavar="ID",
+                        help="report the plan with this request id (execute --max-partitions-in-flight): partitions "
+                             "pending / in flight / done, bytes, rate, ETA; exit 1 while it is running or paused")
+    common.add_ownership_topic(parser)
 
 
 def _rows(admin, moves):
@@ -47,13 +53,66 @@ def _exit_code(report):
     return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
 
 
-def _once(admin, moves, source, output):
+def _once(admin, moves, source, args):
     from streaming.core.report import build, diagnose, to_json, to_text
 
     snapshot, rows = _rows(admin, moves)
-    report = build(snapshot, diagnose(snapshot, rows), source)
-    print(to_json(report) if output == "json" else to_text(report), flush=True)
+    rows = diagnose(snapshot, rows)
+    report = build(snapshot, rows, source)
+    print(to_json(report) if args.output == "json" else to_text(report), flush=True)
+    if moves is None and args.output != "json":  # the JSON document's shape is the report's alone
+        _active_plans(admin, args, snapshot, rows)
     return _exit_code(report)
+
+
+def _plan_row(admin, args, request_id, snapshot, rows, plans, owners):
+    """A plan's report row (streaming.watch.plan_report) as read now, without acting on it."""
+    from sinks.plans.advance import observe
+    from sinks.plans.lease import holder_of
+    from streaming.watch.plan_report import plan_row
+    from streaming.watch.plans import PlanStatus
+
+    step = observe(lambda topics: common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False),
+                   plans, owners, request_id)
+    lease = holder_of(plans.leases(request_id))
+    holder = lease.holder if lease is not None and lease.until_ms > snapshot.ts_ms else None
+    status = PlanStatus(request_id, step.plan.state, step.counts, advanced_by=holder, plan=step.plan, seen=step)
+    # The model reads the copy rate under the history's name for it (streaming.core.report.diagnose).
+    moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
+    return plan_row(status, moving, snapshot.tables, snapshot.ts_ms)
+
+
+def _active_plans(admin, args, snapshot, rows):
+    """One line per running or paused plan after the report, when the ownership topic can be read (progress
+    needs no grant on it: without one, a note says the plans are not shown)."""
+    from sinks.plans.plan import PAUSED, RUNNING
+    from sinks.plans.plan_store import KafkaPlanStore
+    from streaming.watch.plan_report import describe_plan
+
+    try:
+        plans = KafkaPlanStore(admin, args.ownership_topic)
+        active = [p.request_id for p in plans.plans() if p.state in (RUNNING, PAUSED)]
+        if active:
+            owners = common.open_store(args, admin, create=False)
+            for request_id in active:
+                print(describe_plan(_plan_row(admin, args, request_id, snapshot, rows, plans, owners)), flush=True)
+    except Exception as error:  # reading plans is optional here: the report above stands
+        print(f"Note: plans not shown ({args.ownership_topic}: {error})", file=sys.stderr, flush=True)
+
+
+def _plan(admin, args):
+    """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
+    from sinks.plans.plan import PAUSED, RUNNING
+    from sinks.plans.plan_store import KafkaPlanStore
+    from streaming.core.report import diagnose
+    from streaming.watch.plan_report import describe_plan
+
+    plans = KafkaPlanStore(admin, args.ownership_topic)
+    owners = common.open_store(args, admin, create=False)
+    snapshot, rows = _rows(admin, None)
+    row = _plan_row(admin, args, args.request_id, snapshot, diagnose(snapshot, rows), plans, owners)
+    print(json.dumps(row, separators=(",", ":")) if args.output == "json" else describe_plan(row), flush=True)
+    return EXIT_IN_PROGRESS if row["state"] in (RUNNING, PAUSED) else EXIT_OK
 
 
 def _watch(admin, moves, source, output, interval_s):
@@ -87,6 +146,8 @@ def _watch(admin, moves, source, output, interval_s):
 
 
 def run(args, connect):
+    if args.request_id is not None and (args.watch or args.reassignment_json_file is not None):
+        raise BadInput("--request-id reports a plan: it takes neither --watch nor --reassignment-json-file")
     moves = None
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
@@ -96,8 +157,10 @@ def run(args, connect):
 
     source = ONGOING if moves is None else FROM_FILE
     try:
+        if args.request_id is not None:
+            return _plan(admin, args)
         if args.watch:
             return _watch(admin, moves, source, args.output, args.watch)
-        return _once(admin, moves, source, args.output)
+        return _once(admin, moves, source, args)
     finally:
         admin.close()

@@ -8,9 +8,9 @@ import sys
 
 from streaming.commands import flags
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
+from streaming.cluster.poller import strict_poll  # noqa: F401 (the commands' name for it)
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, ClusterError
-from streaming.vocabulary.kafka_apis import DECISION_APIS
 from streaming.vocabulary.kafka_limits import LONG_MAX
 
 
@@ -35,18 +35,6 @@ def open_store(args, admin, create):
     from sinks.throttles.ownership_store import KafkaOwnershipStore
 
     return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
-
-
-def strict_poll(admin, topics, needs=DECISION_APIS, throttles=True):
-    """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3: a decision
-    or a report on a poll missing one would be wrong, not incomplete). `throttles` as poller.poll."""
-    from streaming.cluster.poller import poll
-
-    snapshot = poll(admin, topics=sorted(set(topics)), throttles=throttles)
-    for error in snapshot.errors:
-        if error.api in needs:
-            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api}: {error.message}")
-    return snapshot
 
 
 def replicas_of(snapshot):

@@ -227,3 +227,42 @@ def simulate(moves, rates, now_s):
         at_s = finished_at.get(key)
         finishes[key] = Finish(at_s, share, binding, never=at_s is None)
     return Outcome(finishes, dict(rates), initial_users)
+
+
+def simulate_admitted(running, pending, admit, rates, now_s, keys=None):
+    """When the last of `keys` (default: every move) finishes if `pending` moves start as `admit` lets them
+    (a plan's ETA): the same shares as `simulate`, the set of moves changing at each finish. `running`: the
+    Moves copying now; `pending`: Moves not started, in the order they are offered (each with the budgets it
+    will use once started); `admit(running_keys, pending_moves) -> keys` of pending moves that start now (the
+    plan's scheduler under its limits). Returns the finish time (the clock's seconds; `now_s` when nothing
+    is left), None when one of them has an unknown finish or none, or waits with nothing running (stuck).
+
+    Between two finishes no share changes (shares change only when the set of moves does), so each round
+    runs `simulate` on what copies, moves the clock to its first finish, takes the bytes each copied off
+    and lets `admit` fill the freed slots: O(finishes x moves in flight)."""
+    wanted = None if keys is None else set(keys)
+    running, waiting, t_s, last_s = list(running), list(pending), now_s, now_s
+    while True:
+        chosen = set(admit([m.key for m in running], waiting)) if waiting else set()
+        running += [m for m in waiting if m.key in chosen]
+        waiting = [m for m in waiting if m.key not in chosen]
+        if not running:
+            return None if any(wanted is None or m.key in wanted for m in waiting) else last_s
+        outcome = simulate(running, rates, t_s)
+        finishes = [outcome.finishes[m.key] for m in running]
+        if any(f.at_s is None and (wanted is None or m.key in wanted) for m, f in zip(running, finishes)):
+            return None
+        known = [f.at_s for f in finishes if f.at_s is not None]
+        if not known:  # only moves nobody asked about are left, and none of them finishes
+            return None if waiting else last_s
+        first_s = min(known)
+        elapsed = first_s - t_s
+        left = []
+        for move, finish in zip(running, finishes):
+            if finish.at_s is not None and finish.at_s <= first_s:
+                if wanted is None or move.key in wanted:
+                    last_s = first_s
+                continue
+            growth = move.growth if move.growth > 0 else 0.0
+            left.append(move._replace(remaining=move.remaining + (growth - (finish.share or 0.0)) * elapsed))
+        running, t_s = left, first_s

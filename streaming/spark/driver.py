@@ -48,6 +48,21 @@ class JobConfig:
     guard_query: str | None = None
 
 
+def plan_advancer(config, admin, janitor):
+    """The watch's advancer of plans (streaming.watch.plans), with stores of its own on the ownership topic;
+    None without a janitor (the job then knows no ownership topic)."""
+    from sinks.plans.plan_store import KafkaPlanStore
+    from sinks.throttles.ownership_store import KafkaOwnershipStore
+    from streaming.cluster.poller import strict_poll
+    from streaming.watch.plans import PlanAdvancer
+
+    if janitor is None:
+        return None
+    return PlanAdvancer(admin, KafkaPlanStore(admin, config.ownership_topic),
+                        KafkaOwnershipStore(admin, config.ownership_topic),
+                        lambda topics: strict_poll(admin, topics), config.timeout_s, acts=janitor.policy.acts)
+
+
 def run(config, janitor_factory=None, out=sys.stderr):
     """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
 
@@ -74,7 +89,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
         gate_path = os.path.join(gate_directory, "gate.json")
-        watch = Watch(admin, metrics, gate_path, config.trigger_interval_s, janitor, writer).start()
+        watch = Watch(admin, metrics, gate_path, config.trigger_interval_s, janitor, writer,
+                      plans=plan_advancer(config, admin, janitor)).start()
         from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the watch is up
 
         spark = job.build_session(config)
@@ -83,7 +99,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(job._batch_duration_listener(metrics))
         handler = job.BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done,
-                                   steerer, pending_after_s=2 * config.trigger_interval_s)
+                                   steerer, pending_after_s=2 * config.trigger_interval_s, plans=watch.plan_statuses,
+                                   plans_reported=watch.plans_reported)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)

@@ -9,6 +9,7 @@ import collections
 import os
 import sys
 import time
+from dataclasses import replace
 
 import pyarrow.compute as pc
 
@@ -18,6 +19,7 @@ from streaming.vocabulary import defaults
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
+from streaming.watch.plan_report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
                                      make_tracker)
@@ -92,8 +94,10 @@ class BatchHandler:
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
     def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
-                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
+        self.plans = plans  # () -> {request_id: PlanStatus} of the active plans (the driver's watch), or None
+        self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
@@ -104,6 +108,21 @@ class BatchHandler:
     def _requests(self):
         """Ongoing `execute` requests (from the janitor's ownership records): id -> its partitions."""
         return {} if self.janitor is None else self.janitor.requests()
+
+    def _plan_rows(self, output, ts_ms):
+        """The active plans' rows. A plan whose row cannot be computed is left out and logged: a replayed batch
+        would fail the same way, so raising would stop every report, not only the plan's."""
+        rows = []
+        for request_id, status in (self.plans() if self.plans is not None else {}).items():
+            try:
+                row = plan_row(status, output.replicas, output.snapshot.tables, ts_ms)
+            except Exception as error:
+                print(f"plan {request_id}: no report this batch: {type(error).__name__}: {error}", file=sys.stderr,
+                      flush=True)
+                continue
+            if row is not None:
+                rows.append(row)
+        return rows
 
     def __call__(self, frame, batch_id):
         started = time.monotonic()
@@ -127,6 +146,9 @@ class BatchHandler:
         with collector_paused():
             output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
+        plan_rows = self._plan_rows(output, facts.ts_ms)
+        keyed += [(records.plan_key(row["request_id"]), records.encode(
+            records.plan_record(row, facts.ts_ms, batch_id, facts.cluster_id))) for row in plan_rows]
         steered = self.steerer.on_batch(output.snapshot, output.replicas, output.throttles_binding, batch_id) if self.steerer is not None else []
         if self.janitor is not None:
             for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
@@ -137,7 +159,9 @@ class BatchHandler:
         except Exception:  # the query stops and run() restarts it: the batch is replayed from the checkpoint
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             raise
-        self.metrics.snapshot.update(output.picture)
+        self.metrics.snapshot.update(replace(output.picture, plans=tuple(plan_rows)))
+        if self.plans_reported is not None:
+            self.plans_reported([row["request_id"] for row in plan_rows])
         self.last_output = output
         if self.after_batch is not None:
             self.after_batch(output, batch_id)

@@ -7,8 +7,8 @@
   moment the watch runs the throttle janitor).
 - `publishes_liveness(...)`: whether the watch's poll is the job's liveness now.
 
-A later driver-side duty (plans advanced by the job) adds its own predicate to BATCH_RULES and its own
-step to streaming.watch.watch.Watch.tick, reading the same `WatchView`.
+A driver-side duty adds its own predicate to BATCH_RULES and its own step to streaming.watch.watch.Watch.tick,
+reading the same `WatchView` (plans: `plans_active`, streaming.watch.plans).
 """
 
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ class WatchView:
     batches_done: int = 0
     tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
     throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
+    active_plans: int = 0  # plans running or paused in the ownership topic (streaming.watch.plans)
 
 
 def watch_blind(view):
@@ -65,7 +66,14 @@ def throttles_to_clear(view):
     return view.throttles_to_clear
 
 
-BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, throttles_to_clear)
+def plans_active(view):
+    """A plan is running or paused (even with nothing moving, e.g. paused between waves): batches write its
+    `plan` records and metrics, so its progress and a stuck plan stay visible."""
+    return view.active_plans > 0
+
+
+BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, throttles_to_clear,
+               plans_active)
 
 
 def batch_reason(view):

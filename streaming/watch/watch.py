@@ -17,6 +17,10 @@ Each tick (`Watch.tick`):
    broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
    "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
+6. Plans: one step of every running or paused plan whose lease this job holds (streaming.watch.plans), at
+   most once a second, before the decision of 4 (an active plan keeps batches running: rules.plans_active);
+   read at start, then each tick while something reassigns, owned throttles exist or a plan is known active,
+   and once a trigger interval while idle.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
 handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch. The janitor serializes
@@ -51,9 +55,15 @@ class Watch:
     (then the watch only decides batches and liveness); `writer`: write(keyed records)."""
 
     def __init__(self, admin, metrics, gate_path, trigger_interval_s, janitor=None, writer=None,
-                 interval_s=WATCH_INTERVAL_S, clock=time.monotonic, wall=time.time, log=_log):
+                 interval_s=WATCH_INTERVAL_S, clock=time.monotonic, wall=time.time, log=_log, plans=None):
         self.admin, self.metrics, self.gate_path = admin, metrics, gate_path
         self.trigger_interval_s, self.janitor, self.writer = trigger_interval_s, janitor, writer
+        self.plans = plans  # streaming.watch.plans.PlanAdvancer, or None (then plans are not advanced)
+        self._plan_lines = {}  # request_id -> the last line logged about it
+        # Plans are read at start, then every tick while something reassigns, owned throttles exist or a plan is
+        # known active, and once a trigger interval while idle: a plan whose first wave finished between two
+        # ticks (never listed) is still picked up.
+        self._plans_read_s = None
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self._lock = threading.Lock()  # what batch_done (foreachBatch thread) hands over
         self._batches_done = 0
@@ -121,6 +131,10 @@ class Watch:
         if listed is not None:
             self._reassigning = frozenset(listed)
             self._listed_once = True
+        if listed is not None and self.plans is not None and (
+                listed or self._owned or self.plans.statuses or self._plans_read_s is None
+                or self.clock() - self._plans_read_s >= self.trigger_interval_s):
+            self._step_plans(now_wall)
         self._write_unwritten()
         reason = self._decide(listed is not None, now_wall)
         if reason is None:
@@ -167,6 +181,36 @@ class Watch:
             self._unwritten.append((key, records.encode(value)))
         self._refresh_owned()  # the sweep settled what it removed: do not keep batches running for it
 
+    def plan_statuses(self):
+        """The active plans' streaming.watch.plans.PlanStatus as of the last round (for the batch's records)."""
+        # PlanAdvancer.tick replaces its dict whole, never mutates it: reading it from another thread is safe.
+        return self.plans.statuses if self.plans is not None else {}
+
+    def plans_reported(self, request_ids):
+        """From the batch handler, once the plans' records are written (a finished plan is kept until then)."""
+        if self.plans is not None:
+            self.plans.reported(request_ids)
+
+    def _step_plans(self, now_wall):
+        try:
+            statuses = self.plans.tick(self.clock(), now_wall * 1000)
+            self._plans_read_s = self.clock()
+        except Exception as error:  # the plan store could not be read: retried next tick
+            self.metrics.poll_errors.labels(api=READ).inc()
+            self.log(f"reading plans failed: {error}")
+            return
+        for request_id, status in statuses.items():
+            step = status.step
+            if step is not None and (step.submitted or step.cancelled or step.refused):
+                self.log(f"plan {request_id}: submitted {len(step.submitted)}, refused {len(step.refused)}, "
+                         f"cancelled {len(step.cancelled)}; " +
+                         ", ".join(f"{state} {n}" for state, n in sorted(step.counts.items())))
+            line = (f"plan {request_id} {status.state}: not advanced: {status.not_advanced}" if status.not_advanced
+                    else f"plan {request_id} {status.state}: advanced by {status.advanced_by}")
+            if self._plan_lines.get(request_id) != line:
+                self.log(line)
+                self._plan_lines[request_id] = line
+
     def _observe_while_idle(self):
         now_s = self.clock()
         if self.janitor is None or (self._observed_s is not None and now_s - self._observed_s < self.trigger_interval_s):
@@ -192,7 +236,8 @@ class Watch:
         with self._lock:
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
                                    batches_done=self._batches_done, tracks_moves=self._tracks_moves,
-                                   throttles_to_clear=self._throttles_to_clear)
+                                   throttles_to_clear=self._throttles_to_clear,
+                                   active_plans=len(self.plans.statuses) if self.plans is not None else 0)
             last_batch_s = self._last_batch_s
         reason = rules.batch_reason(view)
         now_s = self.clock()
