@@ -16,24 +16,37 @@ Each tick (`Watch.tick`):
    interval the janitor observes the cluster (`Janitor.observe_now`: throttle configs of every topic and
    broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
    "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
-5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
+5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness,
+   which also holds while a batch waits for Kafka to acknowledge its records (`batch_writing`): after a broker's
+   SIGKILL Kafka holds acks=all writes until it fenced the broker, and the watch's poll still succeeds.
+A tick longer than SLOW_TICK_S is logged with its duration ("slow tick: ..."): the gap between two of the
+watch's polls.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
-handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch. The janitor serializes
+handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch and writes its records
+inside `batch_writing()`. The janitor serializes
 its own callers. Every cluster call goes through the admin door; the clock is injectable for tests.
 """
 
+import contextlib
 import sys
 import threading
 import time
 
 from sinks import records
 from sinks.throttles.actions import ALL
+from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
 WATCH_INTERVAL_S = 1.0
+# A batch's durable write is given up by the producer after this long (streaming.cluster.own_topics): while a
+# write is younger, the batch is held by Kafka, not late (rules.batch_held_by_write).
+WRITE_BOUND_S = DELIVERY_OUTLASTS_FENCING_S
+SLOW_TICK_S = 2 * WATCH_INTERVAL_S
+SLOW_TICK_LINE = "slow tick: "
+SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (Janitor.last_sweep_steps)
 LOG_PREFIX = "reassign-monitor: watch: "
 # The decision lines, logged when the decision changes (tests read them from the job's log).
 IDLE_LINE = "idle: no Spark batch until something moves"
@@ -61,6 +74,7 @@ class Watch:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
         self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
         self._owned = frozenset()
@@ -85,6 +99,17 @@ class Watch:
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
 
+    @contextlib.contextmanager
+    def batch_writing(self):
+        """Around a batch's durable write of its records (whether it succeeds or raises)."""
+        with self._lock:
+            self._writing_since_s = self.clock()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing_since_s = None
+
     # -- the thread --
 
     def start(self):
@@ -104,6 +129,9 @@ class Watch:
                 self.tick()
             except Exception as error:  # a bug must not end the watch: the gate goes stale and fails open
                 self.log(f"tick failed: {type(error).__name__}: {error}")
+            took_s = self.clock() - started
+            if took_s > SLOW_TICK_S:
+                self.log(f"{SLOW_TICK_LINE}{took_s:.1f} s")
             self._stop.wait(max(0.0, self.interval_s - (self.clock() - started)))
 
     def tick(self):
@@ -155,6 +183,7 @@ class Watch:
             self.log("running the throttle janitor again (its last run failed)")
         with self._lock:  # its records go with the next batch's: the one that reports the move finished
             batch_id = self._last_batch_id + 1 if self._batches_done else -1
+        started = self.clock()
         try:
             outputs = self.janitor.sweep(batch_id)
         except Exception as error:  # retried next tick, on a fresh read again
@@ -162,6 +191,8 @@ class Watch:
             self.log(f"throttle janitor skipped: {type(error).__name__}: {error}")
             return
         self._sweep_due = False
+        steps = ", ".join(f"{name} {s:.2f}" for name, s in getattr(self.janitor, "last_sweep_steps", {}).items())
+        self.log(f"{SWEPT_LINE}{self.clock() - started:.2f} s ({steps})")
         for action, key, value in outputs:
             self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
             self._unwritten.append((key, records.encode(value)))
@@ -193,7 +224,7 @@ class Watch:
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
                                    batches_done=self._batches_done, tracks_moves=self._tracks_moves,
                                    throttles_to_clear=self._throttles_to_clear)
-            last_batch_s = self._last_batch_s
+            last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
         reason = rules.batch_reason(view)
         now_s = self.clock()
         if reason is None:
@@ -206,6 +237,7 @@ class Watch:
             self._reason = reason
         waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
         if rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
-                                    rules.late_after_s(self.trigger_interval_s, view.batches_done)):
+                                    rules.late_after_s(self.trigger_interval_s, view.batches_done),
+                                    writing_since_s, WRITE_BOUND_S):
             self.metrics.snapshot.touch(now_wall)
         return reason
