@@ -202,9 +202,12 @@ def test_a_slow_tick_is_logged_with_its_duration(tmp_path):
             return super().list_reassignments()
 
     lines, clock = [], Clock()
+
+    def log(line):  # the first line comes from the first tick: one round of the thread's loop
+        lines.append(line)
+        watch._stop.set()
     watch = Watch(Slow(), MonitorMetrics(apis=(LIST_REASSIGNMENTS,)), str(tmp_path / "gate.json"), 2.0,
-                  clock=clock, wall=clock, log=lines.append)
-    watch._stop.wait = lambda _s: watch._stop.set()  # one round of the thread's loop
+                  clock=clock, wall=clock, log=log)
     watch._run()
     assert f"{SLOW_TICK_LINE}3.5 s" in lines
 
@@ -223,6 +226,38 @@ def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path
     assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
     assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
     assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
+
+
+def test_between_ticks_the_watch_looks_closer_while_an_owned_partition_moves(tmp_path):
+    """The wait after a tick lists the reassignments every quarter second while an owned partition moves, and
+    ends at the first look that finds it gone: the next tick (and its sweep) runs then, not a second later."""
+    cluster, store = throttled(moving=True), MemoryStore.of(request())
+    watch, _, clock = a_watch(tmp_path, cluster, store)
+    watch.batch_done(*batch("COPYING"))
+    watch.tick()
+    looks = []
+
+    def wait(seconds):
+        clock.now += seconds
+        looks.append(seconds)
+        if len(looks) == 2:
+            del cluster.reassigning[("t", 0)]
+    watch._stop.wait = wait
+    watch._wait(clock.now)
+    assert looks == [rules.PEEK_INTERVAL_S] * 2  # it ended at the look after the move left, 0.5 s in
+    watch.tick()
+    assert cluster.topics[("t", "leader")] == "3:3"  # that tick swept
+
+
+def test_nothing_owned_moving_means_one_wait_of_a_whole_interval(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("u", 0)] = ((2, 1), (2,))  # someone else's move
+    watch, _, clock = a_watch(tmp_path, cluster, MemoryStore())
+    watch.tick()
+    waits = []
+    watch._stop.wait = waits.append
+    watch._wait(clock.now)
+    assert waits == [watch.interval_s]
 
 
 def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path):

@@ -5,7 +5,8 @@ Each tick (`Watch.tick`):
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
 2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
    wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
-3. The moment an owned partition leaves the reassignment list - or at start, when ownership records are
+3. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
+   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or at start, when ownership records are
    active (a removal due while the job was down), and again after a failed run - run the janitor's `sweep`: the
    same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
    `throttle` records go to the progress topic (kept and written again next tick if that write fails),
@@ -132,7 +133,31 @@ class Watch:
             took_s = self.clock() - started
             if took_s > SLOW_TICK_S:
                 self.log(f"{SLOW_TICK_LINE}{took_s:.1f} s")
-            self._stop.wait(max(0.0, self.interval_s - (self.clock() - started)))
+            self._wait(started)
+
+    def _wait(self, started):
+        """Until the next tick. While an owned partition is reassigning (rules.peeks), look at the reassignment
+        list every rules.peek_interval_s and end the wait as soon as an owned partition left it - or the look
+        failed: the tick then lists again, and counts and reports the failure. Only the tick acts."""
+        next_tick_s, took_s = started + self.interval_s, 0.0
+        while not self._stop.is_set():
+            left_s = next_tick_s - self.clock()
+            if left_s <= 0:
+                return
+            if self.janitor is None or not rules.peeks(self._reassigning, self._owned, self.janitor.policy.acts):
+                self._stop.wait(left_s)
+                return
+            self._stop.wait(min(left_s, rules.peek_interval_s(took_s)))
+            if self._stop.is_set() or self.clock() >= next_tick_s:
+                return
+            looked = self.clock()
+            try:
+                listed = {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
+            except Exception:
+                return
+            took_s = self.clock() - looked
+            if rules.partitions_left(self._reassigning, listed, self._owned):
+                return
 
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
