@@ -6,8 +6,9 @@ Each tick (`Watch.tick`):
 2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
    wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
 3. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
-   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or at start, when ownership records are
-   active (a removal due while the job was down), and again after a failed run - run the janitor's `sweep`: the
+   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or
+   at start, when ownership records are active (a removal due while the job was down), and again after a
+   failed run - run the janitor's `sweep`: the
    same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
    `throttle` records go to the progress topic (kept and written again next tick if that write fails),
    with the id of the batch after the last one this run finished (the batch that reports the move
@@ -25,8 +26,8 @@ watch's polls.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
 handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch and writes its records
-inside `batch_writing()`. The janitor serializes
-its own callers. Every cluster call goes through the admin door; the clock is injectable for tests.
+inside `batch_writing()`. The janitor serializes its own callers. Every cluster call goes through the admin door;
+the clock is injectable for tests.
 """
 
 import contextlib
