@@ -31,6 +31,7 @@ the clock is injectable for tests.
 """
 
 import contextlib
+import functools
 import sys
 import threading
 import time
@@ -60,6 +61,20 @@ def _log(line):
     print(f"{LOG_PREFIX}{line}", file=sys.stderr, flush=True)
 
 
+def _step(name):
+    """Adds the seconds a tick spent in the decorated method to `self._tick_steps[name]` (said with a slow tick)."""
+    def decorate(method):
+        @functools.wraps(method)
+        def timed(self, *args, **kwargs):
+            started = self.clock()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._tick_steps[name] = self._tick_steps.get(name, 0.0) + self.clock() - started
+        return timed
+    return decorate
+
+
 class Watch:
     """`admin`: list_reassignments() (the driver's door); `metrics`: sinks.prometheus.MonitorMetrics;
     `gate_path`: the file streaming.watch.gate writes; `janitor`: sinks.throttles.janitor.Janitor or None
@@ -77,6 +92,7 @@ class Watch:
         self._throttles_to_clear = False
         self._last_batch_s = clock()
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
+        self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
         self._owned = frozenset()
@@ -127,13 +143,15 @@ class Watch:
     def _run(self):
         while not self._stop.is_set():
             started = self.clock()
+            self._tick_steps = {}
             try:
                 self.tick()
             except Exception as error:  # a bug must not end the watch: the gate goes stale and fails open
                 self.log(f"tick failed: {type(error).__name__}: {error}")
             took_s = self.clock() - started
             if took_s > SLOW_TICK_S:
-                self.log(f"{SLOW_TICK_LINE}{took_s:.1f} s")
+                steps = ", ".join(f"{name} {s:.2f}" for name, s in self._tick_steps.items())
+                self.log(f"{SLOW_TICK_LINE}{took_s:.1f} s ({steps})")
             self._wait(started)
 
     def _wait(self, started):
@@ -181,6 +199,7 @@ class Watch:
             self._observe_while_idle()
         return reason
 
+    @_step("list")
     def _list(self):
         try:
             return {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
@@ -189,6 +208,7 @@ class Watch:
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
 
+    @_step("ownership")
     def _refresh_owned(self):
         if self.janitor is None:
             return
@@ -198,6 +218,7 @@ class Watch:
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading ownership records failed: {error}")
 
+    @_step("sweep")
     def _sweep(self, left):
         if left:
             self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
@@ -224,6 +245,7 @@ class Watch:
             self._unwritten.append((key, records.encode(value)))
         self._refresh_owned()  # the sweep settled what it removed: do not keep batches running for it
 
+    @_step("observe")
     def _observe_while_idle(self):
         now_s = self.clock()
         if self.janitor is None or (self._observed_s is not None and now_s - self._observed_s < self.trigger_interval_s):
@@ -235,6 +257,7 @@ class Watch:
             self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()
             self.log(f"observing throttles failed: {error}")
 
+    @_step("records")
     def _write_unwritten(self):
         if not self._unwritten or self.writer is None:
             return
@@ -245,6 +268,7 @@ class Watch:
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             self.log(f"writing {len(self._unwritten)} throttle record(s) failed, retrying next tick: {error}")
 
+    @_step("decide")
     def _decide(self, listed, now_wall):
         with self._lock:
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
