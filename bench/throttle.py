@@ -44,6 +44,7 @@ from bench.results import markdown_table, write_section  # noqa: E402
 from bench.sessions import session_cpu_by_pid  # noqa: E402
 from tests.job_process import BATCHES, CLI, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
+from streaming.watch.watch import SWEPT_LINE  # noqa: E402
 
 CLUSTER_DIR = ROOT / ".local-cluster" / "bench-throttle"
 BASE_PORT = 43090
@@ -227,6 +228,22 @@ def summary_row(arm, runs, check_text):
             f"{max(latencies):.2f}", check_text]
 
 
+def sweep_steps(log_text):
+    """{step: [seconds, ...]} of the driver watch's sweeps in a job log ("throttle janitor swept in T s (ownership
+    a, read b, alter c, read_back d, records e)"), "total" included: where a removal's time goes."""
+    steps = {}
+    for line in log_text.splitlines():
+        if SWEPT_LINE not in line:
+            continue
+        total, _, rest = line.split(SWEPT_LINE, 1)[1].partition(" s (")
+        steps.setdefault("total", []).append(float(total))
+        for part in rest.rstrip(")").split(", "):
+            if part:
+                name, value = part.rsplit(" ", 1)
+                steps.setdefault(name, []).append(float(value))
+    return steps
+
+
 def run_arm_a(cluster, watcher, scratch, runs, megabytes, trigger_s, arm):
     job = JobProcess(cluster.bootstrap, Path(scratch) / f"checkpoint-{arm}", Path(scratch) / f"job-{arm}.log",
                      "--trigger-interval", f"{trigger_s:g}s", "--master", "local[2]", "--quiet")
@@ -247,7 +264,7 @@ def run_arm_a(cluster, watcher, scratch, runs, megabytes, trigger_s, arm):
         count = (job.metric("kafka_reassignment_monitor_batch_duration_seconds_count") or 0) - batches0[0]
         total = (job.metric("kafka_reassignment_monitor_batch_duration_seconds_sum") or 0) - batches0[1]
         return results, {"cpu_cores": cpu, "batch_mean_s": total / count if count else float("nan"),
-                         "batches": int(count)}
+                         "batches": int(count), "sweeps": sweep_steps(job.log())}
     except BaseException:
         print(job.log()[-3000:], file=sys.stderr)
         raise
@@ -278,7 +295,7 @@ def main():
     args = parser.parse_args()
     if args.runs < 5:
         parser.error("--runs must be at least 5")
-    started = time.monotonic()
+    started, load_at_start = time.monotonic(), os.getloadavg()[0]
     cluster = LocalCluster(CLUSTER_DIR, args.base_port)
     with tempfile.TemporaryDirectory() as scratch:
         try:
@@ -304,7 +321,7 @@ def main():
     headers = ["arm", "runs", "p50 s", "p95 s", "max s", "cost of one check"]
     rows = [summary_row(f"A{trigger:g}: `reassign-monitor run`, driver watch (trigger {trigger:g} s, local[2], owned "
                         f"throttles only)", runs,
-                        f"watch: one ListPartitionReassignments a second; micro-batch {info['batch_mean_s']:.2f} s mean "
+                        f"watch: one ListPartitionReassignments a second, up to four while an owned partition moves; micro-batch {info['batch_mean_s']:.2f} s mean "
                         f"({info['batches']} batches); job uses {info['cpu_cores']:.2f} cores over the arm")
             for trigger, runs, info in ((TRIGGER_S, a_runs, a_info), (DEFAULT_TRIGGER_S, a10_runs, a10_info))]
     rows += [
@@ -313,6 +330,11 @@ def main():
                         f"{percentile(cpu, 50):.2f} CPU s p50 (JVM start alone, `--version`: "
                         f"{b_info['version_wall_s']:.2f} s); the loop uses {b_info['cpu_cores']:.2f} cores while it runs")]
     table_text = markdown_table(headers, rows)
+    step_names = ("total", "ownership", "read", "alter", "read_back", "records")
+    step_rows = [[arm] + [f"{percentile(info['sweeps'].get(n, []), 50):.2f} / {percentile(info['sweeps'].get(n, []), 95):.2f}"
+                          for n in step_names] + [len(info["sweeps"].get("total", []))]
+                 for arm, info in (("A2", a_info), ("A10", a10_info))]
+    steps_text = markdown_table(["arm"] + [f"{n} p50 / p95 s" for n in step_names] + ["sweeps"], step_rows)
     body = (
         f"Latency from completion to throttles gone. Each run moves a one-partition topic with {args.megabytes:g} MB "
         "from one broker to another (brokers rotate per run) under `--throttle 1000000` on a local 3-node cluster "
@@ -320,11 +342,17 @@ def main():
         "longer lists the partition; throttles gone = first 100 ms poll at which DescribeConfigs shows none of the "
         "throttles the execute set (topic leader/follower throttled-replicas entries, broker leader/follower rates). "
         "The arms ran one after the other on the same cluster, never together.\n\n" + table_text + "\n\n"
+        "Where a sweep's time goes (the watch logs each sweep's steps: the ownership refresh, the fresh read - "
+        "DescribeCluster, ListPartitionReassignments, DescribeConfigs -, IncrementalAlterConfigs, the read-back until "
+        "the brokers show the change, the ownership records written after; only the steps up to the alter come "
+        "before the throttles are gone):\n\n" + steps_text + "\n\n"
         "- A2, A10: the job's janitor (default `--throttle-cleanup owned`) removes only what `reassign-monitor execute` "
         "recorded as its own: it subtracts the moved partition's `p:b` entries and deletes (or restores) the rates "
-        "it set; foreign throttles stay. The driver watch lists reassignments every second and runs the janitor's "
-        "sweep the moment an owned partition leaves the list: latency = up to one watch period (1 s) + the sweep's "
-        "fresh read, IncrementalAlterConfigs and read-back, whatever the trigger and however long batches take.\n"
+        "it set; foreign throttles stay. The driver watch lists reassignments every second, and every 0.25 s between "
+        "its ticks while an owned partition reassigns, and runs the janitor's sweep the moment an owned partition "
+        "leaves the list: latency = up to one look's period (0.25 s) + the tick's ownership read + the sweep's "
+        "ownership refresh, fresh read and IncrementalAlterConfigs (the read-back and the records come after), "
+        "whatever the trigger and however long batches take.\n"
         "- B: the upstream tool has no janitor; an operator re-runs `--verify` until it reports completion, and "
         "`--verify` then clears ALL throttles: the rates on every broker in the cluster and the whole "
         "throttled-replicas configs of every topic in the file, including throttles other people set. Here it runs "
@@ -339,7 +367,8 @@ def main():
         f"every {percentile(watcher.periods, 50):.2f} s p50 ({percentile(watcher.periods, 95):.2f} s p95): the "
         f"resolution of every latency above. Whole bench {elapsed / 60:.1f} min.\n"
         f"- The machine is shared (other engineers' clusters and Spark jobs): 1-minute load average at the end of "
-        f"each run, median, was {load(a_runs)} (A2), {load(b_runs)} (B) and {load(a10_runs)} (A10) on 2 cores. "
+        f"each run, median, was {load(a_runs)} (A2), {load(b_runs)} (B) and {load(a10_runs)} (A10) on 2 cores "
+        f"({load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end). "
         "Arms ran A2, B, A10. JVM start and micro-batch "
         "times grow with it; rerun on a quiet machine for absolute numbers.")
     print(table_text)

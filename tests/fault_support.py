@@ -9,6 +9,8 @@ import threading
 import time
 
 from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
+from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
+from streaming.watch.watch import LOG_PREFIX, SLOW_TICK_LINE, WATCH_INTERVAL_S
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
 from tests.kafka_fixtures import wait_for
@@ -32,13 +34,14 @@ def figure(test, **values):
 
 class BatchWatch(threading.Thread):
     """Samples the job every 0.2 s from its own thread: when each batch's log line first appeared (so gaps
-    between batches are measured while the test waits on something else) and the last-poll gauge."""
+    between batches are measured while the test waits on something else) and the last-poll gauge (so gaps
+    between published polls are)."""
 
     def __init__(self, job):
         super().__init__(daemon=True)
         self.job = job
         self.seen = {}  # batch id -> (monotonic time its line appeared, ok)
-        self.polls = []  # (monotonic time, last-poll gauge)
+        self.polls = []  # (monotonic time, Unix time, last-poll gauge)
         self._halt = threading.Event()
 
     def run(self):
@@ -52,7 +55,7 @@ class BatchWatch(threading.Thread):
                 self.seen.setdefault(batch, (now, ok))
             gauge = self.job.metric(LAST_POLL)
             if gauge is not None:
-                self.polls.append((now, gauge))
+                self.polls.append((now, time.time(), gauge))
             self._halt.wait(0.2)
 
     def __enter__(self):
@@ -75,23 +78,61 @@ class BatchWatch(threading.Thread):
 
     def gauge_advanced(self, since, until):
         """Did the last-poll gauge take a newer value between `since` and `until` (monotonic)?"""
-        before = [g for t, g in self.polls if t <= since]
-        during = [g for t, g in self.polls if since < t <= until]
+        before = [g for t, _, g in self.polls if t <= since]
+        during = [g for t, _, g in self.polls if since < t <= until]
         return bool(before and during and max(during) > before[-1])
+
+    def longest_published_gap(self, since, until=float("inf")):
+        """Longest time between two published polls from monotonic `since` to `until`: between consecutive
+        values the last-poll gauge took (each the Unix time of a poll the job published), starting from the
+        value in force at `since`, and from the last value to the last sample (a gauge that stopped). A value
+        taken and replaced between two samples is missed, which can only make a gap look longer. None
+        without samples on both sides of `since`."""
+        before = [g for t, _, g in self.polls if t <= since]
+        during = [(wall, g) for t, wall, g in self.polls if since < t <= until]
+        if not before or not during:
+            return None
+        values = sorted({before[-1]} | {g for _, g in during if g > before[-1]})
+        return max([b - a for a, b in zip(values, values[1:])] + [during[-1][0] - values[-1]])
+
+
+def watch_ticks(log_text):
+    """(durations of the driver watch's slow ticks, its failed polls, its failed ownership reads) in a stretch
+    of the job's log. A tick starts with the watch's poll (ListPartitionReassignments) and the next follows at
+    once when it overran its 1 s period, so its slowest tick is the longest gap between two of its polls (1 s
+    when none was slow). An ownership read fails while the dead broker still leads the ownership topic's
+    partition (nobody can read it until Kafka fenced that broker): the watch keeps what it read last."""
+    lines = [line for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
+    slow = [float(line.split(SLOW_TICK_LINE, 1)[1].split()[0]) for line in lines
+            if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
+    failed = [line for line in lines if line.startswith((f"{LOG_PREFIX}{LIST_REASSIGNMENTS} failed",
+                                                         f"{LOG_PREFIX}tick failed"))]
+    unread = [line for line in lines if line.startswith(f"{LOG_PREFIX}reading ownership records failed")]
+    return slow, failed, unread
+
+
+def liveness_since(watch, killed, log_offset, until=float("inf")):
+    """What check_no_wait_on_the_dead reads about published polls and the driver watch's own polls since the
+    kill (monotonic `killed`; `log_offset`: the job log's length then)."""
+    slow, failed, unread = watch_ticks(watch.job.log()[log_offset:])
+    return {"published_gap_s": watch.longest_published_gap(killed, until),
+            "watch_gap_s": max(slow, default=WATCH_INTERVAL_S), "watch_failures": failed,
+            "ownership_reads_failed": len(unread)}
 
 
 def published_gap_bound_s(trigger_s):
-    """Issue 21: after a node is SIGKILLed, no gap between two published polls (batch lines) longer than
-    two triggers plus 1 s."""
+    """Issue 21: after a node is SIGKILLed, no gap between two published polls (advances of the last-poll
+    gauge on /metrics: README contract change 32) longer than two triggers plus 1 s; the same for the polls
+    of the driver's watch."""
     return 2 * trigger_s + 1
 
 
 class FencingProbe(threading.Thread):
     """How long Kafka itself holds a durable write after a node's SIGKILL: an acks=all write to every
     partition of a 3-replica topic, sent at the kill, is acknowledged only once the controller has fenced the
-    dead broker (broker.session.timeout.ms, 9 s by default) and taken it out of every ISR. The job's batch
-    writes its progress records just so (a batch is published once they are durable), so a batch under way
-    at the kill is published that much later whatever the poll does: `held_s`, measured now on this machine."""
+    dead broker (broker.session.timeout.ms, 9 s by default) and taken it out of every ISR. A batch's progress
+    records are written just so, so a batch under way at the kill ends that much later whatever the poll does
+    (while the driver's watch keeps publishing polls): `held_s`, a figure that explains the gap between batches."""
 
     def __init__(self, cluster):
         super().__init__(daemon=True)
@@ -124,29 +165,32 @@ def failed_polls(log_text, after_batch):
 
 
 def check_no_wait_on_the_dead(found, test):
-    """Issue 21, with one node SIGKILLed (two alive all along): no poll failed, none waited out its --timeout
-    on the dead node, and no gap between two published polls was longer than two triggers plus 1 s beyond
-    what Kafka held every durable write for (`fencing_held_s`, FencingProbe). On a machine so loaded that
-    batches ran further apart than a trigger before the kill (`slowest_batch_before_s`), that cadence stands
-    in for the trigger's first part, as in the other fault tests."""
-    trigger_s, held_s = found["trigger_s"], found["fencing_held_s"]
-    cadence_s = max(trigger_s, found["slowest_batch_before_s"])
-    bound_s = published_gap_bound_s(trigger_s) + (cadence_s - trigger_s) + (held_s or 0)
-    figure(test, trigger_s=trigger_s, longest_batch_gap_s=found["longest_batch_gap_s"],
-           two_triggers_plus_1_s=published_gap_bound_s(trigger_s), kafka_held_writes_s=held_s,
-           slowest_batch_before_s=found["slowest_batch_before_s"], bound_s=bound_s,
+    """Issue 21, with one node SIGKILLed (two alive all along): no poll failed - the batches' nor the driver
+    watch's -, none waited out its --timeout on the dead node, and no gap between two published polls (the
+    last-poll gauge) nor between two of the watch's polls was longer than two triggers plus 1 s. Batches
+    themselves may be further apart: Kafka holds their durable write until it fenced the dead node
+    (`fencing_held_s`), and while it does the watch's polls are what the job publishes (README contract
+    change 32); that gap is reported, not bounded."""
+    trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
+    figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
+           watch_gap_s=found["watch_gap_s"], watch_failures=len(found["watch_failures"]),
+           ownership_reads_failed=found["ownership_reads_failed"],
+           longest_batch_gap_s=found["longest_batch_gap_s"], kafka_held_writes_s=found["fencing_held_s"],
+           slowest_batch_before_s=found["slowest_batch_before_s"],
            polls_since_kill=found["polls_since_kill"], polls_waiting_out_timeout=found["polls_waiting_out_timeout"],
            polls_failed_since_kill=len(found["polls_failed_since_kill"]))
     assert not found["polls_failed_since_kill"], (
         f"{test}: polls failed with two brokers alive: {found['polls_failed_since_kill'][:4]}")
+    assert not found["watch_failures"], f"{test}: the driver watch failed with two brokers alive: {found['watch_failures'][:4]}"
     assert found["polls_waiting_out_timeout"] == 0, (
         f"{test}: {found['polls_waiting_out_timeout']} of {found['polls_since_kill']} polls since the kill took "
         f"longer than --timeout {found['timeout_s']:g}s (waiting on the dead node)")
-    assert held_s is not None, f"{test}: Kafka did not acknowledge an acks=all write within 60 s of the kill"
-    assert found["longest_batch_gap_s"] <= bound_s, (
-        f"{test}: {found['longest_batch_gap_s']:.1f} s between two published polls after the kill (bound two "
-        f"triggers + 1 s + the {held_s:.1f} s Kafka held every acks=all write + the {cadence_s - trigger_s:.1f} s "
-        f"batches ran slower than the trigger before the kill = {bound_s:.1f} s)")
+    assert found["published_gap_s"] is not None and found["published_gap_s"] <= bound_s, (
+        f"{test}: {found['published_gap_s']} s between two published polls after the kill (last-poll gauge; bound "
+        f"two triggers + 1 s = {bound_s:g} s; None: no sample); batches {found['longest_batch_gap_s']:.1f} s apart, "
+        f"Kafka held acks=all writes {found['fencing_held_s']} s")
+    assert found["watch_gap_s"] <= bound_s, (
+        f"{test}: the driver watch went {found['watch_gap_s']:.1f} s between two polls (bound {bound_s:g} s)")
 
 
 def batches_done(job):

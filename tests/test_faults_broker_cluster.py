@@ -10,8 +10,8 @@ import pytest
 
 from tests.fault_support import (
     ADMIN_TIMEOUT_S, TRIGGER_S, BatchWatch, FencingProbe, atoms, check_no_wait_on_the_dead, cleanup, execute,
-    failed_polls, figure, moving, owned_configs, polls_longer_than, prepare, removals, replica_states, seconds_until,
-    wait_batches, wait_batches_or_idle)
+    failed_polls, figure, liveness_since, moving, owned_configs, polls_longer_than, prepare, removals, replica_states,
+    seconds_until, wait_batches, wait_batches_or_idle)
 from tests.job_process import failures_after, running
 from tests.kafka_fixtures import wait_for
 
@@ -67,7 +67,7 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes, trigg
                  message="over 1 MB copied to the destination before the kill")
         polls_before, slow_before = polls_longer_than(job, timeout_s)
         probe = FencingProbe(cluster)
-        kill_batch, killed = watch.last(), time.monotonic()
+        kill_batch, killed, log_offset = watch.last(), time.monotonic(), len(job.log())
         cluster.kill(victim)
         probe.start()
         found["to_offline_s"] = (seconds_until(lambda: job.metric(STATE, state="BROKER_OFFLINE", **labels) == 1,
@@ -92,6 +92,7 @@ def bounce_mid_move(cluster, job, tmp_path, created, victim_of, megabytes, trigg
         found["failures_after_back"] = failures_after(log, back_batch + 1)
         found["failures_while_down"] = failures_after(log, kill_batch)
         found["longest_batch_gap_s"] = watch.longest_gap(killed)
+        found.update(liveness_since(watch, killed, log_offset))
         found["states"] = replica_states(job, topic, 0, destination, after_batch=kill_batch)
         found["kill_batch"], found["back_batch"] = kill_batch, back_batch
         now = atoms(cluster, [topic])

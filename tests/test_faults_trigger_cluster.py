@@ -1,6 +1,7 @@
 """Issue 21 at the default trigger and --timeout (10 s each): the active controller, then the destination of a
 move in flight, SIGKILLed in turn and restarted; no poll failed while two brokers were alive, none waited out
-its --timeout on the dead node, and no gap between two published polls was longer than two triggers plus 1 s.
+its --timeout on the dead node, and no gap between two published polls (the last-poll gauge) nor between two polls
+of the driver's watch was longer than two triggers plus 1 s.
 (At the 2 s trigger the same is checked by tests/test_faults_broker_cluster.py.)
 
 The shared `fault_job` is restarted here with the defaults (same checkpoint, metrics port, progress topic).
@@ -13,8 +14,8 @@ import pytest
 
 from streaming.vocabulary.defaults import TIMEOUT_S, TRIGGER_INTERVAL_S
 from tests.fault_support import (
-    BatchWatch, FencingProbe, batches_done, check_no_wait_on_the_dead, cleanup, execute, failed_polls, figure, moving,
-    polls_longer_than, prepare, wait_batches)
+    BatchWatch, FencingProbe, batches_done, check_no_wait_on_the_dead, cleanup, execute, failed_polls, figure,
+    liveness_since, moving, polls_longer_than, prepare, wait_batches)
 from tests.job_process import FIRST_POLL_S
 from tests.kafka_fixtures import wait_for
 
@@ -35,7 +36,7 @@ def kill_and_restart(cluster, job, watch, victim, slowest_before_s=None):
     undisturbed cadence of batches (default: measured from the watch's start to this kill)."""
     polls_before, slow_before = polls_longer_than(job, TIMEOUT_S)
     probe = FencingProbe(cluster)
-    kill_batch, killed = watch.last(), time.monotonic()
+    kill_batch, killed, log_offset = watch.last(), time.monotonic(), len(job.log())
     cluster.kill(victim)
     probe.start()
     wait_batches(watch, 2, BATCH_WAIT_S)
@@ -45,7 +46,8 @@ def kill_and_restart(cluster, job, watch, victim, slowest_before_s=None):
              "slowest_batch_before_s": (watch.longest_gap(watch.started_at, killed) if slowest_before_s is None
                                         else slowest_before_s),
              "polls_waiting_out_timeout": slow_after - slow_before,
-             "polls_failed_since_kill": failed_polls(job.log(), kill_batch), "fencing_held_s": probe.result()}
+             "polls_failed_since_kill": failed_polls(job.log(), kill_batch), "fencing_held_s": probe.result(),
+             **liveness_since(watch, killed, log_offset)}
     found["restart_s"] = cluster.restart()
     return found
 

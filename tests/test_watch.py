@@ -50,14 +50,17 @@ def test_partitions_left(before, now, owned, left):
     assert rules.partitions_left(before, now, owned) == left
 
 
-@pytest.mark.parametrize("listed, wanted, waiting_since, now, late, publishes", [
-    (True, False, 0.0, 1000.0, 30.0, True),  # idle: the watch is the liveness
-    (True, True, 990.0, 1000.0, 30.0, True),  # a batch wanted, not yet late
-    (True, True, 960.0, 1000.0, 30.0, False),  # a batch late: liveness stops, MonitorDown can fire
-    (False, False, 0.0, 1000.0, 30.0, False),  # the watch's poll failed
-], ids=["idle", "waiting", "late", "failed"])
-def test_publishes_liveness(listed, wanted, waiting_since, now, late, publishes):
-    assert rules.publishes_liveness(listed, wanted, waiting_since, now, late) is publishes
+@pytest.mark.parametrize("listed, wanted, waiting_since, now, late, writing_since, publishes", [
+    (True, False, 0.0, 1000.0, 30.0, None, True),  # idle: the watch is the liveness
+    (True, True, 990.0, 1000.0, 30.0, None, True),  # a batch wanted, not yet late
+    (True, True, 960.0, 1000.0, 30.0, None, False),  # a batch late: liveness stops, MonitorDown can fire
+    (False, False, 0.0, 1000.0, 30.0, None, False),  # the watch's poll failed
+    (True, True, 980.0, 1000.0, 6.0, 988.0, True),  # late, but held by its durable write (a broker being fenced)
+    (True, True, 960.0, 1000.0, 6.0, 975.0, False),  # written for longer than the write may take: late again
+    (False, True, 990.0, 1000.0, 6.0, 995.0, False),  # held by its write, but the watch's own poll failed
+], ids=["idle", "waiting", "late", "failed", "held-by-write", "write-overdue", "held-but-failed"])
+def test_publishes_liveness(listed, wanted, waiting_since, now, late, writing_since, publishes):
+    assert rules.publishes_liveness(listed, wanted, waiting_since, now, late, writing_since, 20.0) is publishes
 
 
 def test_late_after_allows_spark_start_before_the_first_batch():
@@ -169,6 +172,47 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
     assert sample(metrics, LAST_POLL) == 1000.0
 
 
+def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_bound(tmp_path):
+    """Kafka holds acks=all writes until it fenced a SIGKILLed broker (7-13.5 s): the batch is held, the watch's
+    polls still succeed and are published - for no longer than the producer's delivery timeout."""
+    from streaming.watch.watch import WRITE_BOUND_S
+
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    watch, metrics, clock = a_watch(tmp_path, cluster, trigger_s=2.0)
+    watch.batch_done(*batch("COPYING"))
+    watch.tick()
+    with watch.batch_writing():
+        clock.now += 12  # six triggers without a batch
+        watch.tick()
+        assert sample(metrics, LAST_POLL) == 1012.0
+        clock.now += WRITE_BOUND_S  # the write outlived its delivery timeout: late
+        watch.tick()
+        assert sample(metrics, LAST_POLL) == 1012.0
+    clock.now += 1
+    watch.tick()  # the write ended (it failed: the query restarts) and the batch is still late
+    assert sample(metrics, LAST_POLL) == 1012.0
+
+
+def test_a_slow_tick_is_logged_with_its_duration(tmp_path):
+    from streaming.watch.watch import SLOW_TICK_LINE
+
+    class Slow(FakeCluster):
+        def list_reassignments(self):
+            clock.now += 3.5
+            return super().list_reassignments()
+
+    lines, clock = [], Clock()
+
+    def log(line):  # the first line comes from the first tick: one round of the thread's loop
+        lines.append(line)
+        watch._stop.set()
+    watch = Watch(Slow(), MonitorMetrics(apis=(LIST_REASSIGNMENTS,)), str(tmp_path / "gate.json"), 2.0,
+                  clock=clock, wall=clock, log=log)
+    watch._run()
+    assert any(line.startswith(f"{SLOW_TICK_LINE}3.5 s (list 3.50") for line in lines), lines
+
+
 def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path):
     cluster, store = throttled(moving=True), MemoryStore.of(request())
     writer = Writer()
@@ -183,6 +227,38 @@ def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path
     assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
     assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
     assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
+
+
+def test_between_ticks_the_watch_looks_closer_while_an_owned_partition_moves(tmp_path):
+    """The wait after a tick lists the reassignments every quarter second while an owned partition moves, and
+    ends at the first look that finds it gone: the next tick (and its sweep) runs then, not a second later."""
+    cluster, store = throttled(moving=True), MemoryStore.of(request())
+    watch, _, clock = a_watch(tmp_path, cluster, store)
+    watch.batch_done(*batch("COPYING"))
+    watch.tick()
+    looks = []
+
+    def wait(seconds):
+        clock.now += seconds
+        looks.append(seconds)
+        if len(looks) == 2:
+            del cluster.reassigning[("t", 0)]
+    watch._stop.wait = wait
+    watch._wait(clock.now)
+    assert looks == [rules.PEEK_INTERVAL_S] * 2  # it ended at the look after the move left, 0.5 s in
+    watch.tick()
+    assert cluster.topics[("t", "leader")] == "3:3"  # that tick swept
+
+
+def test_nothing_owned_moving_means_one_wait_of_a_whole_interval(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("u", 0)] = ((2, 1), (2,))  # someone else's move
+    watch, _, clock = a_watch(tmp_path, cluster, MemoryStore())
+    watch.tick()
+    waits = []
+    watch._stop.wait = waits.append
+    watch._wait(clock.now)
+    assert waits == [watch.interval_s]
 
 
 def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path):

@@ -24,11 +24,13 @@ def failed(action, why):
     return replace(action, action=FAILED, reason=f"{why} ({action.reason})")
 
 
-def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):
+def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr, timings=None):
     """Carry out `actions` (a plan), then read back until the cluster shows each (or the deadline: the
     action comes back `failed`). Idempotent: SUBTRACT of absent entries and DELETE of absent keys are
     no-ops. Returns the outcomes and the last read-back, which also covers the topics `records` claim
-    (None when an action was not confirmed). `log` gets a line per failed read-back."""
+    (None when an action was not confirmed). `log` gets a line per failed read-back; `timings` (a dict), if
+    given, gets the seconds of the change ("alter") and of the read-back ("read_back")."""
+    started = time.monotonic()
     outcome = {}
     changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == SUBTRACT else a.restored_value)
                for a in actions]
@@ -40,6 +42,7 @@ def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log
         if refusal is not None:
             outcome[action] = failed(action, f"refused: {refusal}")
     attempted = [a for a in actions if a not in outcome]
+    altered = time.monotonic()
     topics = {a.name for a in attempted if a.scope == TOPIC} | {c.topic for r in records if r.state != DONE for c in r.entries}
     deadline, after = time.monotonic() + readback_timeout_s, None
     while attempted:
@@ -54,4 +57,6 @@ def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log
         time.sleep(READBACK_INTERVAL_S)
     for action in attempted:
         outcome[action] = failed(action, f"not confirmed by read-back within {readback_timeout_s:g}s")
+    if timings is not None:
+        timings.update(alter=altered - started, read_back=time.monotonic() - altered)
     return [outcome.get(a, a) for a in actions], (after if not attempted else None)

@@ -94,6 +94,9 @@ class Janitor:
         self._history = deque(maxlen=2)  # the last complete views, to see throttles appear with a reassignment
         self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
         self._lock = threading.RLock()  # the job's batch thread and its watch thread (module docstring)
+        # Seconds of each step of the last sweep: ownership (refresh), read (the fresh read), alter and
+        # read_back (sinks.throttles.apply), records (ownership records written after): what the watch logs.
+        self.last_sweep_steps = {}
 
     def on_batch(self, snapshot, batch_id):
         with self._lock:
@@ -139,12 +142,14 @@ class Janitor:
             return self._sweep(batch_id)
 
     def _sweep(self, batch_id):
+        started = time.monotonic()
         self.store.refresh()
         records = self.store.records()
+        self.last_sweep_steps = {"ownership": time.monotonic() - started}
         if not self.policy.acts:
             fresh = read_for_plan(self.admin, records, self.policy, hint=None)
             return self._outputs(plan(fresh, records, self.policy), fresh, batch_id)
-        return self._act(records, batch_id, hint=None)
+        return self._act(records, batch_id, hint=None, steps=self.last_sweep_steps)
 
     def observe_now(self):
         """Observe the cluster as a poll would, read now: every topic's and broker's throttles and the
@@ -180,12 +185,18 @@ class Janitor:
             self._observed.append(found)
         self.log(describe_observed(found))
 
-    def _act(self, records, batch_id, hint):
+    def _act(self, records, batch_id, hint, steps=None):
+        steps = {} if steps is None else steps
+        started = time.monotonic()
         fresh = read_for_plan(self.admin, records, self.policy, hint)
         self._acted_ms = max(self._acted_ms, fresh.ts_ms)
+        steps["read"] = time.monotonic() - started
         records = self._give_up(records, fresh)
-        done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log)
+        done, after = apply(self.admin, plan(fresh, records, self.policy), records, self.readback_timeout_s, self.log,
+                            timings=steps)
+        settling = time.monotonic()
         self._settle(records, after or fresh)
+        steps["records"] = time.monotonic() - settling
         return self._outputs(done, fresh, batch_id)
 
     def _give_up(self, records, now):

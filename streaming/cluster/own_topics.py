@@ -4,7 +4,7 @@ leaders, ask whether one exists, write keyed records, and read a partition back 
 import time
 
 from streaming.cluster.door import QUIET_LIBRDKAFKA
-from streaming.vocabulary.errors import ClusterError, from_kafka_error
+from streaming.vocabulary.errors import ClusterError, NodeGone, from_kafka_error
 from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
 
 # After a broker is SIGKILLed, a write every in-sync replica acknowledges (acks=all) waits until Kafka fences
@@ -14,6 +14,9 @@ from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
 # failed (a failed write restarts the streaming query: 25-30 s without a batch, measured). The caller's
 # flush still bounds how long it waits.
 DELIVERY_OUTLASTS_FENCING_S = 20.0
+# A read of our own topics asks its partition's leader for offsets in attempts this long, checking in between
+# whether that leader is held as gone (SIGKILLed): the driver's watch reads the ownership topic every second.
+OFFSETS_ATTEMPT_S = 0.5
 
 
 class OwnTopics:
@@ -141,6 +144,7 @@ class OwnTopics:
                     enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
                     fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
                     **self._settings)
+                self._route_sends(self._reader._manager)  # a node held as gone is not waited on (door._routed)
             return self._reader
 
     def _drop_reader(self):
@@ -151,16 +155,37 @@ class OwnTopics:
         as of this call: [(offset, key bytes, value bytes or None)]. A topic that does not exist has none."""
         from kafka import TopicPartition
 
+        from kafka.errors import KafkaTimeoutError
+
         tp = TopicPartition(topic, partition)
+
+        def offsets(reader, ask):
+            """`ask(reader, timeout_ms)` (ListOffsets, to the partition's leader), in attempts of at most
+            OFFSETS_ATTEMPT_S: a leader whose connection was closed or refused (it is then held as gone) fails
+            the read at once, not after the whole deadline. Its data is unreadable until Kafka has fenced it and
+            elected another leader (9 s after a SIGKILL by default); the reader is dropped so that the next read
+            asks afresh where the leader is."""
+            deadline = time.monotonic() + self._timeout_s
+            while True:
+                leader = reader._manager.cluster.leader_for_partition(tp)
+                if leader is not None and leader in self.unanswering():
+                    self._drop_reader()
+                    raise NodeGone(f"{READ}: broker {leader}, the leader of {topic}-{partition}, did not answer "
+                                   "(its connection was closed or refused)")
+                left_s = deadline - time.monotonic()
+                try:
+                    return ask(reader, int(max(0.05, min(left_s, OFFSETS_ATTEMPT_S)) * 1000))[tp]
+                except KafkaTimeoutError:
+                    if left_s <= OFFSETS_ATTEMPT_S:
+                        raise
 
         def catch_up():
             reader = self._reader_client()
             self._count(2)
             if partition not in (reader.partitions_for_topic(topic) or ()):
                 return []
-            timeout_ms = int(self._timeout_s * 1000)
-            low = reader.beginning_offsets([tp], timeout_ms)[tp]
-            high = reader.end_offsets([tp], timeout_ms)[tp]
+            low = offsets(reader, lambda r, timeout_ms: r.beginning_offsets([tp], timeout_ms))
+            high = offsets(reader, lambda r, timeout_ms: r.end_offsets([tp], timeout_ms))
             position = max(start, low)
             records = []
             if position >= high:

@@ -39,11 +39,27 @@ class Writes:
         request = [ConfigResource(ConfigResourceType.TOPIC if scope == TOPIC else ConfigResourceType.BROKER, name,
                                   configs=configs) for (scope, name), configs in resources.items()]
         brokers = sum(1 for scope, _ in resources if scope != TOPIC)
-        outcome = self._call(ALTER_CONFIGS, lambda kafka: kafka.alter_configs(request, raise_on_unknown=False),
+        outcome = self._call(ALTER_CONFIGS, lambda kafka: self._alter_configs(kafka, request),
                              requests=brokers + (len(resources) > brokers))
         answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
         return [None if answers[(scope, str(name))] == "OK" else self._refusal(answers[(scope, str(name))], scope, name)
                 for scope, name, _, _, _ in changes]
+
+    def _alter_configs(self, kafka, resources):
+        """IncrementalAlterConfigs as kafka-python's alter_configs sends it (each broker resource to its broker,
+        the topics to any), but with every request in flight at once: kafka-python awaits each broker's answer
+        before sending the next, which made a removal at completion wait for one round trip per broker (each
+        forwarded to the controller). Answers as alter_configs gives them."""
+        brokers, others = kafka._group_config_resources(resources)
+        manager = kafka._manager
+
+        async def send_all():
+            sent = [manager.send(kafka._alter_configs_request(rs, False, True), node_id=b) for b, rs in brokers.items()]
+            if others:
+                sent.append(manager.send(kafka._alter_configs_request(others, False, True)))
+            return [answer for future in sent for answer in (await future).responses]
+
+        return kafka._alter_configs_process_responses(manager.run(send_all))
 
     def _refusal(self, answer, scope, name):
         """kafka-python's per-resource answer of alter_configs ("[Error 31] Name: detail") as one short line;

@@ -6,6 +6,7 @@ streaming.spark.driver, which imports this module only once the driver's watch i
 """
 
 import collections
+import contextlib
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 from sinks import records
 from streaming.spark import codec
 from streaming.vocabulary import defaults
+from streaming.vocabulary.kafka_apis import PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
@@ -94,11 +96,13 @@ class BatchHandler:
     A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
 
     def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
-                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None):
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None,
+                 writing=contextlib.nullcontext):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.plans = plans  # () -> {request_id: PlanStatus} of the active plans (the driver's watch), or None
         self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
+        self.writing = writing  # around the durable write (the driver's watch: Watch.batch_writing)
         self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
@@ -155,7 +159,8 @@ class BatchHandler:
                 keyed.append((key, records.encode(value)))
                 self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
         try:
-            self.writer.write(keyed)
+            with self.writing():
+                self.writer.write(keyed)
         except Exception:  # the query stops and run() restarts it: the batch is replayed from the checkpoint
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             raise

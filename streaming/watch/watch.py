@@ -5,8 +5,10 @@ Each tick (`Watch.tick`):
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
 2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
    wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
-3. The moment an owned partition leaves the reassignment list - or at start, when ownership records are
-   active (a removal due while the job was down), and again after a failed run - run the janitor's `sweep`: the
+3. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
+   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or
+   at start, when ownership records are active (a removal due while the job was down), and again after a
+   failed run - run the janitor's `sweep`: the
    same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
    `throttle` records go to the progress topic (kept and written again next tick if that write fails),
    with the id of the batch after the last one this run finished (the batch that reports the move
@@ -16,28 +18,42 @@ Each tick (`Watch.tick`):
    interval the janitor observes the cluster (`Janitor.observe_now`: throttle configs of every topic and
    broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
    "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
-5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness.
+5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness,
+   which also holds while a batch waits for Kafka to acknowledge its records (`batch_writing`): after a broker's
+   SIGKILL Kafka holds acks=all writes until it fenced the broker, and the watch's poll still succeeds.
 6. Plans: one step of every running or paused plan whose lease this job holds (streaming.watch.plans), at
    most once a second, before the decision of 4 (an active plan keeps batches running: rules.plans_active);
    read at start, then each tick while something reassigns, owned throttles exist or a plan is known active,
    and once a trigger interval while idle.
+A tick longer than SLOW_TICK_S is logged with its duration ("slow tick: ..."): the gap between two of the
+watch's polls.
 
 Runs on the driver only, in a daemon thread of the `run` process; nothing here is pickled. The batch
-handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch. The janitor serializes
-its own callers. Every cluster call goes through the admin door; the clock is injectable for tests.
+handler (Spark's foreachBatch thread) calls `batch_done` after each successful batch and writes its records
+inside `batch_writing()`. The janitor serializes its own callers. Every cluster call goes through the admin door;
+the clock is injectable for tests.
 """
 
+import contextlib
+import functools
 import sys
 import threading
 import time
 
 from sinks import records
 from sinks.throttles.actions import ALL
+from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
 WATCH_INTERVAL_S = 1.0
+# A batch's durable write is given up by the producer after this long (streaming.cluster.own_topics): while a
+# write is younger, the batch is held by Kafka, not late (rules.batch_held_by_write).
+WRITE_BOUND_S = DELIVERY_OUTLASTS_FENCING_S
+SLOW_TICK_S = 2 * WATCH_INTERVAL_S
+SLOW_TICK_LINE = "slow tick: "
+SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (Janitor.last_sweep_steps)
 LOG_PREFIX = "reassign-monitor: watch: "
 # The decision lines, logged when the decision changes (tests read them from the job's log).
 IDLE_LINE = "idle: no Spark batch until something moves"
@@ -47,6 +63,20 @@ FINISHED_NAMES = frozenset(s.name for s in FINISHED_STATES)
 
 def _log(line):
     print(f"{LOG_PREFIX}{line}", file=sys.stderr, flush=True)
+
+
+def _step(name):
+    """Adds the seconds a tick spent in the decorated method to `self._tick_steps[name]` (said with a slow tick)."""
+    def decorate(method):
+        @functools.wraps(method)
+        def timed(self, *args, **kwargs):
+            started = self.clock()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._tick_steps[name] = self._tick_steps.get(name, 0.0) + self.clock() - started
+        return timed
+    return decorate
 
 
 class Watch:
@@ -71,6 +101,8 @@ class Watch:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
+        self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
         self._owned = frozenset()
@@ -95,6 +127,17 @@ class Watch:
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
 
+    @contextlib.contextmanager
+    def batch_writing(self):
+        """Around a batch's durable write of its records (whether it succeeds or raises)."""
+        with self._lock:
+            self._writing_since_s = self.clock()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing_since_s = None
+
     # -- the thread --
 
     def start(self):
@@ -110,11 +153,40 @@ class Watch:
     def _run(self):
         while not self._stop.is_set():
             started = self.clock()
+            self._tick_steps = {}
             try:
                 self.tick()
             except Exception as error:  # a bug must not end the watch: the gate goes stale and fails open
                 self.log(f"tick failed: {type(error).__name__}: {error}")
-            self._stop.wait(max(0.0, self.interval_s - (self.clock() - started)))
+            took_s = self.clock() - started
+            if took_s > SLOW_TICK_S:
+                steps = ", ".join(f"{name} {s:.2f}" for name, s in self._tick_steps.items())
+                self.log(f"{SLOW_TICK_LINE}{took_s:.1f} s ({steps})")
+            self._wait(started)
+
+    def _wait(self, started):
+        """Until the next tick. While an owned partition is reassigning (rules.peeks), look at the reassignment
+        list every rules.peek_interval_s and end the wait as soon as an owned partition left it - or the look
+        failed: the tick then lists again, and counts and reports the failure. Only the tick acts."""
+        next_tick_s, took_s = started + self.interval_s, 0.0
+        while not self._stop.is_set():
+            left_s = next_tick_s - self.clock()
+            if left_s <= 0:
+                return
+            if self.janitor is None or not rules.peeks(self._reassigning, self._owned, self.janitor.policy.acts):
+                self._stop.wait(left_s)
+                return
+            self._stop.wait(min(left_s, rules.peek_interval_s(took_s)))
+            if self._stop.is_set() or self.clock() >= next_tick_s:
+                return
+            looked = self.clock()
+            try:
+                listed = {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
+            except Exception:
+                return
+            took_s = self.clock() - looked
+            if rules.partitions_left(self._reassigning, listed, self._owned):
+                return
 
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
@@ -141,6 +213,7 @@ class Watch:
             self._observe_while_idle()
         return reason
 
+    @_step("list")
     def _list(self):
         try:
             return {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
@@ -149,6 +222,7 @@ class Watch:
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
 
+    @_step("ownership")
     def _refresh_owned(self):
         if self.janitor is None:
             return
@@ -158,6 +232,7 @@ class Watch:
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading ownership records failed: {error}")
 
+    @_step("sweep")
     def _sweep(self, left):
         if left:
             self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
@@ -169,6 +244,7 @@ class Watch:
             self.log("running the throttle janitor again (its last run failed)")
         with self._lock:  # its records go with the next batch's: the one that reports the move finished
             batch_id = self._last_batch_id + 1 if self._batches_done else -1
+        started = self.clock()
         try:
             outputs = self.janitor.sweep(batch_id)
         except Exception as error:  # retried next tick, on a fresh read again
@@ -176,6 +252,8 @@ class Watch:
             self.log(f"throttle janitor skipped: {type(error).__name__}: {error}")
             return
         self._sweep_due = False
+        steps = ", ".join(f"{name} {s:.2f}" for name, s in getattr(self.janitor, "last_sweep_steps", {}).items())
+        self.log(f"{SWEPT_LINE}{self.clock() - started:.2f} s ({steps})")
         for action, key, value in outputs:
             self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
             self._unwritten.append((key, records.encode(value)))
@@ -191,6 +269,7 @@ class Watch:
         if self.plans is not None:
             self.plans.reported(request_ids)
 
+    @_step("plans")
     def _step_plans(self, now_wall):
         try:
             statuses = self.plans.tick(self.clock(), now_wall * 1000)
@@ -211,6 +290,8 @@ class Watch:
                 self.log(line)
                 self._plan_lines[request_id] = line
 
+
+    @_step("observe")
     def _observe_while_idle(self):
         now_s = self.clock()
         if self.janitor is None or (self._observed_s is not None and now_s - self._observed_s < self.trigger_interval_s):
@@ -222,6 +303,7 @@ class Watch:
             self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()
             self.log(f"observing throttles failed: {error}")
 
+    @_step("records")
     def _write_unwritten(self):
         if not self._unwritten or self.writer is None:
             return
@@ -232,13 +314,14 @@ class Watch:
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             self.log(f"writing {len(self._unwritten)} throttle record(s) failed, retrying next tick: {error}")
 
+    @_step("decide")
     def _decide(self, listed, now_wall):
         with self._lock:
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
                                    batches_done=self._batches_done, tracks_moves=self._tracks_moves,
                                    throttles_to_clear=self._throttles_to_clear,
                                    active_plans=len(self.plans.statuses) if self.plans is not None else 0)
-            last_batch_s = self._last_batch_s
+            last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
         reason = rules.batch_reason(view)
         now_s = self.clock()
         if reason is None:
@@ -251,6 +334,7 @@ class Watch:
             self._reason = reason
         waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
         if rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
-                                    rules.late_after_s(self.trigger_interval_s, view.batches_done)):
+                                    rules.late_after_s(self.trigger_interval_s, view.batches_done),
+                                    writing_since_s, WRITE_BOUND_S):
             self.metrics.snapshot.touch(now_wall)
         return reason
