@@ -122,7 +122,7 @@ def liveness_since(watch, killed, log_offset, until=float("inf")):
 
 def published_gap_bound_s(trigger_s):
     """Issue 21: after a node is SIGKILLed, no gap between two published polls (advances of the last-poll
-    gauge on /metrics: README contract change 32) longer than two triggers plus 1 s; the same for the polls
+    gauge on /metrics: README contract change 35) longer than two triggers plus 1 s; the same for the polls
     of the driver's watch."""
     return 2 * trigger_s + 1
 
@@ -170,7 +170,7 @@ def check_no_wait_on_the_dead(found, test):
     last-poll gauge) nor between two of the watch's polls was longer than two triggers plus 1 s. Batches
     themselves may be further apart: Kafka holds their durable write until it fenced the dead node
     (`fencing_held_s`), and while it does the watch's polls are what the job publishes (README contract
-    change 32); that gap is reported, not bounded."""
+    change 35); that gap is reported, not bounded."""
     trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
     figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
            watch_gap_s=found["watch_gap_s"], watch_failures=len(found["watch_failures"]),
