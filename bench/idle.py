@@ -28,14 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.results import markdown_table, write_section  # noqa: E402
-from bench.sessions import session_cpu_by_pid, session_processes, session_rss_mb  # noqa: E402
+from bench.sessions import session_cpu_by_pid, session_processes, session_pss_mb, session_rss_mb  # noqa: E402
 from tests.job_process import BATCHES, CLI, LAST_POLL, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 BEFORE_CLI = [PYTHON, "-c", 'import sys; sys.argv[0] = "reassign-monitor"; from streaming.cli import main; '
                             'sys.exit(main())']
-SETTLE_S = 20.0
+# Idle is measured from 70 s after the first batch: Spark's worker factory stops pooled Python workers after a
+# minute without work (IDLE_WORKER_TIMEOUT_NS), so from then on the job holds what it holds for the hours
+# nothing moves. At 20 s (the earlier setting) the window still held the first batch's pooled workers.
+SETTLE_S = 70.0
 MOVE_MEGABYTES = 90  # at 1 MB/s it outlasts the window
 THROTTLE = 1_000_000
 IDLE_TITLE = "Idle cost (bench/idle.py)"
@@ -43,20 +46,22 @@ STARTUP_TITLE = "Run start-up (bench/idle.py)"
 
 
 def window(job, seconds):
-    """(cores, mean RSS MB, max RSS MB, batches) of the job's session over `seconds`. CPU is summed per
+    """(cores, mean RSS MB, max RSS MB, batches, mean PSS MB) of the job's session over `seconds`. CPU is summed per
     process from its first to its last sample, so a process that exits in the window (Spark stops idle Python
     workers) keeps what it used instead of taking its whole past out of the sum."""
     sid = job.process.pid
     first, last = session_cpu_by_pid(sid), {}
     t0, batches0 = time.monotonic(), job.metric(BATCHES) or 0
-    samples = []
+    samples, pss = [], []
     while time.monotonic() - t0 < seconds:
         samples.append(session_rss_mb(sid))
+        pss.append(session_pss_mb(sid))
         last.update(session_cpu_by_pid(sid))
         time.sleep(1.0)
     last.update(session_cpu_by_pid(sid))
     cores = sum(cpu - first.get(pid, 0.0) for pid, cpu in last.items()) / (time.monotonic() - t0)
-    return cores, statistics.mean(samples), max(samples), int((job.metric(BATCHES) or 0) - batches0)
+    return (cores, statistics.mean(samples), max(samples), int((job.metric(BATCHES) or 0) - batches0),
+            statistics.mean(pss))
 
 
 class Arm:
@@ -99,11 +104,13 @@ def one_run(cluster, arm, scratch, seconds, index):
         cluster.delete_topics([topic])
 
 
-def worktree_of(commit):
-    path = Path(tempfile.gettempdir()) / f"before-idle-{commit[:10]}"
+def tree_of(commit):
+    """The files of `commit` (git archive) in a directory of their own: no git worktree is registered."""
+    path = ROOT / ".local-cluster" / f"before-idle-{commit[:10]}"
     if not path.exists():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), commit], check=True,
-                       capture_output=True)
+        path.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return path
 
 
@@ -115,9 +122,9 @@ def main():
     args = parser.parse_args()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.before], capture_output=True, text=True,
                             check=True).stdout.strip()
-    before_tree = worktree_of(commit)
+    before_tree = tree_of(commit)
     before = Arm("before", BEFORE_CLI, before_tree, {"PYTHONPATH": str(before_tree)})
-    after = Arm("after", [CLI], ROOT, {})
+    after = Arm("after", [CLI], ROOT, {"PYTHONPATH": str(ROOT)})  # this tree, wherever the venv installed from
     started = time.monotonic()
     cluster = LocalCluster(ROOT / ".local-cluster" / "bench-idle", args.base_port)
     with tempfile.TemporaryDirectory() as scratch:
@@ -138,18 +145,19 @@ def main():
         for phase in ("idle", "moving"):
             rows.append([f"{arm.name} ({commit[:8]})" if arm is before else arm.name, phase, f"{median(arm, phase, 0):.3f}",
                          f"{median(arm, phase, 1):.0f}", f"{median(arm, phase, 2):.0f}", f"{median(arm, phase, 4):.0f}",
-                         f"{median(arm, phase, 3):.0f}"])
+                         f"{median(arm, phase, 5):.0f}", f"{median(arm, phase, 3):.0f}"])
     loads = ", ".join(f"{r['load']:.1f}" for arm in (before, after) for r in arm.runs)
-    idle_table = markdown_table(["arm", "phase", "cores", "RSS mean MB", "RSS max MB", "processes",
+    idle_table = markdown_table(["arm", "phase", "cores", "RSS mean MB", "RSS max MB", "PSS mean MB", "processes",
                                  f"batches in {args.window:g} s"], rows)
     write_section(IDLE_TITLE, (
         f"`reassign-monitor run` at the default 10 s trigger and master on an idle local 3-node cluster, medians of "
-        f"two runs per arm paired A B B A (before = `{args.before}` at {commit[:8]}, without the driver watch). CPU "
+        f"two runs per arm paired A B B A (before = `{args.before}` at {commit[:8]}). CPU "
         f"and RSS of every process in the job's session over {args.window:g} s, {SETTLE_S:g} s after the first batch "
         f"(idle), then over {args.window:g} s while one partition moves under a 1 MB/s throttle (moving). RSS is the "
-        f"sum of the processes' VmRSS (shared pages counted in each).\n\n{idle_table}\n\n"
+        f"sum of the processes' VmRSS (shared pages counted in each); PSS divides each shared page among its "
+        f"processes (Spark's Python workers are forked from daemons and share their pages).\n\n{idle_table}\n\n"
         f"1-minute load average at the end of each run (the two before runs, then the two after runs): {loads} on 2 "
-        f"cores shared with four other engineers' clusters and jobs. Whole bench {elapsed / 60:.1f} min."))
+        f"cores shared with other engineers' clusters and jobs. Whole bench {elapsed / 60:.1f} min."))
     start_rows = [[arm.name, f"{statistics.median(r['first_poll'] for r in arm.runs):.1f}",
                    f"{statistics.median(r['first_batch'] for r in arm.runs):.1f}"] for arm in (before, after)]
     start_table = markdown_table(["arm", "run -> first published poll s", "run -> first Spark batch s"], start_rows)

@@ -37,5 +37,19 @@ def session_rss_mb(sid):
     return total / 1024
 
 
+def session_pss_mb(sid):
+    """The session's proportional set size: each shared page divided among the processes sharing it. Spark's
+    Python workers are forked from a daemon and share most of their pages with it, so the sum of VmRSS counts
+    those pages once per process; PSS counts them once in all."""
+    total = 0
+    for pid in _stats(sid):
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+    return total / 1024
+
+
 def session_processes(sid):
     return len(_stats(sid))

@@ -17,6 +17,15 @@ the median of the per-pair ratios. Prints a markdown table and writes it to benc
 "Start-up (bench/startup.py)".
 
     .venv/bin/python bench/startup.py [--rounds 8] [--partitions 100]
+
+`--run N` measures `reassign-monitor run` instead (issue 18, part 2), N times on an idle cluster of its own:
+from the process start to the first published poll on /metrics (the driver's watch), to the banner the driver
+prints once the Spark session is built, and to the first finished Spark batch; and, each in a fresh
+interpreter, the import of the job's Spark side (streaming.spark.job: pyspark, pyarrow, pandas) and building
+the session (JVM start and SparkSession, `local[*]`, as `run` builds it). Section "Run start-up phases
+(bench/startup.py --run)".
+
+    .venv/bin/python bench/startup.py --run 3 [--base-port 32190]
 """
 
 import argparse
@@ -174,11 +183,99 @@ def report(arms, ratios, n, rounds, still, load):
     return markdown_table(headers, rows) + "\n\n" + notes
 
 
+RUN_SECTION = "Run start-up phases (bench/startup.py --run)"
+BANNER = "reassign-monitor: polling "  # streaming.spark.driver prints it once the Spark session is built
+IMPORT_JOB = ("import time; t = time.perf_counter(); import streaming.spark.job; "
+              "print(time.perf_counter() - t)")
+BUILD_SESSION = ("import tempfile, time; from streaming.spark.driver import JobConfig; from streaming.spark.job "
+                 "import build_session; t = time.perf_counter(); s = build_session(JobConfig(bootstrap='', "
+                 "checkpoint_location=tempfile.mkdtemp())); print(time.perf_counter() - t); s.stop()")
+
+
+def fresh_seconds(code):
+    """The seconds a fresh interpreter of this tree prints for `code`."""
+    out = subprocess.run([PYTHON, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, check=True, timeout=600).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def run_phases(job_process, bootstrap, directory):
+    """(s to first published poll, s to the session banner, s to the first Spark batch) of one `run`."""
+    from tests.job_process import BATCHES, LAST_POLL
+
+    job = job_process(bootstrap, directory / "checkpoint", directory / "job.log", "--quiet")
+    started = time.monotonic()
+    job.start()
+    marks = {}
+    try:
+        while "batch" not in marks and time.monotonic() - started < 900:
+            now = time.monotonic() - started
+            if "poll" not in marks and job.metric(LAST_POLL):
+                marks["poll"] = now
+            if "session" not in marks and BANNER in job.log():
+                marks["session"] = now
+            if job.metric(BATCHES):
+                marks["batch"] = now
+            time.sleep(0.1)
+    finally:
+        job.stop()
+    return marks.get("poll"), marks.get("session"), marks.get("batch")
+
+
+def main_run(times, base_port):
+    from tests.job_process import JobProcess
+    from tests.kafka_fixtures import LocalCluster
+
+    load_at_start = os.getloadavg()[0]
+    imports = [fresh_seconds(IMPORT_JOB) for _ in range(times)]
+    sessions = [fresh_seconds(BUILD_SESSION) for _ in range(times)]
+    local = LocalCluster(ROOT / ".local-cluster" / "bench-run-startup", base_port)
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            local.up()
+            for n in range(times):
+                directory = Path(scratch) / str(n)
+                directory.mkdir()
+                runs.append(run_phases(JobProcess, local.bootstrap, directory))
+                print(f"run {n}: first poll, session banner, first batch (s): {runs[-1]}", flush=True)
+        finally:
+            local.started_here = True  # the bench's own cluster directory: always stopped
+            local.down()
+
+    def med(values):
+        known = [v for v in values if v is not None]
+        return f"{statistics.median(known):.1f}" if known else "-"
+
+    poll, session, batch = (med(column) for column in zip(*runs))
+    gap = med([b - s for _, s, b in runs if b is not None and s is not None])
+    rows = [["`run` -> first published poll on /metrics (the watch)", poll, "<= 5 s (issue 18)"],
+            ["`run` -> Spark session built (banner)", session, ""],
+            ["`run` -> first Spark batch finished", batch, "measure and report"],
+            ["of which: import of the job's Spark side (fresh interpreter)", med(imports), ""],
+            ["of which: JVM start + SparkSession (fresh interpreter)", med(sessions), ""],
+            ["of which: session banner -> first batch (query start, the source's Python processes, first "
+             "micro-batch planning, the task workers' start, the batch)", gap, ""]]
+    table = markdown_table(["phase", "median s", "target"], rows)
+    text = (f"{times} runs of `reassign-monitor run --quiet` (default trigger and master) on an idle local 3-node "
+            f"cluster, fresh checkpoint each; the import and session rows are {times} fresh interpreters each. "
+            f"The rows marked \"of which\" are measured apart and overlap the run's own phases: the watch polls "
+            f"while the driver imports and builds the session. 1-min load average at start / end: "
+            f"{load_at_start:.1f} / {os.getloadavg()[0]:.1f}.\n\n{table}")
+    print(text)
+    write_section(RUN_SECTION, text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--run", type=int, default=0, help="measure `run` start-up phases this many times instead")
+    parser.add_argument("--base-port", type=int, default=32190, help="--run: the bench cluster's ports BASE+1..3")
     args = parser.parse_args()
+    if args.run:
+        main_run(args.run, args.base_port)
+        return
     n = args.partitions
     load_at_start = os.getloadavg()[0]
     started_here = "running" not in cluster(CLUSTER_ENV, "status")

@@ -8,18 +8,27 @@ partition (streaming.cluster.poller.poll: its parts concurrently in threads), an
 splits each poll into input partitions, the cluster part and one DescribeLogDirs part per alive broker
 (planned on the driver after a DescribeCluster), so the parts run in parallel Python workers: the
 measurement behind the source's design (streaming/spark/source.py).
-Synthetic: the same stateful operator and sinks-side assembly on generated snapshots of 100,000
-replicas, fed by a bench-only source, to measure transforms + state without a cluster.
+Synthetic: the same stateful operator and sinks-side assembly on generated snapshots (10,000, 30,000 and
+100,000 replicas by default), fed by a bench-only source, to measure transforms + state without a cluster.
+With `--before TREE` the synthetic sizes run paired, before (the code of TREE, e.g. `git archive` of an
+older commit) and after (this tree), A B B A: each arm is a child process of this script (the harness is this
+tree's bench/, copied over TREE's so both arms measure alike) with its cwd and PYTHONPATH set to its tree,
+which Spark's Python workers inherit; the two runs of an arm are pooled.
 
 Per batch: poll (inside the source, on the executor), compute (toArrow of the stateful output: Spark
 scheduling + source + transforms + state), sinks (the batch's rows as dicts, records, Kafka write,
 metrics), whole batch (Spark's triggerExecution). Prints a table and writes it to bench/RESULTS.md.
 
-    .venv/bin/python bench/stream.py [--sizes 100,1000,10000] [--synthetic 100000] [--batches 8]
+    .venv/bin/python bench/stream.py [--sizes 100,1000,10000] [--synthetic 10000,30000,100000] [--batches 8]
+                                     [--before TREE]
 """
 
 import argparse
 import functools
+import json
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -246,12 +255,58 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
     return results
 
 
+def _sizes(text):
+    return [int(x) for x in text.split(",") if x]
+
+
+SYNTHETIC_LABEL = "synthetic {} (no cluster, no Kafka writes)"
+PAIR_ORDER = ["before", "after", "after", "before"]
+
+
+def _load():
+    return os.getloadavg()[0]
+
+
+def run_pairs(before_tree, sizes, batches):
+    """Rows of the synthetic sizes, before (TREE's code) and after (this tree's), run A B B A in child
+    processes and pooled per arm; and the 1-minute load averages at each child's start and end."""
+    before_tree = Path(before_tree).resolve()
+    shutil.copytree(ROOT / "bench", before_tree / "bench", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "RESULTS.md"))
+    trees = {"before": before_tree, "after": ROOT}
+    pooled, loads = {}, []
+    with tempfile.TemporaryDirectory() as scratch:
+        for n, arm in enumerate(PAIR_ORDER):
+            out = Path(scratch) / f"{n}.json"
+            print(f"{arm} (run {n + 1} of {len(PAIR_ORDER)}, {trees[arm]})...", flush=True)
+            start_load = _load()
+            subprocess.run([sys.executable, str(trees[arm] / "bench" / "stream.py"), "--sizes", "",
+                            "--synthetic", ",".join(map(str, sizes)), "--batches", str(batches), "--json", str(out)],
+                           cwd=trees[arm], env={**os.environ, "PYTHONPATH": str(trees[arm])}, check=True)
+            loads.append((arm, start_load, _load()))
+            for size, result in json.loads(out.read_text()).items():
+                mine = pooled.setdefault((arm, int(size)), {})
+                for k, v in result.items():
+                    mine[k] = mine.get(k, []) + v
+    rows = [row(f"{arm}: {SYNTHETIC_LABEL.format(size)}", pooled[(arm, size)])
+            for size in sizes for arm in ("before", "after")]
+    return rows, loads
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--synthetic", type=int, default=100_000)
+    parser.add_argument("--synthetic", default="10000,30000,100000")
     parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--before", help="a tree with older code: the synthetic sizes run paired against it")
+    parser.add_argument("--json", help="(child of --before) write the synthetic results here, not RESULTS.md")
     args = parser.parse_args()
+    if args.before:
+        rows, loads = run_pairs(args.before, _sizes(args.synthetic), args.batches)
+        _write(rows, args.batches, SCALE_TITLE, "Synthetic sizes paired before / after, A B B A (`--before`), runs pooled per arm; "
+               "1-minute load average at the start / end of each run: "
+               + ", ".join(f"{arm} {a:.1f} / {b:.1f}" for arm, a, b in loads) + ".")
+        return
     spark = build_session(JobConfig(bootstrap="", master="local[2]"))
     results = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -282,25 +337,37 @@ def main():
                     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
                     wait_until(lambda: attempt(throttle_brokers, admin, None), 300, "throttle rates removed")
                     admin.close()
-        if args.synthetic:
-            print(f"synthetic {args.synthetic} replicas...", flush=True)
-            result = run_synthetic(spark, args.synthetic, args.batches, f"{scratch}/synthetic")
-            results.append(row(f"synthetic {args.synthetic} (no cluster, no Kafka writes)", result))
+        raw = {}
+        for size in _sizes(args.synthetic):
+            print(f"synthetic {size} replicas...", flush=True)
+            raw[size] = run_synthetic(spark, size, args.batches, f"{scratch}/synthetic-{size}")
+            results.append(row(SYNTHETIC_LABEL.format(size), raw[size]))
     spark.stop()
+    if args.json:
+        Path(args.json).write_text(json.dumps(raw))
+        return
+    _write(results, args.batches, TITLE, "")
+
+
+TITLE = "Streaming micro-batch latency (bench/stream.py)"
+SCALE_TITLE = "Streaming scale, before / after (bench/stream.py --before)"
+
+
+def _write(results, batches, title, note):
     headers = ["run", "moving replicas", "poll p50 s", "poll p95 s", "compute p50 s", "compute p95 s",
                "sinks p50 s", "sinks p95 s", "batch p50 s", "batch p95 s"]
     table_text = markdown_table(headers, results)
     print(table_text)
-    write_section("Streaming micro-batch latency (bench/stream.py)",
+    write_section(title,
                   "local[2], 4 state buckets, trigger 2 s (live; moves to a stopped broker, so replicas are "
                   "BROKER_OFFLINE and DescribeLogDirs is answered by two brokers) / 1 s (synthetic), "
                   "live arms: `one partition (the job)` = the job's source, the whole poll in one input partition; "
                   "`parts` = the poll split into input partitions (cluster part + one DescribeLogDirs part per "
                   "alive broker; poll = the slowest part), "
-                  f"{args.batches} batches after {WARMUP} warm-up batches per run; each live arm runs twice, "
+                  f"{batches} batches after {WARMUP} warm-up batches per run; each live arm runs twice, "
                   "in the order A B B A on the same moves, and its two runs are pooled. compute = Spark scheduling + source + "
                   "transforms + state (poll included for live runs; synthetic snapshot generation included "
-                  "for synthetic runs); batch = Spark's triggerExecution.\n\n" + table_text)
+                  "for synthetic runs); batch = Spark's triggerExecution. " + note + "\n\n" + table_text)
 
 
 if __name__ == "__main__":

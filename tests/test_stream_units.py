@@ -22,7 +22,7 @@ from streaming.vocabulary.errors import BadInput
 from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
-from streaming.vocabulary.snapshot import PollError, Snapshot, combine, from_rows, table
+from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
 from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
 
@@ -171,6 +171,30 @@ def pandas_memory_blob(rows):
                          ids=["written-from-pandas", "written-from-rows"])
 def test_a_checkpointed_memory_decodes_to_its_rows(blob):
     assert codec.decode(blob(MEMORY_ROWS)) == MEMORY_ROWS
+
+
+def row_by_row_blob(rows, columns):
+    """The blob as streaming.spark.codec.encode wrote it before it went column by column (pyarrow's from_pylist)."""
+    table = pa.Table.from_pylist(rows, schema=codec.arrow_schema(columns))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+# A log row with every kind of null, and one missing a column: encoded column by column they read back as
+# pyarrow's row-by-row conversion wrote them (a missing column is null in both).
+LOG_ROWS = [{"broker": 1, "log_dir": "/d", "topic": "t", "partition": 0, "size": 5, "offset_lag": None, "is_future": False},
+            {"broker": 2, "log_dir": None, "topic": "t", "partition": 1, "size": None, "is_future": True}]
+
+
+@pytest.mark.parametrize("name, rows", [("log_dirs", LOG_ROWS), ("reassignments", [
+    {"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []},
+    {"topic": "u", "partition": 3, "replicas": None, "adding": [None, 4], "removing": None}]),
+    ("memory", MEMORY_ROWS)], ids=["log-dirs-with-nulls-and-a-missing-column", "lists-and-null-lists", "memory"])
+def test_a_table_encoded_column_by_column_decodes_as_row_by_row(name, rows):
+    columns = MEMORY_SCHEMA if name == "memory" else SCHEMAS[name]
+    assert codec.decode(codec.encode(rows, columns)) == codec.decode(row_by_row_blob(rows, columns))
 
 
 def test_the_output_frame_carries_a_report_row_to_spark_unchanged():

@@ -119,14 +119,15 @@ def finished_replicas(tracked, snapshot, current=None):
     (the broker is in that reassignment's removing list). classify decides COMPLETED or CANCELLED from
     them. `current`, this snapshot's replica_progress when the caller has it already, saves computing it twice."""
     moving = {key_of(row) for row in (replica_progress(snapshot) if current is None else current)}
+    left = [row for row in tracked if key_of(row) not in moving]
+    if not left:  # most polls: every tracked move still moves, and the partition tables need no index
+        return []
     replica_sets = _members(snapshot["partitions"], "replicas")
     isr = _members(snapshot["partitions"], "isr")
     removing = _members(snapshot["reassignments"], "removing")
     reassigning = {partition_of(row) for row in snapshot["reassignments"]}
     gone = []
-    for row in tracked:
-        if key_of(row) in moving:
-            continue
+    for row in left:
         member = (row["topic"], row["partition"], row["broker"])
         # The brokers' liveness no longer matters for a finished move; the numbers come from history.
         gone.append({

@@ -111,7 +111,9 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
                             facts.ts_ms, pending_after_s)
     moving = _moving(replicas)
     etas = partition_etas(replicas)
-    partitions = [{**row, "eta_seconds": etas[partition_of(row)]} for row in partition_rollup(replicas)]
+    partitions = partition_rollup(replicas)
+    for row in partitions:  # rows just made here: set in place (a copy of 100,000 dicts cost 0.1 s)
+        row["eta_seconds"] = etas[partition_of(row)]
     moving_partitions = _moving(partitions)
     summary, state = _summarize(moving_partitions)
 

@@ -1,0 +1,118 @@
+"""/metrics at 100,000 moving replicas per `--metrics-detail` level: scrape size and scrape time.
+
+No cluster and no Spark: the picture /metrics serves is built the way the job builds it (the progress core,
+two polls of history, then streaming.spark.outputs.assemble: the budget model, reasons and rollups), from
+generated snapshots in two shapes - one replica added per partition (100,000 partitions) and three
+(33,334 partitions) - in topics of 1,000 partitions. For each level the job's registry (sinks.prometheus.
+MonitorMetrics) serves the picture over HTTP on 127.0.0.1 and is scraped SCRAPES times after one warm-up
+scrape: body size in bytes, samples (lines that are not comments), wall time of the scrape p50 / p95.
+Prints the table and writes it to bench/RESULTS.md.
+
+    .venv/bin/python bench/scrape.py [--replicas 100000] [--scrapes 5] [--port 32290]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.results import markdown_table, write_section  # noqa: E402
+from sinks.prometheus import DETAIL_KEYS, MonitorMetrics  # noqa: E402
+from streaming.core.history import step  # noqa: E402
+from streaming.core.progress import replica_progress  # noqa: E402
+from streaming.spark.outputs import PollFacts, assemble  # noqa: E402
+from streaming.spark.stateful import collector_paused  # noqa: E402
+from streaming.vocabulary.snapshot import Snapshot, table  # noqa: E402
+
+PARTITIONS_PER_TOPIC = 1_000
+LEADER = 1
+TITLE = "Scrape size per --metrics-detail (bench/scrape.py)"
+
+
+def snapshot(replicas, per_partition, poll_id, ts_ms):
+    """`replicas` moves, `per_partition` replicas added to each partition (brokers 2, 3, ...), each copying
+    1 MB per poll of a 1 GB leader log on broker 1."""
+    adding = list(range(LEADER + 1, LEADER + 1 + per_partition))
+    keys = [(f"topic-{n // PARTITIONS_PER_TOPIC}", n % PARTITIONS_PER_TOPIC) for n in range(-(-replicas // per_partition))]
+    logs = [{"broker": broker, "log_dir": "d", "topic": topic, "partition": partition,
+             "size": 1_000_000_000 if broker == LEADER else poll_id * 1_000_000, "offset_lag": 0, "is_future": False}
+            for topic, partition in keys for broker in [LEADER, *adding]]
+    brokers = [LEADER, *adding]
+    return Snapshot(ts_ms=ts_ms, cluster_id="synthetic", tables={
+        "reassignments": [{"topic": t, "partition": p, "replicas": brokers, "adding": adding, "removing": []}
+                          for t, p in keys],
+        "partitions": [{"topic": t, "partition": p, "leader": LEADER, "replicas": brokers, "isr": [LEADER]}
+                       for t, p in keys],
+        "log_dirs": logs, "offsets": [],
+        "brokers": table("brokers", [{"broker": b, "alive": True} for b in brokers]),
+        "log_dirs_answered": table("log_dirs_answered", [{"broker": b} for b in brokers]),
+        "topic_throttles": [], "broker_throttles": []})
+
+
+def picture(replicas, per_partition):
+    """The Prometheus picture of the second of two polls 10 s apart (rates known)."""
+    with collector_paused():
+        memory, _ = step([], replica_progress(snapshot(replicas, per_partition, 1, 1_000_000)), 1_000_000)
+        second = snapshot(replicas, per_partition, 2, 1_010_000)
+        _, report = step(memory, replica_progress(second), second.ts_ms)
+        rows = [{**row, "poll_id": 2, "ts_ms": second.ts_ms} for row in report]
+        facts = PollFacts("synthetic", second.ts_ms, 12, 0.5, (), {})
+        tables = {name: second.tables[name] for name in ("brokers", "log_dirs_answered", "topic_throttles",
+                                                          "broker_throttles", "reassignments")}
+        return assemble(rows, tables, facts, batch_id=2).picture
+
+
+def scrape(url):
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=600) as answer:
+        body = answer.read()
+    return time.monotonic() - started, body
+
+
+def measure(shot, detail, port, scrapes):
+    metrics = MonitorMetrics(detail)
+    metrics.snapshot.update(shot)
+    metrics.serve(port)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        _, body = scrape(url)
+        times = [scrape(url)[0] for _ in range(scrapes)]
+    finally:
+        metrics.close()
+    samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    return len(body), samples, times
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--replicas", type=int, default=100_000)
+    parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--port", type=int, default=32290)
+    args = parser.parse_args()
+    rows, load_start = [], os.getloadavg()[0]
+    for per_partition in (1, 3):
+        shot = picture(args.replicas, per_partition)
+        for detail in DETAIL_KEYS:
+            print(f"{per_partition} replica(s) per partition, --metrics-detail {detail}...", flush=True)
+            size, samples, times = measure(shot, detail, args.port, args.scrapes)
+            p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)]
+            rows.append([f"{args.replicas:,} replicas, {per_partition} per partition "
+                         f"({len(shot.partitions):,} partitions, {len(shot.topics)} topics)", detail,
+                         f"{size / 1e6:.1f}", f"{samples:,}", f"{statistics.median(times):.2f}", f"{p95:.2f}"])
+    headers = ["moving replicas", "--metrics-detail", "scrape MB", "samples", "scrape p50 s", "scrape p95 s"]
+    text = markdown_table(headers, rows)
+    print(text)
+    write_section(TITLE, f"The job's registry serving the picture of one batch (built as the job builds it, without "
+                  f"Spark), scraped over HTTP on 127.0.0.1 {args.scrapes} times after one warm-up scrape; the "
+                  f"counters and histograms are included. 1-minute load average at start / end: "
+                  f"{load_start:.1f} / {os.getloadavg()[0]:.1f}.\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
