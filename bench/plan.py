@@ -11,7 +11,9 @@ after the other, rotating their order each round (paired in one run, never shari
   waves        `execute --throttle T` of `--in-flight` partitions, `verify` once a second until that wave is
                complete, then the next wave: what an operator's script does;
   pipelined    `execute --max-partitions-in-flight N --throttle T --wait`: the plan's executor submits the next
-               partition as each completes.
+               partition as each completes, in the file's order (the default `--order file`, as the waves);
+  pipelined-largest  the same with `--order largest`: the largest partitions first, so the plan's tail is its
+               smallest partitions.
 
 Measured per arm: wall time from the first command until every partition is at its target and no throttle
 the arm set is left (a 0.25 s watcher reads the cluster), and the peak number of partitions named in the
@@ -48,7 +50,7 @@ POLL_S = 0.25
 VERIFY_EVERY_S = 1.0
 ARM_TIMEOUT_S = 1800
 TITLE = "Plans: all at once, fixed waves, pipelined (bench/plan.py)"
-ARMS = ("all-at-once", "waves", "pipelined")
+ARMS = ("all-at-once", "waves", "pipelined", "pipelined-largest")
 
 
 class Watcher(threading.Thread):
@@ -127,8 +129,9 @@ def run_arm(arm, cluster, topic, moves, args, directory, ownership):
                 until_verified(common, wave)
         else:
             whole = plan_file(directory, arm, topic, moves)
+            order = ["--order", "largest"] if arm == "pipelined-largest" else []
             code, out, err = cli("execute", *common, "--reassignment-json-file", whole, "--throttle", args.throttle,
-                                 "--max-partitions-in-flight", args.in_flight, "--wait")
+                                 "--max-partitions-in-flight", args.in_flight, *order, "--wait")
             assert code == 0, err + out[-2000:]
         wait_for(lambda: watcher.moving == 0 and watcher.throttled is False, 120, interval_s=POLL_S,
                  message=f"{arm}: nothing moving or throttled")
@@ -163,7 +166,7 @@ def main():
         forward = True
         with tempfile.TemporaryDirectory() as directory:
             for round_index in range(args.rounds):
-                order = ARMS[round_index % 3:] + ARMS[:round_index % 3]
+                order = ARMS[round_index % len(ARMS):] + ARMS[:round_index % len(ARMS)]
                 for arm in order:
                     target = away if forward else home
                     wall, peak = run_arm(arm, cluster, topic, [(p, target[p]) for p in range(args.partitions)],
