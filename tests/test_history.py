@@ -1,5 +1,6 @@
 """History rules on plain data: sequences of polls in, the last report row out (one case per row)."""
 
+import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -8,6 +9,8 @@ from streaming.core.progress import finished_replicas, replica_progress
 from streaming.vocabulary.snapshot import from_rows
 
 SETTINGS = Settings(stall_after_s=30, rate_window_s=20)
+# 10 KB/s for the first 20 s, then a 20 KB/s sample of 20 s (one window): weight 1 - e^-1 beats the mean's 1/2
+PAST_WINDOW_RATE = 10_000 + (1 - math.exp(-1)) * 10_000
 
 
 def snapshot(ts_ms, copied, leader=1_000_000, in_isr=False, moving=True, replicas=(1, 2), alive=(1, 2, 3)):
@@ -44,6 +47,13 @@ CASES = [
     ("first-poll-pending", [(0, dict(copied=0))], "PENDING", (None, None)),
     ("steady-copy", [(0, dict(copied=0)), (10, dict(copied=100_000))], "COPYING", (10_000, 90.0)),
     ("in-isr", [(0, dict(copied=0)), (10, dict(copied=1_000_000, in_isr=True))], "IN_SYNC", (100_000, 0.0)),
+    # A throttled copy comes in bursts: a first sample taken in a pause does not hold the rate near 0; until a
+    # window has passed the rate is the mean since first seen (600 KB in 6 s), then recent samples weigh more.
+    ("first-sample-in-a-pause", [(0, dict(copied=0)), (2, dict(copied=0)), (4, dict(copied=400_000)),
+                                 (6, dict(copied=600_000))], "COPYING", (100_000, 4.0)),
+    ("past-a-window-recent-samples-weigh-more", [(0, dict(copied=0)), (20, dict(copied=200_000)),
+                                                 (40, dict(copied=600_000))], "COPYING",
+     (PAST_WINDOW_RATE, 400_000 / PAST_WINDOW_RATE)),
     ("no-growth-stalls", [(0, dict(copied=10)), (20, dict(copied=10)), (40, dict(copied=10))], "STALLED",
      (0.0, None)),
     ("growth-resets-stall", [(0, dict(copied=10)), (20, dict(copied=10)), (40, dict(copied=20))], "COPYING", None),

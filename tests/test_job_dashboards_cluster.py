@@ -1,6 +1,7 @@
 """Every dashboard query against a real Prometheus scraping the real job while a real throttled move runs.
 
-The move is started with `reassign-monitor execute --throttle`, so the job's janitor (`--throttle-cleanup
+The move is started with `reassign-monitor execute --throttle --max-partitions-in-flight` (a plan of one
+partition, which the job advances: the plan panels have data too), so the job's janitor (`--throttle-cleanup
 owned`, the default) removes its throttles at completion and the throttle-action panels have data too.
 A second, tiny move held at a 1 B/s leader throttle shows a replica whose copied bytes stop growing (the
 "Stalled replicas" panel) and is cancelled once Prometheus has seen it. Every query must parse and must
@@ -55,14 +56,16 @@ def job(owned_job):
     return owned_job.ensure_started()
 
 
-def execute(cluster, directory, topic, replicas, throttle):
+def execute_plan(cluster, directory, topic, replicas, throttle):
+    """The move as a plan of one partition (`--max-partitions-in-flight`), so the plan panels have data too:
+    its first wave is submitted here, the job carries the plan to the end."""
     plan = directory / f"{topic}.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}))
     result = subprocess.run([CLI, "execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
-                             str(plan), "--throttle", str(throttle), "--output", "json"],
-                            capture_output=True, text=True, timeout=60)
+                             str(plan), "--throttle", str(throttle), "--max-partitions-in-flight", "1",
+                             "--output", "json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)["request_id"]
+    return json.loads(result.stdout.splitlines()[0])["request_id"]
 
 
 def reassigning(cluster):
@@ -134,7 +137,7 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
             seen = Observations(prom, [expr for _, _, expr in queries])
             start = time.time()
 
-            execute(cluster, tmp_path, big, [SOURCE, DESTINATION], RATE)
+            execute_plan(cluster, tmp_path, big, [SOURCE, DESTINATION], RATE)
             cluster.set_configs({stuck: {TOPIC_THROTTLE_KEYS["leader"]: f"0:{STUCK_SOURCE}",
                                          TOPIC_THROTTLE_KEYS["follower"]: f"0:{STUCK_DESTINATION}"}},
                                 {STUCK_SOURCE: {BROKER_THROTTLE_KEYS["leader"]: 1}})

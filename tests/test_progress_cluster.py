@@ -101,6 +101,7 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
         {"topic": cluster.unique_topic("progress-absent"), "partition": 0, "replicas": [1]},
     ]}))
 
+    print(f"before the move's reports: {surroundings(cluster)}")
     # One-shot reports while the copy runs: the numerator grows, the denominator is the leader's log.
     leader_bytes = log_size(cluster, 3, moving, 0)
     assert leader_bytes >= MEGABYTES * 0.95e6
@@ -117,7 +118,7 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
         assert row["rate_bytes_per_sec"] is None and row["eta_seconds"] is None  # one-shot: no history
         numerators.append(row["numerator"])
         time.sleep(1.5)
-    assert numerators == sorted(numerators) and numerators[-1] > numerators[0], (numerators, surroundings(cluster))
+    assert numerators == sorted(numerators) and numerators[-1] > numerators[0], f"{numerators}; {surroundings(cluster)}"
     assert numerators[-1] < leader_bytes  # the throttle holds: still copying
 
     # Every KIP-179 status from one crafted file, while the move is still under way.
@@ -137,10 +138,10 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
 
     # --watch until the move completes: rates appear from the second poll, the last document says done.
     code, documents = progress(cluster, "--watch", "2", timeout=90)
-    assert code == EXIT_OK, surroundings(cluster)
+    assert code == EXIT_OK, f"{surroundings(cluster)}"
     assert documents[-1]["in_progress"] is False and documents[-1]["replicas"] == []
     rates = [by_replica(d)[key]["rate_bytes_per_sec"] for d in documents[1:-1] if key in by_replica(d)]
-    assert rates and all(0.3 * RATE < r < 3 * RATE for r in rates if r), (rates, surroundings(cluster))
+    assert rates and all(0.3 * RATE < r < 3 * RATE for r in rates if r), f"{rates}; {surroundings(cluster)}"
     etas = [d["summary"]["eta_seconds"] for d in documents[1:-1]]
     assert any(e is not None for e in etas)
 

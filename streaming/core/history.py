@@ -6,7 +6,11 @@ reassignment), and returns the rows to remember and the rows to report. The cloc
 each row is stepped on its own, against its remembered row found by key (one pass over each list).
 
 Rates are exponentially weighted over `rate_window_s` with the weight of each sample set by the time
-since the previous one (polls need not be evenly spaced, and a restarted job resumes mid-window).
+since the previous one (polls need not be evenly spaced, and a restarted job resumes mid-window). Until a
+move has been seen for a window, a sample weighs at least its share of the time since the move was first
+seen, so the rate is then the mean since first seen: a throttled copy arrives in bursts (Kafka's quota lets a
+fetch through, then holds the next until its window's average is under the rate), and a first sample taken
+in a pause (0 B/s) must not hold the rate near 0 for a whole window, as it did when it seeded the average.
 """
 
 import math
@@ -51,13 +55,15 @@ def _as_int(value):
     return None if value is None else int(value)
 
 
-def _smoothed(previous_rate, sample, dt_s, window_s):
-    """The rate blended with a new sample by weight 1 - exp(-dt/window); a missing side yields the other."""
+def _smoothed(previous_rate, sample, dt_s, seen_s, window_s):
+    """The rate blended with a new sample covering the last `dt_s` of the `seen_s` since the move was first
+    seen, by weight 1 - exp(-dt/window) or, while that is smaller, dt/seen (the mean since first seen: module
+    docstring); a missing side yields the other."""
     if previous_rate is None:
         return sample
     if sample is None:
         return previous_rate
-    weight = 1.0 - math.exp(-dt_s / window_s)
+    weight = max(1.0 - math.exp(-dt_s / window_s), dt_s / seen_s if seen_s else 1.0)
     return previous_rate + weight * (sample - previous_rate)
 
 
@@ -84,13 +90,14 @@ def _step_row(before, row, now_ms, settings):
     numerator, denominator = row["numerator"], row["denominator"]
     last_numerator, last_denominator = before.get("last_numerator"), before.get("last_denominator")
 
-    copy_rate = _smoothed(before.get("copy_rate"), _per_second(numerator, last_numerator, dt_s), dt_s,
+    first_seen_ms = _or(before.get("first_seen_ms"), now_ms)
+    seen_s = (now_ms - first_seen_ms) / 1000.0
+    copy_rate = _smoothed(before.get("copy_rate"), _per_second(numerator, last_numerator, dt_s), dt_s, seen_s,
                           settings.rate_window_s)
     leader_rate = _smoothed(before.get("leader_rate"), _per_second(denominator, last_denominator, dt_s), dt_s,
-                            settings.rate_window_s)
+                            seen_s, settings.rate_window_s)
     grew = not seen_before or (numerator is not None and last_numerator is not None and numerator > last_numerator)
     last_growth_ms = now_ms if grew else _or(before.get("last_growth_ms"), now_ms)
-    first_seen_ms = _or(before.get("first_seen_ms"), now_ms)
 
     report = dict(row)
     finished = bool(row["finished"])
