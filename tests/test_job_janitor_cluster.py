@@ -162,7 +162,10 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
     cluster.produce(topic, [0], 6)
     cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": FOREIGN_RATE}})
     try:
-        polls_after(job, 2)  # the job's history holds the broker's value before the move
+        polls_after(job, 2)
+        # The janitor's history must hold the broker's value before the move: while the job idles, the watch has
+        # it observe once a trigger interval (README, Throttle janitor rule 3).
+        time.sleep(OWNED_JOB_TRIGGER_S + 1)
         plan = tmp_path / "move.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
         started = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",

@@ -8,9 +8,10 @@ complete ones (the janitor keeps the last two, driver side):
   oldest poll of the history (throttles are usually set just before the reassignment starts, so they may
   land one poll earlier), p is that partition and b one of its replicas (current, adding or removing);
 - a broker rate is adopted per config key, on a broker the started moves use (and that was alive in the
-  oldest poll, so its configs were read): a key that had no value in the oldest poll and now has one is
-  claimed with no prior (deleted at completion); a key whose value changed is claimed with the value
-  seen before as its prior (restored at completion), so neither is left behind. When that earlier value
+  oldest poll, so its configs were read): a key that had no value before and now has one is claimed with no
+  prior (deleted at completion); a key whose value changed is claimed with the value seen before as its
+  prior (restored at completion), so neither is left behind. "Before" is the newest poll of the history that
+  saw another value (`rate_before`): a value somebody set between the two polls is the one restored. When that earlier value
   was ours (an active claim holds it), the prior is carried over from our claim, as `execute` does.
 Nothing our own records hold (the value an active `execute` record claims) is taken, `*` never is, and
 a history with a gap (an incomplete poll, a restart) observes nothing: missing facts never become claims.
@@ -32,6 +33,16 @@ def started_moves(previous, view, ours=frozenset()):
             target = tuple(b for b in replicas if b not in removing)
             moves.append((Move(topic, partition, sources, target), frozenset(replicas) | set(adding) | set(removing)))
     return moves
+
+
+def rate_before(history, broker, kind, rate):
+    """The value a broker rate had before it became `rate`: that of the newest poll of the history that read
+    the broker's configs and saw another value; `rate` itself when every poll saw it already. The newest, not
+    the oldest: a value an operator set between the two polls before the move is theirs to get back."""
+    for earlier in reversed(history):
+        if broker in earlier.alive and earlier.broker_rates.get((broker, kind)) != rate:
+            return earlier.broker_rates.get((broker, kind))
+    return rate
 
 
 def observe(history, view, records, request_id, now_ms):
@@ -56,7 +67,7 @@ def observe(history, view, records, request_id, now_ms):
     used = frozenset().union(*(brokers for _, brokers in started)) & oldest.alive
     rates = []
     for (broker, kind), rate in sorted(view.broker_rates.items()):
-        before, owned = oldest.broker_rates.get((broker, kind)), claimed_rates.get((broker, kind), ())
+        before, owned = rate_before(history, broker, kind, rate), claimed_rates.get((broker, kind), ())
         if broker in used and rate != before and not holders(owned, rate):
             rates.append(RateClaim(broker, kind, rate, prior_of(owned, before)))
     if not entries and not rates:

@@ -68,6 +68,10 @@ class Door:
         self.requests = 0
         self.retried = Counter()
         self._lock = threading.Lock()  # the poller calls from several threads
+        # One read of our own topics at a time: the driver's watch (ownership, plans) and the batch's janitor
+        # read from two threads through the one reader, a KafkaConsumer, which is not thread-safe (two polls at
+        # once failed with "generator already executing" and left the watch unable to read).
+        self._reading = threading.Lock()
         self._gone = GoneNodes(hold_s=timeout_s)
         self._kafka = None
         self._confluent = None

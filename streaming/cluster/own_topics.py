@@ -205,7 +205,9 @@ class OwnTopics:
                 reader.unsubscribe()
             return records
 
-        return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"), drop=self._drop_reader)
+        with self._reading:  # the reader is one KafkaConsumer, shared by the driver's threads
+            return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"),
+                                  drop=self._drop_reader)
 
 
 def _led(topic):
