@@ -122,18 +122,22 @@ def _submitted(waves):
     return {(m.topic, m.partition) for w in waves if w.state != WAVE_PENDING for m in w.moves}
 
 
-def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
-    """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
-    those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
-    the door the writes and the janitor go through; `plans`: sinks.plans.plan_store.PlanStore; `owners`:
-    sinks.throttles.ownership.OwnershipStore."""
+def _read_plan(read, plans, owners, request_id):
+    """(plan, snapshot of its topics, its waves), after reading what others wrote to the stores."""
     plans.refresh()
     owners.refresh()
     plan = find(plans, request_id)
     if plan is None:
         raise BadInput(f"no plan with request id {request_id}")
-    snapshot = read(sorted({m.topic for m in plan.moves}))
-    waves = _waves(owners, plan)
+    return plan, read(sorted({m.topic for m in plan.moves})), _waves(owners, plan)
+
+
+def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
+    """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
+    those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
+    the door the writes and the janitor go through; `plans`: sinks.plans.plan_store.PlanStore; `owners`:
+    sinks.throttles.ownership.OwnershipStore."""
+    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
     if any(w.state == WAVE_PENDING for w in waves):
         _settle_pending_waves(owners, waves, snapshot, now_ms)
         waves = _waves(owners, plan)
@@ -180,13 +184,7 @@ def observe(read, plans, owners, request_id):
     """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
     reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
     submitted (its partitions are not taken for someone else's)."""
-    plans.refresh()
-    owners.refresh()
-    plan = find(plans, request_id)
-    if plan is None:
-        raise BadInput(f"no plan with request id {request_id}")
-    snapshot = read(sorted({m.topic for m in plan.moves}))
-    waves = _waves(owners, plan)
+    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
     states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves})
     return Step(plan, _counts(states), left_alone=tuple((key, reason) for key, (state, reason) in states.items()
                                                          if state == LEFT_ALONE),
