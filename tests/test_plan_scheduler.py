@@ -74,6 +74,8 @@ STATE_CASES = [
     ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, LEFT_ALONE),
     ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, LEFT_ALONE),
     ("submitted, then cancelled: back on the sources", True, [1, 2], None, CANCELLED),
+    ("submitted, finished, the metadata still shows the reassignment's replicas", True, [3, 2, 1], None, IN_FLIGHT),
+    ("submitted, cancelled to a subset of its replicas: not finishing", True, [2], None, CANCELLED),
     ("someone else moved it before we submitted", False, [4, 2], None, LEFT_ALONE),
     ("the topic was deleted", False, None, None, LEFT_ALONE),
 ]

@@ -7,10 +7,14 @@ The rules are named predicates in the one order `classify` applies them; the fir
 3. `moving_for_us`   reassigning to our target after this plan submitted it: IN_FLIGHT.
 4. `moving_for_others` reassigning, but not submitted by this plan or to another target: LEFT_ALONE
    (someone else reassigns it; never overwritten).
-5. `reverted`        submitted, not reassigning, not at the target: CANCELLED (cancelled by us or by
+5. `finishing`       submitted, not reassigning any more, and its replicas still the reassignment's union of
+   target and sources: the metadata the poll read lags the controller that finished the move (seen at the
+   end of a 300-partition plan: three partitions counted cancelled in its last record). IN_FLIGHT until the
+   metadata catches up; a cancel reverts to the sources, which this never is.
+6. `reverted`        submitted, not reassigning, not at the target: CANCELLED (cancelled by us or by
    someone else; never submitted again).
-6. `moved_by_others` not submitted, its replicas are no longer the plan's sources: LEFT_ALONE.
-7. otherwise PENDING.
+7. `moved_by_others` not submitted, its replicas are no longer the plan's sources: LEFT_ALONE.
+8. otherwise PENDING.
 
 `submitted` is what the plan's started waves record (sinks.plans.submit): a partition whose wave died
 before AlterPartitionReassignments was confirmed is decided from the cluster (sinks.plans.advance).
@@ -48,6 +52,13 @@ def moving_for_others(move, submitted, current, ongoing):
     return f"reassigned by someone else (to {target})" if not submitted else f"its target was changed to {target}"
 
 
+def finishing(move, submitted, current, ongoing):
+    if (submitted and ongoing is None and set(move.target) < set(current)
+            and set(current) == set(move.target) | set(move.sources) != set(move.sources)):
+        return "finishing (the metadata still shows the reassignment's replicas)"
+    return None
+
+
 def reverted(move, submitted, current, ongoing):
     if submitted and ongoing is None:
         return f"cancelled: replicas {','.join(map(str, current))}"
@@ -61,7 +72,7 @@ def moved_by_others(move, submitted, current, ongoing):
 
 
 RULES = ((at_target, DONE), (gone, LEFT_ALONE), (moving_for_us, IN_FLIGHT), (moving_for_others, LEFT_ALONE),
-         (reverted, CANCELLED), (moved_by_others, LEFT_ALONE))
+         (finishing, IN_FLIGHT), (reverted, CANCELLED), (moved_by_others, LEFT_ALONE))
 
 
 def classify(move, submitted, current, ongoing):
