@@ -10,7 +10,7 @@ import pytest
 from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
 from sinks.prometheus import MonitorMetrics
 from sinks.throttles.ownership import DONE, MemoryStore
-from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
+from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, READ
 from streaming.watch import gate, rules
 from streaming.watch.rules import WatchView
 from streaming.watch.watch import Watch
@@ -28,13 +28,14 @@ IDLE = dict(listed=True, batches_done=1)
     (WatchView(**IDLE, reassigning=T0), "reassigning"),
     (WatchView(**IDLE, tracks_moves=True), "tracked_in_state"),
     (WatchView(**IDLE, owned=T0), "owned_throttles"),
+    (WatchView(**IDLE, owned_unread=True), "ownership_unread"),
     (WatchView(**IDLE, throttles_to_clear=True), "throttles_to_clear"),
     (WatchView(**IDLE, active_plans=1), "plans_active"),
     # order: the first rule that holds names the reason
     (WatchView(listed=False, batches_done=0, reassigning=T0), "watch_blind"),
     (WatchView(**IDLE, reassigning=T0, tracks_moves=True, owned=T0), "reassigning"),
     (WatchView(**IDLE, tracks_moves=True, owned=T0), "tracked_in_state"),
-], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "clear-all", "plans", "blind-first",
+], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "unread", "clear-all", "plans", "blind-first",
         "reassigning-first", "tracked-before-owned"])
 def test_batch_reason(view, reason):
     assert rules.batch_reason(view) == reason
@@ -111,7 +112,7 @@ class Writer:
 
 
 def a_watch(tmp_path, cluster, store=None, writer=None, trigger_s=10.0):
-    metrics = MonitorMetrics(apis=(LIST_REASSIGNMENTS,))
+    metrics = MonitorMetrics(apis=(LIST_REASSIGNMENTS, READ))
     j = janitor(cluster, store)[0] if store is not None else None
     clock = Clock()
     watch = Watch(cluster, metrics, str(tmp_path / "gate.json"), trigger_s, j, writer or Writer(),
@@ -227,6 +228,35 @@ def test_the_watch_removes_owned_throttles_the_moment_their_move_leaves(tmp_path
     assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
     assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
     assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
+
+
+class UnreadableStore(MemoryStore):
+    """The ownership store whose next `fail` reads fail (the ownership topic's leader SIGKILLed)."""
+
+    def __init__(self, *records, fail):
+        super().__init__(latest={r.request_id: r for r in records})
+        self.fail = fail
+
+    def refresh(self):
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("Fetch: broker 3, the leader of the ownership topic, did not answer")
+
+
+def test_a_request_written_while_the_ownership_records_were_unreadable_is_swept_once_they_read(tmp_path):
+    """The move of a request the watch could not read ends while the ownership topic is unreadable: batches
+    keep running, the watch reads again every tick, and once it reads, the due removal is done."""
+    cluster, store = throttled(moving=True), UnreadableStore(request(), fail=2)
+    watch, metrics, _ = a_watch(tmp_path, cluster, store)
+    watch.batch_done(*batch("COPYING"))
+    assert watch.tick() == "reassigning"  # the first read failed: nothing known as owned
+    del cluster.reassigning[("t", 0)]
+    watch.batch_done(*batch("COMPLETED"))
+    assert watch.tick() == "ownership_unread"  # still failing: not idle
+    assert cluster.alters == []
+    assert watch.tick() is None  # read at last: the removal due is done at once, and nothing is left to do
+    assert cluster.topics[("t", "leader")] == "3:3" and store.records()[0].state == DONE
+    assert sample(metrics, POLL_ERRORS, api=READ) == 2.0
 
 
 def test_between_ticks_the_watch_looks_closer_while_an_owned_partition_moves(tmp_path):

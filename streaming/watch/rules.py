@@ -29,6 +29,7 @@ class WatchView:
     listed: bool
     reassigning: frozenset = frozenset()
     owned: frozenset = frozenset()
+    owned_unread: bool = False  # the last read of the ownership records failed: `owned` may miss a request
     batches_done: int = 0
     tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
     throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
@@ -62,6 +63,12 @@ def owned_throttles(view):
     return bool(view.owned)
 
 
+def ownership_unread(view):
+    """The ownership records could not be read: a request written meanwhile may own throttles whose move
+    already ended (the topic's leader SIGKILLed mid-move), so batches run, their janitor reading again."""
+    return view.owned_unread
+
+
 def throttles_to_clear(view):
     """Under --throttle-cleanup all, throttles remain for the batch's janitor to clear."""
     return view.throttles_to_clear
@@ -73,8 +80,8 @@ def plans_active(view):
     return view.active_plans > 0
 
 
-BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, throttles_to_clear,
-               plans_active)
+BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, ownership_unread,
+               throttles_to_clear, plans_active)
 
 
 def batch_reason(view):

@@ -106,6 +106,7 @@ class Watch:
         self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
         self._owned = frozenset()
+        self._owned_unread = False  # the last read of the ownership records failed
         self._listed_once = False
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
@@ -192,13 +193,13 @@ class Watch:
         """One round (module docstring); returns the reason a batch is wanted, or None."""
         now_wall = self.wall()
         listed = self._list()
-        if listed is not None and (not self._listed_once or listed or self._owned):
+        if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread):
             self._refresh_owned()
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
             if left or (self._sweep_due and self._owned):
                 self._sweep(sorted(left))
-            elif not self._owned:
+            elif not self._owned and not self._owned_unread:
                 self._sweep_due = False
         if listed is not None:
             self._reassigning = frozenset(listed)
@@ -228,7 +229,11 @@ class Watch:
             return
         try:
             self._owned = frozenset(self.janitor.owned_partitions())
-        except Exception as error:  # keep what was known; the batch's janitor reads again
+            self._owned_unread = False
+        except Exception as error:  # keep what was known; read again every tick until a read succeeds
+            # A request written while the read failed (its move may end meanwhile: the ownership topic's leader
+            # was SIGKILLed mid-move) is unknown here: batches run and a sweep is due once it is read.
+            self._owned_unread = self._sweep_due = True
             self.metrics.poll_errors.labels(api=READ).inc()
             self.log(f"reading ownership records failed: {error}")
 
@@ -319,7 +324,7 @@ class Watch:
         with self._lock:
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
                                    batches_done=self._batches_done, tracks_moves=self._tracks_moves,
-                                   throttles_to_clear=self._throttles_to_clear,
+                                   throttles_to_clear=self._throttles_to_clear, owned_unread=self._owned_unread,
                                    active_plans=len(self.plans.statuses) if self.plans is not None else 0)
             last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
         reason = rules.batch_reason(view)
