@@ -48,6 +48,30 @@ def test_completing_the_first_of_two_overlapping_moves_keeps_what_the_second_nee
     expect_throttles(cluster, [small, big], {})
 
 
+def test_an_operators_rate_between_two_overlapping_requests_is_restored(cluster, clean, tmp_path):
+    """Issue 19 (1) on the real cluster: request A sets broker 1's leader rate; an operator changes it by hand;
+    request B sets A's number again over the operator's value. Once both moves completed, the janitor (verify)
+    restores the operator's value: A's stale claim does not delete it."""
+    operator = 5 * MB
+    first = cluster.create_topic(cluster.unique_topic("stale-a"), {0: [1]}, megabytes=1)
+    second = cluster.create_topic(cluster.unique_topic("stale-b"), {0: [1]}, megabytes=1)
+    own = ownership_topic()
+    clean += [first, second, own]
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    plan_a = write_plan(tmp_path / "a.json", [(first, 0, [2])])  # 1 -> 2
+    plan_b = write_plan(tmp_path / "b.json", [(second, 0, [3])])  # 1 -> 3: the same source broker
+    assert cli("execute", *common, "--reassignment-json-file", plan_a, "--throttle", MB)[0] == 0
+    cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": operator}})
+    assert cli("execute", *common, "--reassignment-json-file", plan_b, "--throttle", MB)[0] == 0
+    assert throttles(cluster, [])[(1, L)] == MB  # B set A's number over the operator's
+
+    wait_done(cluster, [(first, 0), (second, 0)])
+    for plan in (plan_a, plan_b):
+        code, _, err = cli("verify", *common, "--reassignment-json-file", plan)
+        assert code == 0, err
+    expect_throttles(cluster, [first, second], {(1, L): operator})
+
+
 def test_cancel_mid_move_reverts_replicas_and_the_throttles_go(cluster, clean, tmp_path):
     topic = cluster.create_topic(cluster.unique_topic("cancel"), {0: [1, 2]}, megabytes=15)
     own = ownership_topic()
