@@ -102,3 +102,21 @@ def test_an_idle_watch_reads_plans_once_a_trigger_and_each_tick_while_something_
     clock.now += 1
     watch.tick()
     assert reads == [1000.0, 1010.0, 1011.0, 1012.0]
+
+
+def test_the_throttles_a_plan_step_removed_count_in_the_throttle_actions_metric(tmp_path):
+    """A plan's step sweeps with a janitor of its own: its removals count like the watch's own sweeps."""
+    from types import SimpleNamespace
+
+    from sinks.metric_names import THROTTLE_ACTIONS
+    from tests.test_watch import a_watch, batch, sample
+
+    removed = SimpleNamespace(scope="broker", action="removed")
+    step = SimpleNamespace(throttle_actions=(removed, removed), submitted=(), cancelled=(), refused=(), counts={})
+    status = SimpleNamespace(step=step, state=RUNNING, not_advanced=None, advanced_by=ME)
+    fake, _, _ = setup()
+    watch, metrics, _ = a_watch(tmp_path, fake)
+    watch.plans = SimpleNamespace(tick=lambda now_s, now_ms: {PLAN_ID: status}, statuses={PLAN_ID: status})
+    watch.batch_done(*batch())
+    watch.tick()
+    assert sample(metrics, THROTTLE_ACTIONS, scope="broker", action="removed") == 2.0

@@ -285,6 +285,9 @@ class Watch:
             return
         for request_id, status in statuses.items():
             step = status.step
+            # A plan's step sweeps with a janitor of its own: what it removed counts like the watch's own sweeps.
+            for action in step.throttle_actions if step is not None else ():
+                self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
             if step is not None and (step.submitted or step.cancelled or step.refused):
                 self.log(f"plan {request_id}: submitted {len(step.submitted)}, refused {len(step.refused)}, "
                          f"cancelled {len(step.cancelled)}; " +
