@@ -226,9 +226,6 @@ def test_in_flight_change_never_breaks_the_job(fault_cluster, fault_job, tmp_pat
         cleanup(cluster, created)
 
 
-@pytest.mark.xfail(strict=False, reason="open defect (issue 18): the idle job's first Spark batch after the move started "
-                   "polls once this short move (cancelled 5-8 s after its start) is over, so it never reports the "
-                   "move (4 runs of 4 alone this session; passed in the session's first full run); the watch saw it")
 def test_cancel_after_one_adding_replica_joined_the_isr(fault_cluster, fault_job, tmp_path):
     """[s] -> [s,j,k]; broker k is SIGKILLed at once, so broker j gets the whole leader budget, catches up
     and joins the ISR while k cannot. Cancel then takes both adding replicas out (an offline adding replica

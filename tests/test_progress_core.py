@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.core.progress import REPLICA_COLUMNS, finished_replicas, partition_rollup, replica_progress, with_states
+from streaming.core.progress import (REPLICA_COLUMNS, finished_replicas, partition_rollup, replica_progress,
+                                     unreported_moves, with_states)
 from streaming.vocabulary.snapshot import from_rows
 from streaming.vocabulary.states import ReplicaState
 
@@ -119,6 +120,20 @@ def test_finished_moves(replicas_after, state):
     assert len(gone) == 1
     assert gone[0]["state"] == state
     assert gone[0]["finished"] is True
+
+
+@pytest.mark.parametrize("adding, tracked_brokers, keys", [
+    ([2, 3], [], [2, 3]),
+    ([2, 3], [3], [2]),  # the state tracks broker 3's move already: finished_replicas reports it from there
+    ([], [], []),  # a move that only drops replicas has no replica move to report
+    ([None, 2], [], [2]),
+], ids=["new", "tracked-already", "adds-none", "null-broker"])
+def test_unreported_moves_are_the_replicas_being_added_the_state_does_not_track(adding, tracked_brokers, keys):
+    snapshot = from_rows(1_000, "cluster", unreported_reassignments=[
+        {"topic": TOPIC, "partition": 0, "replicas": [1, 2, 3], "adding": adding, "removing": [1]}])
+    tracked = [{"topic": TOPIC, "partition": 0, "broker": b, "intra_broker": False} for b in tracked_brokers]
+    assert unreported_moves(snapshot, tracked) == [
+        {"topic": TOPIC, "partition": 0, "broker": b, "intra_broker": False} for b in keys]
 
 
 def test_a_move_still_under_way_is_not_finished():

@@ -4,6 +4,7 @@ durations."""
 
 import json
 import math
+import time
 from dataclasses import replace
 from operator import itemgetter
 
@@ -23,8 +24,10 @@ from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
-from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE, poll_rows, snapshot_rows
+from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
+                                    with_unreported)
 from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
+from streaming.watch import gate
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 BUCKETS = 4
@@ -140,6 +143,43 @@ def test_tracker_reports_each_move_once_per_poll_and_completion_once():
     assert set(out.loc[out["poll_id"] == 3, "state"]) == {"COMPLETED"}
     assert out.loc[out["poll_id"] == 2, "copy_rate"].tolist() == [50.0] * 6
     assert all(memory == [] for memory in memories.values())
+
+
+def finished_snapshot(ts_ms, replicas):
+    """The poll after every cluster_snapshot move left the list, each partition's replica set now `replicas`."""
+    snapshot = cluster_snapshot(ts_ms, 1000, moving=False)
+    partitions = [{**row, "replicas": replicas, "isr": replicas} for row in snapshot["partitions"]]
+    return with_unreported(from_rows(ts_ms, "cluster-x", **{**snapshot.tables, "partitions": partitions}),
+                           cluster_snapshot(0, 0)["reassignments"])
+
+
+@pytest.mark.parametrize("replicas_after, state", [([1, 2], "COMPLETED"), ([1], "CANCELLED")],
+                         ids=["completed", "cancelled"])
+def test_a_move_the_watch_saw_but_no_batch_polled_is_reported_finished_once(replicas_after, state):
+    """The idle job's first batch polls after a short move ended: the watch hands that move over with the
+    batch's offsets (streaming.watch.gate) and the batch reports its transition, then forgets it."""
+    memories, out = track_all([source_frame(1, finished_snapshot(5_000, replicas_after))])
+    assert sorted(zip(out["topic"], out["broker"], out["state"])) == [(f"t{i}", 2, state) for i in range(6)]
+    assert all(memory == [] for memory in memories.values())
+
+
+def test_a_handed_over_move_the_state_already_tracks_is_reported_once():
+    frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, finished_snapshot(10_000, [1, 2]))]
+    _, out = track_all(frames)
+    assert out.groupby("poll_id").size().to_dict() == {1: 6, 2: 6}
+    assert set(out.loc[out["poll_id"] == 2, "state"]) == {"COMPLETED"}
+
+
+def test_the_offsets_carry_the_watch_handover_and_stay_put_while_idle(tmp_path):
+    path = str(tmp_path / "gate.json")
+    reader = PollStreamReader({"bootstrap": "127.0.0.1:1", "gate": path})
+    moved = {"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}
+    gate.write(path, "left_unreported", time.time() * 1000, [moved])
+    end = reader.latestOffset({"poll": 4}, None)
+    assert end == {"poll": 5, UNREPORTED: [moved]}
+    assert [p.unreported for p in reader.partitions({"poll": 4}, json.loads(json.dumps(end)))] == [(moved,)]
+    gate.write(path, None, time.time() * 1000)
+    assert reader.latestOffset(end, None) == end  # no batch: the same offset, handover included
 
 
 # A memory blob as the job wrote it from pandas frames (history.MEMORY_DTYPES before the core dropped pandas).

@@ -26,6 +26,7 @@ IDLE = dict(listed=True, batches_done=1)
     (WatchView(listed=False, batches_done=1), "watch_blind"),
     (WatchView(listed=True, batches_done=0), "first_batch"),
     (WatchView(**IDLE, reassigning=T0), "reassigning"),
+    (WatchView(**IDLE, left_unreported=True), "left_unreported"),
     (WatchView(**IDLE, tracks_moves=True), "tracked_in_state"),
     (WatchView(**IDLE, owned=T0), "owned_throttles"),
     (WatchView(**IDLE, owned_unread=True), "ownership_unread"),
@@ -35,7 +36,7 @@ IDLE = dict(listed=True, batches_done=1)
     (WatchView(listed=False, batches_done=0, reassigning=T0), "watch_blind"),
     (WatchView(**IDLE, reassigning=T0, tracks_moves=True, owned=T0), "reassigning"),
     (WatchView(**IDLE, tracks_moves=True, owned=T0), "tracked_in_state"),
-], ids=["idle", "blind", "first-batch", "reassigning", "tracked", "owned", "unread", "clear-all", "plans", "blind-first",
+], ids=["idle", "blind", "first-batch", "reassigning", "left-unreported", "tracked", "owned", "unread", "clear-all", "plans", "blind-first",
         "reassigning-first", "tracked-before-owned"])
 def test_batch_reason(view, reason):
     assert rules.batch_reason(view) == reason
@@ -81,15 +82,19 @@ def test_gate_fails_open(tmp_path, content, now_ms, wanted):
     path = tmp_path / "gate.json"
     if content is not None:
         path.write_text(content)
-    assert gate.batch_wanted(str(path), now_ms) is wanted
+    assert gate.read(str(path), now_ms) == gate.Decision(wanted=wanted)
+
+
+MOVED = {"topic": "t", "partition": 0, "replicas": [2, 1], "adding": [2], "removing": [1]}
 
 
 def test_gate_round_trip(tmp_path):
     path = str(tmp_path / "gate.json")
     gate.write(path, None, 5000)
-    assert not gate.batch_wanted(path, 5001)
-    gate.write(path, "reassigning", 6000)
-    assert gate.batch_wanted(path, 6001)
+    assert gate.read(path, 5001) == gate.Decision(wanted=False)
+    gate.write(path, "left_unreported", 6000, [MOVED])
+    assert gate.read(path, 6001) == gate.Decision(wanted=True, unreported=(MOVED,))
+    assert gate.read(path, 6000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)  # stale: none handed over
 
 
 class Clock:
@@ -124,10 +129,11 @@ def sample(metrics, metric, **labels):
     return metrics.registry.get_sample_value(metric.name, labels)
 
 
-def batch(*states, batch_id=7):
-    """(a batch's output as the watch reads it, its batch id)."""
+def batch(*states, batch_id=7, partition=("t", 0)):
+    """(a batch's output as the watch reads it: one replica row of `partition` per state, its batch id)."""
     snapshot = {"topic_throttles": [], "broker_throttles": []}
-    return SimpleNamespace(replicas=[{"state": s} for s in states], snapshot=snapshot), batch_id
+    rows = [{"topic": partition[0], "partition": partition[1], "state": s} for s in states]
+    return SimpleNamespace(replicas=rows, snapshot=snapshot), batch_id
 
 
 def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
@@ -137,7 +143,7 @@ def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
     watch.batch_done(*batch())
     clock.now += 1
     assert watch.tick() is None
-    assert not gate.batch_wanted(watch.gate_path, clock.now * 1000)
+    assert not gate.read(watch.gate_path, clock.now * 1000).wanted
     assert sample(metrics, LAST_POLL) == 1001.0
 
 
@@ -160,6 +166,39 @@ def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path
     assert watch.tick() == "tracked_in_state"  # the batch that reports COMPLETED must still run
     watch.batch_done(*batch("COMPLETED"))
     assert watch.tick() is None
+
+
+def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batch(tmp_path):
+    """Issue 18: a move shorter than the wait for a batch (an idle job's first batch starts Spark's Python
+    workers again) is still reported: the watch hands it over until a batch reported it."""
+    cluster = FakeCluster()
+    watch, _, clock = a_watch(tmp_path, cluster)
+    watch.batch_done(*batch())
+    assert watch.tick() is None
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    assert watch.tick() == "reassigning"
+    del cluster.reassigning[("t", 0)]
+    assert watch.tick() == "left_unreported"
+    assert gate.read(watch.gate_path, clock.now * 1000).unreported == (MOVED,)
+    watch.batch_done(*batch(partition=("u", 0)))  # a batch that polled before the move: still handed over
+    assert watch.tick() == "left_unreported"
+    watch.batch_done(*batch("COMPLETED"))
+    assert watch.tick() is None
+    assert gate.read(watch.gate_path, clock.now * 1000) == gate.Decision(wanted=False)
+
+
+@pytest.mark.parametrize("reassignment", [((2, 1), (2,), (1,)), ((2, 1), (), (1,))],
+                         ids=["reported-while-listed", "adds-no-replica"])
+def test_a_move_a_batch_reported_or_with_no_replica_to_add_is_not_handed_over(tmp_path, reassignment):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = reassignment
+    watch, _, clock = a_watch(tmp_path, cluster)
+    watch.tick()
+    watch.batch_done(*batch(*(["COPYING"] if reassignment[1] else [])))  # a move adding none has no replica row
+    watch.tick()
+    del cluster.reassigning[("t", 0)]
+    watch.tick()
+    assert gate.read(watch.gate_path, clock.now * 1000).unreported == ()
 
 
 def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):

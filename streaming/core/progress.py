@@ -111,6 +111,16 @@ def replica_progress(snapshot):
     return [_replica_row(move, answered, alive, spans) for move in moves]
 
 
+def unreported_moves(snapshot, tracked):
+    """KEY rows of the replicas being added by the snapshot's "unreported_reassignments" (moves the job's
+    watch saw start that left the list before any batch polled them), except those `tracked` already has:
+    finished_replicas then reports them like tracked moves, so their COMPLETED or CANCELLED is never skipped."""
+    known = {key_of(row) for row in tracked}
+    keys = {(row["topic"], row["partition"], broker, False) for row in snapshot["unreported_reassignments"]
+            for broker in row["adding"] or () if broker is not None}
+    return [dict(zip(KEY, key)) for key in sorted(keys - known)]
+
+
 def finished_replicas(tracked, snapshot, current=None):
     """Rows for tracked replica moves (KEY columns) that no longer move in this snapshot: marked
     `finished`, with what the cluster says now - `in_replica_set` (the partition's current replicas; a

@@ -17,6 +17,10 @@ Idle: `latestOffset` asks the driver's watch (streaming.watch.gate) whether a ba
 is, it returns the offset the last planned batch ended at, so Spark plans no batch, writes nothing to its
 offset or commit log and leaves the state as the last batch left it. Offsets stay dense (every planned
 batch ends one poll after the one before it), and without the `gate` option every trigger is a batch.
+A batch's end offset also carries the moves the watch saw that left the reassignment list unreported
+(`UNREPORTED`, ListPartitionReassignments rows): its poll adds them as the "unreported_reassignments"
+table, and the stateful step reports them finished. Carried in the offset, they are in the offset log, so a
+replayed batch reports them too.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -33,6 +37,7 @@ they were; it is retried next trigger, never fatal.
 
 import json
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -41,7 +46,7 @@ from streaming.spark import codec
 from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
-from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot
+from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot, table
 from streaming.watch import gate
 
 SOURCE_NAME = "kafka_reassignment_poll"
@@ -56,6 +61,7 @@ POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, er
 POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), ("duration_s", FLOAT64),
                 ("errors", STRING), ("retries", STRING))
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
+UNREPORTED = "unreported"  # the offsets' key for the watch's unreported moves (module docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -126,10 +132,19 @@ def to_batch(rows):
     return pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA)
 
 
+def with_unreported(snapshot, unreported):
+    """The poll with the watch's unreported moves as a table of its own (none: the poll as it is)."""
+    if not unreported:
+        return snapshot
+    return replace(snapshot, tables={**snapshot.tables,
+                                     "unreported_reassignments": table("unreported_reassignments", unreported)})
+
+
 class PollPartition(InputPartition):
-    def __init__(self, poll_id):
+    def __init__(self, poll_id, unreported=()):
         super().__init__(poll_id)
         self.poll_id = poll_id
+        self.unreported = tuple(unreported)
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -142,20 +157,24 @@ class PollStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start, limit):
         """One new poll per trigger while the watch wants a batch; the same offset (no batch) while it does not."""
-        polled = int(start["poll"])
         gate_path = self.options.get("gate")
-        if gate_path and not gate.batch_wanted(gate_path, time.time() * 1000):
-            return {"poll": polled}
-        return {"poll": polled + 1}
+        decision = gate.read(gate_path, time.time() * 1000) if gate_path else gate.Decision(wanted=True)
+        if not decision.wanted:
+            return start  # unchanged, what it carries included: Spark plans no batch
+        end = {"poll": int(start["poll"]) + 1}
+        if decision.unreported:
+            end[UNREPORTED] = list(decision.unreported)
+        return end
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]))]
+        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()))]
 
     def read(self, partition):
         started = time.monotonic()
         ts_ms = int(time.time() * 1000)
         try:
-            snapshot = poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True)
+            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True),
+                                       partition.unreported)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
             # admin door has dropped whatever client went stale, so the cached door is reused next poll)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)

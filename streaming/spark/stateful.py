@@ -20,7 +20,7 @@ import pandas as pd
 from streaming.spark import codec
 from streaming.vocabulary.replica_row import FIELDS
 from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory, step
-from streaming.core.progress import finished_replicas, replica_progress
+from streaming.core.progress import finished_replicas, replica_progress, unreported_moves
 from streaming.vocabulary.snapshot import Snapshot
 from streaming.spark.source import CLUSTER_BUCKET
 
@@ -77,8 +77,9 @@ def track_bucket(rows, memory, settings):
     poll_id = int(rows["poll_id"].max())
     snapshot = Snapshot(ts_ms=ts_ms, cluster_id="", tables=codec.decode_tables(rows["table"], rows["payload"]))
     current = replica_progress(snapshot)
-    if memory:
-        current = current + finished_replicas(memory, snapshot, current)
+    tracked = memory + unreported_moves(snapshot, memory)
+    if tracked:
+        current = current + finished_replicas(tracked, snapshot, current)
     memory, report = step(memory, current, ts_ms, settings)
     return memory, replica_frame(report, poll_id, ts_ms)
 

@@ -38,8 +38,11 @@ SCHEMAS = {
     # DescribeConfigs on brokers: kind is leader|follower|alter_log_dirs; broker -1 is the cluster default.
     "broker_throttles": (("broker", INT32), ("kind", STRING), ("rate", INT64)),
 }
+# Not a poll's: moves the job's driver watch saw in ListPartitionReassignments that left the list before the
+# batch's poll and that no batch reported yet (streaming.watch.gate), handed to that batch with its offsets.
+SCHEMAS["unreported_reassignments"] = SCHEMAS["reassignments"]
 
-PARTITION_KEYED = ("reassignments", "partitions", "log_dirs", "offsets")
+PARTITION_KEYED = ("reassignments", "partitions", "log_dirs", "offsets", "unreported_reassignments")
 BROKER_KEYED = ("brokers", "log_dirs_answered")
 
 

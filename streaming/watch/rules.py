@@ -2,7 +2,7 @@
 
 - `batch_reason(view)`: whether the job needs a Spark batch, as the name of the first rule that holds
   (BATCH_RULES, in order) or None. No batch runs only while nothing reassigns, no move is tracked in the
-  stateful operator's state, no owned throttle or pending removal exists, and the watch itself could read.
+  stateful operator's state or left the list before a batch saw it, no owned throttle or pending removal exists, and the watch itself could read.
 - `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
   moment the watch runs the throttle janitor); `peeks(...)`: whether to look at the list between ticks.
 - `publishes_liveness(...)`: whether the watch's poll is the job's liveness now (`batch_held_by_write`: a
@@ -34,6 +34,7 @@ class WatchView:
     tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
     throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
     active_plans: int = 0  # plans running or paused in the ownership topic (streaming.watch.plans)
+    left_unreported: bool = False  # a move the watch saw left the list before any batch reported it
 
 
 def watch_blind(view):
@@ -50,6 +51,12 @@ def first_batch(view):
 def reassigning(view):
     """Partitions are reassigning: progress to compute."""
     return bool(view.reassigning)
+
+
+def left_unreported(view):
+    """A move the watch saw left the list before any batch polled it (shorter than the wait for a batch): the
+    next batch is handed it (streaming.watch.gate) and reports it finished."""
+    return view.left_unreported
 
 
 def tracked_in_state(view):
@@ -80,8 +87,8 @@ def plans_active(view):
     return view.active_plans > 0
 
 
-BATCH_RULES = (watch_blind, first_batch, reassigning, tracked_in_state, owned_throttles, ownership_unread,
-               throttles_to_clear, plans_active)
+BATCH_RULES = (watch_blind, first_batch, reassigning, left_unreported, tracked_in_state, owned_throttles,
+               ownership_unread, throttles_to_clear, plans_active)
 
 
 def batch_reason(view):

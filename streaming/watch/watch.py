@@ -14,7 +14,9 @@ Each tick (`Watch.tick`):
    with the id of the batch after the last one this run finished (the batch that reports the move
    finished), -1 before this run's first batch.
 4. Decide whether a Spark batch is needed (streaming.watch.rules) and write it to the gate the source
-   reads (streaming.watch.gate); log each change of that decision. While none is needed, once a trigger
+   reads (streaming.watch.gate), with the moves it saw that left the list before a batch reported them (a
+   move shorter than the wait for the next batch: that batch reports it finished); log each change of that
+   decision. While none is needed, once a trigger
    interval the janitor observes the cluster (`Janitor.observe_now`: throttle configs of every topic and
    broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
    "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
@@ -105,6 +107,9 @@ class Watch:
         self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._observed_s = None  # when the janitor last observed for an idle stretch
         self._reassigning = frozenset()
+        # Moves listed that no batch has reported yet ((topic, partition) -> ListPartitionReassignments row),
+        # and the partitions a batch reported while they are still listed (not handed over again).
+        self._unreported, self._reported = {}, set()
         self._owned = frozenset()
         self._owned_unread = False  # the last read of the ownership records failed
         self._listed_once = False
@@ -127,6 +132,10 @@ class Watch:
             self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
+            reported = {(row["topic"], row["partition"]) for row in output.replicas}
+            self._reported |= reported
+            for partition in reported:
+                self._unreported.pop(partition, None)
 
     @contextlib.contextmanager
     def batch_writing(self):
@@ -202,6 +211,7 @@ class Watch:
             elif not self._owned and not self._owned_unread:
                 self._sweep_due = False
         if listed is not None:
+            self._note_unreported(listed)
             self._reassigning = frozenset(listed)
             self._listed_once = True
         if listed is not None and self.plans is not None and (
@@ -216,12 +226,21 @@ class Watch:
 
     @_step("list")
     def _list(self):
+        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed."""
         try:
-            return {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
+            return {(r["topic"], r["partition"]): r for r in self.admin.list_reassignments()}
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
+
+    def _note_unreported(self, listed):
+        """Moves adding a replica that no batch reported are kept until one does (batch_done), listed or not."""
+        with self._lock:
+            self._reported &= set(listed)  # a partition that left and moves again is a new move
+            for partition, row in listed.items():
+                if row["adding"] and partition not in self._reported:
+                    self._unreported[partition] = row
 
     @_step("ownership")
     def _refresh_owned(self):
@@ -325,10 +344,12 @@ class Watch:
     @_step("decide")
     def _decide(self, listed, now_wall):
         with self._lock:
+            left_unreported = [row for partition, row in self._unreported.items() if partition not in self._reassigning]
             view = rules.WatchView(listed=listed, reassigning=self._reassigning, owned=self._owned,
                                    batches_done=self._batches_done, tracks_moves=self._tracks_moves,
                                    throttles_to_clear=self._throttles_to_clear, owned_unread=self._owned_unread,
-                                   active_plans=len(self.plans.statuses) if self.plans is not None else 0)
+                                   active_plans=len(self.plans.statuses) if self.plans is not None else 0,
+                                   left_unreported=bool(left_unreported))
             last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
         reason = rules.batch_reason(view)
         now_s = self.clock()
@@ -336,7 +357,7 @@ class Watch:
             self._wanted_since_s = None
         elif self._wanted_since_s is None:
             self._wanted_since_s = now_s
-        gate.write(self.gate_path, reason, now_wall * 1000)
+        gate.write(self.gate_path, reason, now_wall * 1000, left_unreported)
         if reason != self._reason:
             self.log(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason
