@@ -71,6 +71,18 @@ class JobProcess:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(30)
 
+    @contextlib.contextmanager
+    def spark_stopped(self):
+        """The job's Spark JVM SIGSTOPped for the block (no batch is planned or run; the Python driver and its
+        watch go on), and continued after it whatever happens."""
+        found = subprocess.run(["pgrep", "-s", str(self.process.pid), "java"], capture_output=True, text=True)
+        [jvm] = [int(pid) for pid in found.stdout.split()]
+        os.kill(jvm, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(jvm, signal.SIGCONT)
+
     def stop(self):
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)  # the driver only: it stops its Spark JVM itself

@@ -1,6 +1,6 @@
 """The driver's watch inside the shared `owned_job` (conftest; trigger 2 s), end to end on the real cluster:
 no Spark batch runs while nothing moves and liveness still advances; a move started while idle is reported
-by the next batch; its owned throttles are removed by the watch at completion and its COMPLETED transition
+by the next batch, even when it ended before that batch polled; its owned throttles are removed by the watch at completion and its COMPLETED transition
 is still reported; a removal that came due while the job was down is done before this run's first batch.
 Named to sort right after test_job_janitor_cluster: the owned_job's tests run one after the other."""
 
@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running
+from streaming.watch.rules import left_unreported
+from streaming.watch.watch import BATCHES_LINE
+from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running, watch_decision
 from tests.kafka_fixtures import wait_for
 from tests.test_job_janitor_cluster import (FOREIGN_RATE, cleanup, configs, entries, execute, moving, setup_topic,
                                             throttle_records)
@@ -79,6 +81,30 @@ def test_move_started_while_idle_is_reported_removed_by_the_watch_and_completed(
         assert max(a["batch_id"] for a in removals) <= min(completed), (removals, completed)
         wait_idle(job, 30)
         print(f"\nWATCH FIGURES reported_after_execute_s={reported_s:.1f} completion_to_gone_s={gone_s:.1f}")
+    finally:
+        cleanup(cluster, topic)
+
+
+def test_a_move_over_before_the_next_batch_polled_is_still_reported_completed(cluster, job, tmp_path):
+    """The idle job's next batch may poll after a short move ended (it starts Spark's Python workers again):
+    here Spark is SIGSTOPped for the whole move, so no batch can see it moving. The watch saw it and hands it
+    over; the batch after Spark continues reports its COMPLETED, and the watch removed its throttles meanwhile."""
+    topic = cluster.unique_topic("watch-short")
+    setup_topic(cluster, topic, megabytes=3)  # about 3 s at 1 MB/s: the watch, once a second, sees it
+    try:
+        wait_idle(job)
+        key = f"{topic}:0:2"
+        with job.spark_stopped():
+            execute(cluster, tmp_path, topic, 0, [1, 2], 1_000_000)
+            wait_for(lambda: not moving(cluster, topic), 60, interval_s=0.2, message="the move to complete")
+            wait_for(lambda: watch_decision(job.log()) == f"{BATCHES_LINE}{left_unreported.__name__}", 20,
+                     interval_s=0.2, message="the watch to hand the finished move over")
+            wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 20, interval_s=0.2,
+                     message="the owned throttles removed by the watch while Spark is stopped")
+        completed = wait_for(lambda: batch_ids(job, key, "COMPLETED"), 60, interval_s=0.5,
+                             message="the COMPLETED transition of a move no batch saw moving")
+        assert batch_ids(job, key) == completed  # reported once, finished
+        wait_idle(job, 30)
     finally:
         cleanup(cluster, topic)
 
