@@ -187,6 +187,22 @@ def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batc
     assert gate.read(watch.gate_path, clock.now * 1000) == gate.Decision(wanted=False)
 
 
+def test_moves_that_ended_unseen_are_handed_over_a_limited_number_per_batch(tmp_path, monkeypatch):
+    monkeypatch.setattr("streaming.watch.watch.HANDOVER_LIMIT", 1)
+    cluster = FakeCluster()
+    watch, _, clock = a_watch(tmp_path, cluster)
+    watch.batch_done(*batch())
+    cluster.reassigning.update({("t", 0): ((2, 1), (2,)), ("t", 1): ((2, 1), (2,))})
+    watch.tick()
+    cluster.reassigning.clear()
+    handed = []
+    while watch.tick() == "left_unreported":
+        [move] = gate.read(watch.gate_path, clock.now * 1000).unreported
+        handed.append((move["topic"], move["partition"]))
+        watch.batch_done(*batch("COMPLETED", partition=handed[-1]))
+    assert handed == [("t", 0), ("t", 1)]
+
+
 @pytest.mark.parametrize("reassignment", [((2, 1), (2,), (1,)), ((2, 1), (), (1,))],
                          ids=["reported-while-listed", "adds-no-replica"])
 def test_a_move_a_batch_reported_or_with_no_replica_to_add_is_not_handed_over(tmp_path, reassignment):

@@ -54,6 +54,9 @@ WATCH_INTERVAL_S = 1.0
 # write is younger, the batch is held by Kafka, not late (rules.batch_held_by_write).
 WRITE_BOUND_S = DELIVERY_OUTLASTS_FENCING_S
 SLOW_TICK_S = 2 * WATCH_INTERVAL_S
+# At most this many finished moves are handed to one batch (they go into its offset, in the checkpoint's offset
+# log): thousands of moves ending unseen at once are reported over several batches, each running for them.
+HANDOVER_LIMIT = 10_000
 SLOW_TICK_LINE = "slow tick: "
 SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (Janitor.last_sweep_steps)
 LOG_PREFIX = "reassign-monitor: watch: "
@@ -357,7 +360,7 @@ class Watch:
             self._wanted_since_s = None
         elif self._wanted_since_s is None:
             self._wanted_since_s = now_s
-        gate.write(self.gate_path, reason, now_wall * 1000, left_unreported)
+        gate.write(self.gate_path, reason, now_wall * 1000, left_unreported[:HANDOVER_LIMIT])
         if reason != self._reason:
             self.log(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason
