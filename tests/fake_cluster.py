@@ -27,6 +27,7 @@ class FakeCluster:
     rates: dict = field(default_factory=dict)  # (broker, kind) -> throttle rate
     future: set = field(default_factory=set)  # brokers holding a future log (an intra-broker move)
     refuse: set = field(default_factory=set)  # (scope, name) whose alters are refused
+    refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
@@ -133,7 +134,7 @@ class FakeCluster:
 
     def start_reassignments(self, targets):
         self.starts.append(dict(targets))
-        return {key: None for key in targets}
+        return {key: self.refuse_moves.get(key) for key in targets}
 
     def cancel_reassignments(self, partitions):
         self.cancels.append(list(partitions))

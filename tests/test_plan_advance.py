@@ -48,6 +48,44 @@ def test_a_partition_someone_else_reassigns_is_left_alone_reported_and_counted_a
     assert fake.starts == [{("t", 0): [2]}]  # one slot of two: the foreign move holds the other
 
 
+REFUSAL_CASES = [
+    # id, error Kafka refuses t-1 with, its state after the step, submitted again at the next step
+    ("a target broker not registered: failed", "InvalidReplicationAssignmentError", "failed", False),
+    ("unknown to the controller: failed", "UnknownTopicOrPartitionError", "failed", False),
+    ("reassigned by someone else meanwhile: pending again", "ReassignmentInProgressError", "pending", True),
+]
+
+
+@pytest.mark.parametrize("error, state, again", [case[1:] for case in REFUSAL_CASES],
+                         ids=[case[0] for case in REFUSAL_CASES])
+def test_a_refused_partition_is_failed_for_good_or_pending_again(error, state, again):
+    fake, plans, owners = setup(partitions=2, limits=Limits(1))
+    fake.refuse_moves[("t", 0)] = error
+    result = step(fake, plans, owners)
+    assert result.refused == ((("t", 0), error),) and result.states[("t", 0)] == state
+    assert result.counts == ({"pending": 2} if state == "pending" else {"pending": 1, state: 1})
+    [wave] = owners.records()  # the refusal is recorded on the wave, so a restarted advancer decides the same
+    assert [(r.topic, r.partition, r.error) for r in wave.refused] == [("t", 0, error)]
+    del fake.refuse_moves[("t", 0)]
+    result = step(fake, plans, owners)
+    assert (("t", 0) in result.submitted) is again
+    if not again:  # a failed partition never holds a slot: the next one goes
+        assert result.submitted == (("t", 1),) and result.failed == ((("t", 0), f"refused by Kafka: {error}"),)
+
+
+def test_failed_partitions_never_hold_the_plan_it_ends_done():
+    fake, plans, owners = setup(partitions=3)
+    fake.refuse_moves[("t", 2)] = "InvalidReplicationAssignmentError"
+    del fake.partitions[("t", 1)]  # its topic's partition deleted before it was submitted
+    fake.sizes.pop(("t", 1, 1))
+    step(fake, plans, owners)
+    fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    result = step(fake, plans, owners)
+    assert result.plan.state == DONE and result.finished
+    assert result.counts == {"done": 1, "failed": 2}
+    assert {key for key, _ in result.failed} == {("t", 1), ("t", 2)}
+
+
 def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():
     wave = Ownership("20261123T180001.000Z-0001", PENDING, 1, 1, moves=(Move("t", 0, (1,), (2,)), Move("t", 1, (1,), (2,))),
                      plan_id=PLAN_ID)
