@@ -309,3 +309,35 @@ def test_a_deleted_topics_partitions_fail_and_the_plan_ends_without_them(cluster
     report = json.loads(out)
     assert code == 0 and report["state"] == "done", err
     assert report["partitions"] == {"pending": 0, "in_flight": 0, "done": 1, "cancelled": 0, "left_alone": 0, "failed": 2}
+
+
+def test_progress_watch_follows_a_plan_until_it_ends(cluster, clean, tmp_path):
+    """`progress --request-id ID --watch` while `execute --wait` carries a small plan (one in flight, partition
+    0 holding 1 MB at a 200 kB/s throttle): one JSON document per redraw, the plan's partitions in each, ending
+    by itself once the plan is done, exit 0; the table form of a done plan shows its line and ends at once."""
+    topic, targets, plan = spread_plan(cluster, tmp_path, "watch", 3, megabytes=0.02)
+    cluster.produce(topic, [0], megabytes=1)
+    own = ownership_topic()
+    clean += [topic, own]
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    executor = subprocess.Popen([CLI, "execute", *common, "--reassignment-json-file", str(plan), "--throttle",
+                                 str(MB // 5), "--max-partitions-in-flight", "1", "--wait", "--output", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                cwd=ROOT)
+    try:
+        request_id = json.loads(executor.stdout.readline())["request_id"]
+        watch = subprocess.run([CLI, "progress", *common, "--request-id", request_id, "--watch", "0.5", "--output",
+                                "json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert executor.wait(60) == 0
+    finally:
+        if executor.poll() is None:
+            os.killpg(executor.pid, signal.SIGKILL)
+    assert watch.returncode == 0, watch.stderr
+    rows = [json.loads(line) for line in watch.stdout.splitlines()]
+    assert all(row["request_id"] == request_id and row["partitions_total"] == 3 for row in rows)
+    assert rows[0]["state"] == "running" and rows[0]["partitions"]["done"] < 3
+    assert rows[-1]["state"] == "done" and rows[-1]["partitions"]["done"] == 3
+    assert [row["state"] for row in rows].count("done") == 1  # it ends at the first redraw that sees the plan done
+    table = subprocess.run([CLI, "progress", *common, "--request-id", request_id, "--watch", "0.5"],
+                           capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert table.returncode == 0 and f"Plan {request_id} done: done 3;" in table.stdout, table.stdout + table.stderr
