@@ -11,6 +11,7 @@ from sinks.plans.plan_store import MemoryPlanStore
 from sinks.plans.scheduler import Limits
 from sinks.throttles.ownership import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
 from streaming.cluster.poller import poll
+from streaming.vocabulary.errors import NotAuthorized
 from tests.fake_cluster import FakeCluster
 
 PLAN_ID = "20261123T180000.000Z-abcd"
@@ -84,6 +85,14 @@ def test_failed_partitions_never_hold_the_plan_it_ends_done():
     assert result.plan.state == DONE and result.finished
     assert result.counts == {"done": 1, "failed": 2}
     assert {key for key, _ in result.failed} == {("t", 1), ("t", 2)}
+
+
+def test_a_topic_hidden_from_the_principal_is_not_taken_for_deleted_the_step_stops_before_writing():
+    fake, plans, owners = setup()
+    fake.hidden.add("t")  # no Describe on it: a Metadata of every topic leaves it out, as Kafka does
+    with pytest.raises(NotAuthorized, match="lacks Describe on Topic t"):
+        step(fake, plans, owners)
+    assert fake.starts == [] and owners.records() == [] and plans.plans()[0].state == RUNNING
 
 
 def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():

@@ -3,7 +3,9 @@
 What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's driver-side watch is
 meant to call for every active plan (one advancer per plan at a time). Each step:
 
-1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster;
+1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster; a plan's
+   topic the read does not show must be unknown to the cluster asked by name (`confirm_gone`), else the step
+   stops there (a principal without Describe on it must not fail its partitions);
 2. settle a wave left `pending` by an advancer that died mid-submission: its partitions that reassign
    to our target or reached it were accepted, the others were not (pending again), and the wave is
    marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
@@ -51,7 +53,7 @@ from sinks.throttles.janitor import Janitor
 from sinks.throttles.ownership import PENDING as WAVE_PENDING
 from sinks.throttles.ownership import STARTED
 from streaming.vocabulary.throttle_entries import parse
-from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.errors import BadInput, ClusterError
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,26 @@ def _read_plan(read, plans, owners, request_id):
     return plan, read(sorted({m.topic for m in plan.moves})), _waves(owners, plan)
 
 
+def confirm_gone(admin, plan, snapshot):
+    """Before a step acts on partitions the snapshot does not show (states.gone: FAILED): their topics must be
+    unknown to the cluster when asked by name. A Metadata of every topic hides a topic the principal may not
+    describe, which must not fail the plan's partitions: NotAuthorized (nothing written yet). A topic shown by
+    name but not in the snapshot (Metadata not yet caught up) is a ClusterError: the next step reads again."""
+    shown = {r["topic"] for r in snapshot["partitions"]}
+    missing = {m.topic for m in plan.moves} - shown
+    if missing:
+        still_there = missing - admin.unknown_topics(sorted(missing))
+        if still_there:
+            raise ClusterError(f"topic {sorted(still_there)[0]} exists but Metadata did not show it: not stepped")
+
+
 def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
     those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
     the door the writes and the janitor go through; `plans`: sinks.plans.plan_store.PlanStore; `owners`:
     sinks.throttles.ownership.OwnershipStore."""
     plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    confirm_gone(admin, plan, snapshot)
     if any(w.state == WAVE_PENDING for w in waves):
         _settle_pending_waves(owners, waves, snapshot, now_ms)
         waves = _waves(owners, plan)
@@ -172,6 +188,7 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     fresh = states
     if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
         snapshot = read(sorted({m.topic for m in plan.moves}))
+        confirm_gone(admin, plan, snapshot)
         fresh = classified(plan, snapshot, _submitted(waves), refusals)
     sizes = sizes_of(snapshot)
     pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]

@@ -179,9 +179,12 @@ def print_step(args, result):
         print(f"  throttle {describe(action)}", flush=True)
 
 
-def set_state(args, connect, state, wanted_from):
+def set_state(args, connect, state, wanted_from, steps=False):
     """pause / resume / cancel of a plan: write its new state (only from a state in `wanted_from`).
+    `steps`: a step follows (resume, cancel), so the cluster is read first as the step reads it - a principal
+    lacking a grant the step needs is refused before the state is written (README "Kafka ACLs").
     Returns (admin, plans, owners, plan) with the admin open for the caller to close."""
+    from sinks.plans.advance import confirm_gone
     from sinks.plans.plan_store import find
 
     admin = connect(args)
@@ -192,6 +195,8 @@ def set_state(args, connect, state, wanted_from):
             raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
         if plan.state not in wanted_from and plan.state != state:
             raise BadInput(f"plan {plan.request_id} is {plan.state}: it cannot become {state}")
+        if steps:
+            confirm_gone(admin, plan, common.strict_poll(admin, sorted({m.topic for m in plan.moves})))
         if plan.state != state:
             plan = plan.with_state(state, time.time() * 1000, note=f"{args.command} by the operator")
             plans.put(plan)
