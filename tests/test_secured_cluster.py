@@ -249,6 +249,9 @@ def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):
 # -- the plan commands: each with exactly its grants works; each grant dropped, it fails and writes nothing --
 
 PLAN, RESUME, CANCEL_PLAN = "execute --max-partitions-in-flight", "resume", "cancel --request-id"
+# The plans here live in an ownership topic of their own: the job's test (default topic) must not find them.
+PLAN_OWN = "sec-plan-ownership"
+PLAN_OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + PLAN_OWN)
 # The first refusal of a step's read (sinks.plans.advance) is its first call whose grant an absent one implies.
 LIST_REFUSED = ("not authorized", "lacks Describe on Cluster")  # Alter implies it: ListPartitionReassignments
 BROKER_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Cluster")  # Cluster AlterConfigs implies it
@@ -260,11 +263,11 @@ PLAN_DROPS = {
     "plan-cluster-alterconfigs": Drop(PLAN, C, "kafka-cluster", "AlterConfigs", 3, BROKER_CONFIGS_REFUSED),
     "plan-topic-alterconfigs": Drop(PLAN, T, "*", "AlterConfigs", 3, TOPIC_CONFIGS_REFUSED),
     # An empty ownership topic is read without a Fetch (nothing to read): a record makes the read need Read.
-    "plan-ownership-read": Drop(PLAN, T, O, "Read", 3, OWNERSHIP_REFUSED, "ownership-record"),
-    "plan-ownership-write": Drop(PLAN, T, O, "Write", 3, OWNERSHIP_REFUSED),
-    "plan-ownership-create": Drop(PLAN, T, O, "Create", 3, OWNERSHIP_REFUSED, "no-ownership-topic"),
-    "pause-ownership-read": Drop("pause", T, O, "Read", 3, OWNERSHIP_REFUSED),
-    "pause-ownership-write": Drop("pause", T, O, "Write", 3, OWNERSHIP_REFUSED),
+    "plan-ownership-read": Drop(PLAN, T, PLAN_OWN, "Read", 3, PLAN_OWNERSHIP_REFUSED, "ownership-record"),
+    "plan-ownership-write": Drop(PLAN, T, PLAN_OWN, "Write", 3, PLAN_OWNERSHIP_REFUSED),
+    "plan-ownership-create": Drop(PLAN, T, PLAN_OWN, "Create", 3, PLAN_OWNERSHIP_REFUSED, "no-ownership-topic"),
+    "pause-ownership-read": Drop("pause", T, PLAN_OWN, "Read", 3, PLAN_OWNERSHIP_REFUSED),
+    "pause-ownership-write": Drop("pause", T, PLAN_OWN, "Write", 3, PLAN_OWNERSHIP_REFUSED),
     **{f"{prefix}-{case}": Drop(command, resource, name, operation, 3, says)
        for prefix, command in (("resume", RESUME), ("cancel-plan", CANCEL_PLAN))
        for case, resource, name, operation, says in (
@@ -272,15 +275,15 @@ PLAN_DROPS = {
            ("cluster-alter", C, "kafka-cluster", "Alter", LIST_REFUSED),
            ("cluster-alterconfigs", C, "kafka-cluster", "AlterConfigs", BROKER_CONFIGS_REFUSED),
            ("topic-alterconfigs", T, "*", "AlterConfigs", TOPIC_CONFIGS_REFUSED),
-           ("ownership-read", T, O, "Read", OWNERSHIP_REFUSED),
-           ("ownership-write", T, O, "Write", OWNERSHIP_REFUSED))},
+           ("ownership-read", T, PLAN_OWN, "Read", PLAN_OWNERSHIP_REFUSED),
+           ("ownership-write", T, PLAN_OWN, "Write", PLAN_OWNERSHIP_REFUSED))},
 }
 
 
 def test_every_plan_grant_is_proven():
     for command in acls.PLAN_COMMANDS:
         proven = {case.grant for case in PLAN_DROPS.values() if case.command == command}
-        assert proven == set(acls.grants(command)), f"a grant of {command} has no drop case"
+        assert proven == set(acls.grants(command, ownership_topic=PLAN_OWN)), f"a grant of {command} has no drop case"
 
 
 def plan_argv(cluster, command, config, request_id=None, plan=None):
@@ -288,7 +291,7 @@ def plan_argv(cluster, command, config, request_id=None, plan=None):
     rest = {PLAN: ("--reassignment-json-file", plan, "--throttle", FAST, "--max-partitions-in-flight", 1),
             "pause": ("--request-id", request_id), RESUME: ("--request-id", request_id),
             CANCEL_PLAN: ("--request-id", request_id)}[command]
-    return command_args(cluster, first, config, *rest)
+    return command_args(cluster, first, config, "--ownership-topic", PLAN_OWN, *rest)
 
 
 def plan_picture(cluster, topic):
@@ -299,9 +302,10 @@ def plan_picture(cluster, topic):
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
         names = cluster.confluent_admin().list_topics(timeout=10).topics
-        plans = sorted((p.request_id, p.state) for p in KafkaPlanStore(admin, O).plans()) if O in names else []
-        waves = sorted((r.request_id, r.state, r.moves) for r in KafkaOwnershipStore(admin, O).records()) \
-            if O in names else []
+        plans = sorted((p.request_id, p.state) for p in KafkaPlanStore(admin, PLAN_OWN).plans()) \
+            if PLAN_OWN in names else []
+        waves = sorted((r.request_id, r.state, r.moves) for r in KafkaOwnershipStore(admin, PLAN_OWN).records()) \
+            if PLAN_OWN in names else []
     finally:
         admin.close()
     return (plans, waves, sorted(reassigning(cluster)), [replicas(cluster, topic, p) for p in (0, 1)],
@@ -322,7 +326,7 @@ def standing_plans(secure_cluster, tmp_path_factory):
             admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))
             try:
                 names = secure_cluster.confluent_admin().list_topics(timeout=10).topics
-                alive = O in names and find(KafkaPlanStore(admin, O), made[state][1]) is not None
+                alive = PLAN_OWN in names and find(KafkaPlanStore(admin, PLAN_OWN), made[state][1]) is not None
             finally:
                 admin.close()
             if alive:
@@ -343,17 +347,31 @@ def standing_plans(secure_cluster, tmp_path_factory):
 
     yield plan
     if not secure_cluster.started_here:  # else the session stopped it after its last test: nothing is left
-        secure_cluster.delete_topics(created)
+        secure_cluster.delete_topics(created + [PLAN_OWN])
+
+
+def _arrange_plan(cluster, setup):
+    if setup == "no-ownership-topic":
+        names = cluster.confluent_admin().list_topics(timeout=10).topics
+        if PLAN_OWN in names:
+            cluster.delete_topic_and_wait(PLAN_OWN)
+    elif setup == "ownership-record":
+        admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
+        try:
+            KafkaOwnershipStore(admin, PLAN_OWN, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        finally:
+            admin.close()
 
 
 @pytest.mark.parametrize("case_id", list(PLAN_DROPS))
 def test_each_plan_grant_is_needed(secure_cluster, topics, standing_plans, tmp_path, case_id):
     cluster, case = secure_cluster, PLAN_DROPS[case_id]
-    config = cluster.principal(f"drop-{case_id}", [g for g in acls.grants(case.command) if g != case.grant], tmp_path)
+    kept = [g for g in acls.grants(case.command, ownership_topic=PLAN_OWN) if g != case.grant]
+    config = cluster.principal(f"drop-{case_id}", kept, tmp_path)
     if case.command == PLAN:
         topic, request_id = moving_topic(cluster, topics, megabytes=0.05), None
         file = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
-        _arrange(cluster, case.setup, topic, tmp_path, None)
+        _arrange_plan(cluster, case.setup)
     else:  # a paused plan for resume (it would write `running`), a running one for pause and cancel
         topic, request_id = standing_plans("paused" if case.command == RESUME else "running")
         file = None
@@ -371,7 +389,8 @@ def test_plan_commands_under_exact_acls(secure_cluster, topics, tmp_path):
     """Each plan command as a principal with exactly its grants: execute a plan of two partitions (one in flight),
     pause it, resume it (its second partition submitted), execute another and cancel it."""
     cluster = secure_cluster
-    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path) for c in acls.PLAN_COMMANDS}
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c, ownership_topic=PLAN_OWN), tmp_path)
+              for c in acls.PLAN_COMMANDS}
     topic = cluster.unique_topic("sec-plan-exact")
     topics.append(topic)
     cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
