@@ -46,7 +46,8 @@ from sinks.plans.plan import CANCELLED, DONE, RUNNING
 from sinks.plans.plan_store import find
 from sinks.plans.scheduler import Candidate, load_of, schedule
 from sinks.plans.states import CANCELLED as REVERTED
-from sinks.plans.states import FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal, settled
+from sinks.plans.states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal, refusal_reason,
+                                settled)
 from sinks.plans.submit import quiet, submit_wave
 from sinks.throttles.actions import Policy
 from sinks.throttles.janitor import Janitor
@@ -206,7 +207,7 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
         cancelled, plan = _cancel(admin, submitted), latest
     refused = tuple(((m.topic, m.partition), e) for m, e in refused)
-    newly_failed = {key: (FAILED, f"refused by Kafka: {e}") for key, e in refused if final_refusal(e)}
+    newly_failed = {key: (FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
     after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled},
              **newly_failed}
     counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}, **newly_failed}, cancelled=cancelled)
@@ -217,7 +218,9 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
 def observe(read, plans, owners, request_id):
     """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
     reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
-    submitted (its partitions are not taken for someone else's)."""
+    submitted (its partitions are not taken for someone else's). A topic Metadata does not show counts as
+    gone without asking it by name (`confirm_gone`): this only reports, and every reader holds Describe on
+    Topic `*` (README "Kafka ACLs")."""
     plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
     states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
     return Step(plan, _counts(states), left_alone=_named(states, LEFT_ALONE), failed=_named(states, FAILED),

@@ -5,7 +5,8 @@ The rules are named predicates in the one order `classify` applies them; the fir
 
 1. `at_target`       not reassigning and its replicas are the plan's target: DONE (submitted or not).
 2. `gone`            the partition no longer exists (its topic was deleted, before or while it moved): FAILED
-   (it can never reach its target).
+   (it can never reach its target). A step acts on it only once the topic is unknown when asked by name,
+   not merely hidden from the principal (sinks.plans.advance.confirm_gone).
 3. `moving_for_us`   reassigning to our target after this plan submitted it: IN_FLIGHT.
 4. `moving_for_others` reassigning, but not submitted by this plan or to another target: LEFT_ALONE
    (someone else reassigns it; never overwritten).
@@ -84,9 +85,13 @@ def final_refusal(error):
     return error in FINAL_REASSIGNMENT_REFUSALS
 
 
+def refusal_reason(error):
+    return f"refused by Kafka: {error}"
+
+
 def refused_for_good(move, submitted, current, ongoing, refusal):
     if not submitted and final_refusal(refusal):
-        return f"refused by Kafka: {refusal}"
+        return refusal_reason(refusal)
     return None
 
 
