@@ -4,6 +4,8 @@ and cancels. The real cluster runs the same function in tests/test_plan_cluster.
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sinks.plans.advance import advance_once, still_throttled
 from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING, Plan
@@ -164,3 +166,61 @@ def test_still_throttled(wave_state, reassigning, listed, counted):
     snapshot = {"reassignments": [{"topic": "t", "partition": 0}] if reassigning else [],
                 "topic_throttles": [{"topic": "t", "kind": "follower", "value": listed}]}
     assert still_throttled([wave], snapshot) == ({("t", 0)} if counted else set())
+
+
+# ---- property: failed partitions never hold a plan ----
+
+FATES = ("moves", "deleted_before", "deleted_in_flight", "refused_for_good", "refused_once")
+FAILS = {"deleted_before", "deleted_in_flight", "refused_for_good"}
+
+
+def _delete_topic(fake, topic):
+    for table in (fake.partitions, fake.reassigning):
+        for key in [k for k in table if k[0] == topic]:
+            del table[key]
+    for key in [k for k in fake.sizes if k[0] == topic]:
+        del fake.sizes[key]
+    for key in [k for k in fake.topics if k[0] == topic]:
+        del fake.topics[key]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(FATES), min_size=1, max_size=6), st.integers(1, 3))
+def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_again(fates, in_flight):
+    """One topic per partition (a deleted topic is unknown by name); each partition's fate applied as the
+    steps go; every submitted one that is not deleted completes before the next step."""
+    fake = FakeCluster(partitions={(f"t{p}", 0): {"replicas": [1], "isr": [1], "leader": 1} for p in range(len(fates))},
+                       sizes={(f"t{p}", 0, 1): 1000 for p in range(len(fates))})
+    plans, owners = MemoryPlanStore(), MemoryStore.of()
+    plans.put(Plan(PLAN_ID, RUNNING, 0, 0, Limits(in_flight), tuple(Move(f"t{p}", 0, (1,), (2,)) for p in range(len(fates))),
+                   throttle=5000))
+    fate_of = {(f"t{p}", 0): fate for p, fate in enumerate(fates)}
+    for key, fate in fate_of.items():
+        if fate == "deleted_before":
+            _delete_topic(fake, key[0])
+        elif fate == "refused_for_good":
+            fake.refuse_moves[key] = "InvalidReplicationAssignmentError"
+        elif fate == "refused_once":
+            fake.refuse_moves[key] = "ReassignmentInProgressError"
+    failed_at = {}
+    for number in range(2 * len(fates) + 3):
+        result = advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), plans, owners, PLAN_ID,
+                              10_000 + number, 1.0)
+        assert not set(result.submitted) & set(failed_at), "a failed partition was submitted again"
+        failed_at.update({key: number for key, _ in result.failed})
+        for key, _ in result.refused:
+            if fate_of[key] == "refused_once":
+                del fake.refuse_moves[key]
+        for key in result.submitted:
+            if fate_of[key] == "deleted_in_flight":
+                _delete_topic(fake, key[0])
+            else:
+                fake.partitions[key] = {"replicas": [2], "isr": [2], "leader": 2}
+        if result.finished:
+            break
+    assert result.plan.state == DONE and result.finished, result.counts
+    assert {key for key, state in result.states.items() if state == "failed"} == \
+        {key for key, fate in fate_of.items() if fate in FAILS}
+    assert result.counts == {state: n for state, n in
+                             (("done", sum(f not in FAILS for f in fates)), ("failed", sum(f in FAILS for f in fates)))
+                             if n}
