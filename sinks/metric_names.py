@@ -56,7 +56,7 @@ BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "hi
 POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", ("api",),
                      "Failed admin requests during polls, per API.")
 PLAN_PARTITIONS = Metric("kafka_reassignment_plan_partitions", "gauge", ("request_id", "state"),
-                         "Partitions of a running or paused plan per state (pending, in_flight, done, cancelled, left_alone); "
+                         "Partitions of a running or paused plan per state (pending, in_flight, done, cancelled, left_alone, failed); "
                          "a finished plan's series stay one batch, with its last counts.")
 PLAN_REMAINING_BYTES = Metric("kafka_reassignment_plan_remaining_bytes", "gauge", ("request_id",),
                               "Bytes a running or paused plan still has to copy, pending partitions included.")

@@ -367,6 +367,11 @@ for command in ("pause", "resume", "cancel"):
     CASES.append(Case(f"{command}-unknown-request-id", "plan", (command, "--bootstrap-server", "@BOOT", "--timeout", "5",
                                                                 "--request-id", "20200101T000000.000Z-0000",
                                                                 "--ownership-topic", NEVER_CREATED), cluster=True))
+CASES += [Case("progress-request-id-with-a-file", "plan", ("progress", "--bootstrap-server", UNREACHABLE, "--request-id",
+                                                          "20261123T180000.000Z-abcd", "--reassignment-json-file", "@FILE"),
+               file=GOOD),
+          Case("progress-request-id-watch-0", "plan", ("progress", "--bootstrap-server", UNREACHABLE, "--request-id",
+                                                      "20261123T180000.000Z-abcd", "--watch", "0"))]
 CASES += [Case("pause-without-request-id", "usage", ("pause", "--bootstrap-server", UNREACHABLE)),
           Case("cancel-request-id-and-all", "usage", ("cancel", "--bootstrap-server", UNREACHABLE, "--all",
                                                       "--request-id", "20261123T180000.000Z-abcd"))]

@@ -13,6 +13,7 @@ import kafka.errors
 
 from sinks.throttles import entries as te
 from sinks.throttles.read import read_cluster
+from streaming.vocabulary.errors import NotAuthorized
 
 NO_REASSIGNMENT = "NoReassignmentInProgressError"
 
@@ -27,6 +28,8 @@ class FakeCluster:
     rates: dict = field(default_factory=dict)  # (broker, kind) -> throttle rate
     future: set = field(default_factory=set)  # brokers holding a future log (an intra-broker move)
     refuse: set = field(default_factory=set)  # (scope, name) whose alters are refused
+    hidden: set = field(default_factory=set)  # topics the principal may not describe: absent from Metadata
+    refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
@@ -68,7 +71,14 @@ class FakeCluster:
                 known[(topic, 0)] = {"replicas": [1], "isr": [1], "leader": 1}
         return [{"topic": t, "partition": p, "leader": row.get("leader", row["replicas"][0]),
                  "replicas": list(row["replicas"]), "isr": list(row["isr"])}
-                for (t, p), row in sorted(known.items()) if topics is None or t in topics]
+                for (t, p), row in sorted(known.items()) if (topics is None or t in topics) and t not in self.hidden]
+
+    def unknown_topics(self, topics):
+        self._call("unknown_topics")
+        hidden = sorted(set(topics) & self.hidden)
+        if hidden:
+            raise NotAuthorized(f"not authorized: this client principal lacks Describe on Topic {hidden[0]}")
+        return frozenset(topics) - {t for t, _ in self.partitions}
 
     def describe_log_dirs(self, broker):
         self._call("describe_log_dirs")
@@ -133,7 +143,7 @@ class FakeCluster:
 
     def start_reassignments(self, targets):
         self.starts.append(dict(targets))
-        return {key: None for key in targets}
+        return {key: self.refuse_moves.get(key) for key in targets}
 
     def cancel_reassignments(self, partitions):
         self.cancels.append(list(partitions))

@@ -4,6 +4,8 @@ and cancels. The real cluster runs the same function in tests/test_plan_cluster.
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sinks.plans.advance import advance_once, still_throttled
 from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING, Plan
@@ -11,6 +13,7 @@ from sinks.plans.plan_store import MemoryPlanStore
 from sinks.plans.scheduler import Limits
 from sinks.throttles.ownership import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
 from streaming.cluster.poller import poll
+from streaming.vocabulary.errors import NotAuthorized
 from tests.fake_cluster import FakeCluster
 
 PLAN_ID = "20261123T180000.000Z-abcd"
@@ -46,6 +49,52 @@ def test_a_partition_someone_else_reassigns_is_left_alone_reported_and_counted_a
     result = step(fake, plans, owners)
     assert result.left_alone == ((("t", 1), "reassigned by someone else (to 3)"),)
     assert fake.starts == [{("t", 0): [2]}]  # one slot of two: the foreign move holds the other
+
+
+REFUSAL_CASES = [
+    # id, error Kafka refuses t-1 with, its state after the step, submitted again at the next step
+    ("a target broker not registered: failed", "InvalidReplicationAssignmentError", "failed", False),
+    ("unknown to the controller: failed", "UnknownTopicOrPartitionError", "failed", False),
+    ("reassigned by someone else meanwhile: pending again", "ReassignmentInProgressError", "pending", True),
+]
+
+
+@pytest.mark.parametrize("error, state, again", [case[1:] for case in REFUSAL_CASES],
+                         ids=[case[0] for case in REFUSAL_CASES])
+def test_a_refused_partition_is_failed_for_good_or_pending_again(error, state, again):
+    fake, plans, owners = setup(partitions=2, limits=Limits(1))
+    fake.refuse_moves[("t", 0)] = error
+    result = step(fake, plans, owners)
+    assert result.refused == ((("t", 0), error),) and result.states[("t", 0)] == state
+    assert result.counts == ({"pending": 2} if state == "pending" else {"pending": 1, state: 1})
+    [wave] = owners.records()  # the refusal is recorded on the wave, so a restarted advancer decides the same
+    assert [(r.topic, r.partition, r.error) for r in wave.refused] == [("t", 0, error)]
+    del fake.refuse_moves[("t", 0)]
+    result = step(fake, plans, owners)
+    assert (("t", 0) in result.submitted) is again
+    if not again:  # a failed partition never holds a slot: the next one goes
+        assert result.submitted == (("t", 1),) and result.failed == ((("t", 0), f"refused by Kafka: {error}"),)
+
+
+def test_failed_partitions_never_hold_the_plan_it_ends_done():
+    fake, plans, owners = setup(partitions=3)
+    fake.refuse_moves[("t", 2)] = "InvalidReplicationAssignmentError"
+    del fake.partitions[("t", 1)]  # its topic's partition deleted before it was submitted
+    fake.sizes.pop(("t", 1, 1))
+    step(fake, plans, owners)
+    fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    result = step(fake, plans, owners)
+    assert result.plan.state == DONE and result.finished
+    assert result.counts == {"done": 1, "failed": 2}
+    assert {key for key, _ in result.failed} == {("t", 1), ("t", 2)}
+
+
+def test_a_topic_hidden_from_the_principal_is_not_taken_for_deleted_the_step_stops_before_writing():
+    fake, plans, owners = setup()
+    fake.hidden.add("t")  # no Describe on it: a Metadata of every topic leaves it out, as Kafka does
+    with pytest.raises(NotAuthorized, match="lacks Describe on Topic t"):
+        step(fake, plans, owners)
+    assert fake.starts == [] and owners.records() == [] and plans.plans()[0].state == RUNNING
 
 
 def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():
@@ -117,3 +166,61 @@ def test_still_throttled(wave_state, reassigning, listed, counted):
     snapshot = {"reassignments": [{"topic": "t", "partition": 0}] if reassigning else [],
                 "topic_throttles": [{"topic": "t", "kind": "follower", "value": listed}]}
     assert still_throttled([wave], snapshot) == ({("t", 0)} if counted else set())
+
+
+# ---- property: failed partitions never hold a plan ----
+
+FATES = ("moves", "deleted_before", "deleted_in_flight", "refused_for_good", "refused_once")
+FAILS = {"deleted_before", "deleted_in_flight", "refused_for_good"}
+
+
+def _delete_topic(fake, topic):
+    for table in (fake.partitions, fake.reassigning):
+        for key in [k for k in table if k[0] == topic]:
+            del table[key]
+    for key in [k for k in fake.sizes if k[0] == topic]:
+        del fake.sizes[key]
+    for key in [k for k in fake.topics if k[0] == topic]:
+        del fake.topics[key]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(FATES), min_size=1, max_size=6), st.integers(1, 3))
+def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_again(fates, in_flight):
+    """One topic per partition (a deleted topic is unknown by name); each partition's fate applied as the
+    steps go; every submitted one that is not deleted completes before the next step."""
+    fake = FakeCluster(partitions={(f"t{p}", 0): {"replicas": [1], "isr": [1], "leader": 1} for p in range(len(fates))},
+                       sizes={(f"t{p}", 0, 1): 1000 for p in range(len(fates))})
+    plans, owners = MemoryPlanStore(), MemoryStore.of()
+    plans.put(Plan(PLAN_ID, RUNNING, 0, 0, Limits(in_flight), tuple(Move(f"t{p}", 0, (1,), (2,)) for p in range(len(fates))),
+                   throttle=5000))
+    fate_of = {(f"t{p}", 0): fate for p, fate in enumerate(fates)}
+    for key, fate in fate_of.items():
+        if fate == "deleted_before":
+            _delete_topic(fake, key[0])
+        elif fate == "refused_for_good":
+            fake.refuse_moves[key] = "InvalidReplicationAssignmentError"
+        elif fate == "refused_once":
+            fake.refuse_moves[key] = "ReassignmentInProgressError"
+    failed_at = {}
+    for number in range(2 * len(fates) + 3):
+        result = advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), plans, owners, PLAN_ID,
+                              10_000 + number, 1.0)
+        assert not set(result.submitted) & set(failed_at), "a failed partition was submitted again"
+        failed_at.update({key: number for key, _ in result.failed})
+        for key, _ in result.refused:
+            if fate_of[key] == "refused_once":
+                del fake.refuse_moves[key]
+        for key in result.submitted:
+            if fate_of[key] == "deleted_in_flight":
+                _delete_topic(fake, key[0])
+            else:
+                fake.partitions[key] = {"replicas": [2], "isr": [2], "leader": 2}
+        if result.finished:
+            break
+    assert result.plan.state == DONE and result.finished, result.counts
+    assert {key for key, state in result.states.items() if state == "failed"} == \
+        {key for key, fate in fate_of.items() if fate in FAILS}
+    assert result.counts == {state: n for state, n in
+                             (("done", sum(f not in FAILS for f in fates)), ("failed", sum(f in FAILS for f in fates)))
+                             if n}

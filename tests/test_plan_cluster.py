@@ -197,7 +197,8 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
     assert set(submitted) == {(topic, p) for p in range(partitions)} and max(submitted.values()) == 1
     assert not [w for w in waves if w.state == PENDING]
     assert "advanced by job " in text  # the job stepped it (the watch's line), not only the foreground
-    assert record["partitions"] == {"pending": 0, "in_flight": 0, "done": partitions, "cancelled": 0, "left_alone": 0}
+    assert record["partitions"] == {"pending": 0, "in_flight": 0, "done": partitions, "cancelled": 0, "left_alone": 0,
+                                   "failed": 0}
     assert (record["bytes_remaining"], record["eta_seconds"], record["message"]) == (0, 0.0, None)
     assert record["advanced_by"].startswith("job ") and record["limits"]["max_moves_per_broker"] == per_broker
     print(f"plan of {partitions} ({in_flight}/{per_broker}): done {plan_done:.0f} s after execute with 4 kills, "
@@ -242,7 +243,7 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
     code, out, err = cli("progress", *common, "--request-id", request_id, "--output", "json")
     report = json.loads(out)
     assert code == 1 and report["state"] == "paused", err  # exit 1: not finished
-    assert report["partitions"] == {"pending": 5, "in_flight": 2, "done": 1, "cancelled": 0, "left_alone": 0}
+    assert report["partitions"] == {"pending": 5, "in_flight": 2, "done": 1, "cancelled": 0, "left_alone": 0, "failed": 0}
     assert report["bytes_total"] >= 8 * 20_000 and report["advanced_by"] is None  # the step above released nothing
     code, out, err = cli("progress", *common)
     assert code == 1 and f"Plan {request_id} paused: pending 5, in flight 2, done 1;" in out, err
@@ -265,3 +266,78 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
     assert submitted == [0, 1, 2, 3]  # 4 to 7 never submitted
     code, _, err = cli("resume", *common, "--request-id", request_id)
     assert code == 2 and "cancelled" in err
+
+
+def test_a_deleted_topics_partitions_fail_and_the_plan_ends_without_them(cluster, clean, tmp_path):
+    """A plan of a slow partition (3 MB at a 100 kB/s throttle) then a small second topic's two, one in flight:
+    the second topic is deleted while the first partition moves, before its partitions are submitted. The plan
+    goes on and ends: the first done, the deleted ones failed (README "Contract changes" 37), exit 3, no
+    throttle left."""
+    slow = cluster.create_topic(cluster.unique_topic("fail-slow"), {0: [1]}, megabytes=3)
+    doomed = cluster.create_topic(cluster.unique_topic("fail-doomed"), {0: [2], 1: [2]}, megabytes=0.02)
+    own = ownership_topic()
+    clean += [slow, doomed, own]
+    plan = write_plan(tmp_path / "plan.json", [(slow, 0, [2]), (doomed, 0, [3]), (doomed, 1, [3])])
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    log = tmp_path / "execute.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen([CLI, "execute", *common, "--reassignment-json-file", str(plan), "--throttle",
+                                    str(MB // 10), "--max-partitions-in-flight", "1", "--wait"],
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+    try:
+        wait_for(lambda: (slow, 0) in reassigning(cluster), 60, message="the slow partition moving")
+        cluster.delete_topics([doomed])
+        admin = cluster.admin()
+        try:
+            wait_for(lambda: doomed not in admin.list_topics(), 30, message="the second topic deleted")
+        finally:
+            admin.close()
+        assert (slow, 0) in reassigning(cluster), "the slow partition finished before the deletion: nothing tested"
+        code = process.wait(120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    output = log.read_text()
+    assert code == 3, output
+    assert "ended with partitions not moved: 2 failed" in output, output
+    assert f"failed {doomed}-0: no longer exists" in output and f"failed {doomed}-1: no longer exists" in output
+    assert replicas(cluster, slow, 0) == [2]
+    expect_throttles(cluster, [slow], {})
+    assert plan_state(cluster.bootstrap, own, request_id := output.split("Request id: ")[1].split()[0]) == DONE
+    assert all(m.topic == slow for w in waves_of(cluster.bootstrap, own, request_id) for m in w.moves)
+    code, out, err = cli("progress", *common, "--request-id", request_id, "--output", "json")
+    report = json.loads(out)
+    assert code == 0 and report["state"] == "done", err
+    assert report["partitions"] == {"pending": 0, "in_flight": 0, "done": 1, "cancelled": 0, "left_alone": 0, "failed": 2}
+
+
+def test_progress_watch_follows_a_plan_until_it_ends(cluster, clean, tmp_path):
+    """`progress --request-id ID --watch` while `execute --wait` carries a small plan (one in flight, partition
+    0 holding 1 MB at a 200 kB/s throttle): one JSON document per redraw, the plan's partitions in each, ending
+    by itself once the plan is done, exit 0; the table form of a done plan shows its line and ends at once."""
+    topic, targets, plan = spread_plan(cluster, tmp_path, "watch", 3, megabytes=0.02)
+    cluster.produce(topic, [0], megabytes=1)
+    own = ownership_topic()
+    clean += [topic, own]
+    common = ["--bootstrap-server", cluster.bootstrap, "--ownership-topic", own]
+    executor = subprocess.Popen([CLI, "execute", *common, "--reassignment-json-file", str(plan), "--throttle",
+                                 str(MB // 5), "--max-partitions-in-flight", "1", "--wait", "--output", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                cwd=ROOT)
+    try:
+        request_id = json.loads(executor.stdout.readline())["request_id"]
+        watch = subprocess.run([CLI, "progress", *common, "--request-id", request_id, "--watch", "0.5", "--output",
+                                "json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert executor.wait(60) == 0
+    finally:
+        if executor.poll() is None:
+            os.killpg(executor.pid, signal.SIGKILL)
+    assert watch.returncode == 0, watch.stderr
+    rows = [json.loads(line) for line in watch.stdout.splitlines()]
+    assert all(row["request_id"] == request_id and row["partitions_total"] == 3 for row in rows)
+    assert rows[0]["state"] == "running" and rows[0]["partitions"]["done"] < 3
+    assert rows[-1]["state"] == "done" and rows[-1]["partitions"]["done"] == 3
+    assert [row["state"] for row in rows].count("done") == 1  # it ends at the first redraw that sees the plan done
+    table = subprocess.run([CLI, "progress", *common, "--request-id", request_id, "--watch", "0.5"],
+                           capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert table.returncode == 0 and f"Plan {request_id} done: done 3;" in table.stdout, table.stdout + table.stderr

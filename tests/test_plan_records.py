@@ -6,7 +6,7 @@ import pytest
 from sinks.plans.plan import PART_MOVES, PAUSED, RUNNING, Plan
 from sinks.plans.plan_store import KafkaPlanStore, find
 from sinks.plans.scheduler import Limits
-from sinks.throttles.ownership import STARTED, Move, Ownership, decode, encode
+from sinks.throttles.ownership import ABORTED, STARTED, Move, Ownership, Refusal, decode, encode
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from tests.fake_cluster import FakeCluster
 
@@ -58,6 +58,16 @@ def test_plan_id_round_trips(plan_id):
     record = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, plan_id=plan_id)
     assert decode(encode(record)) == record
     assert ("plan_id" in encode(record).decode()) == (plan_id is not None)
+
+
+@pytest.mark.parametrize("state, refused", [
+    (STARTED, ()), (STARTED, (Refusal("t", 1, "InvalidReplicationAssignmentError"),)),
+    (ABORTED, (Refusal("t", 0, "UnknownTopicOrPartitionError"), Refusal("u", 3, "no answer")))],
+    ids=["none", "one-of-a-started-wave", "every-one-of-an-aborted-wave"])
+def test_a_waves_refusals_round_trip(state, refused):
+    record = Ownership("20261123T180001.000Z-0001", state, 2, 2, plan_id="20261123T180000.000Z-abcd", refused=refused)
+    assert decode(encode(record)) == record
+    assert ("refused" in encode(record).decode()) == bool(refused)
 
 
 def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():

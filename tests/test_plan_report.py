@@ -49,7 +49,8 @@ THROTTLED_0 = {"topic_throttles": [{"topic": "t", "kind": "leader", "value": "0:
     (["done", "done", "done", "in_flight"], [], {}, MB, MB, None),  # no row yet (submitted after the poll): unknown
     (["pending"] * 4, [], {}, None, 4 * MB, None),  # unthrottled and nothing copies into broker 2: unknown
     (["done", "done", "left_alone", "cancelled"], [], {}, MB, 0, 0.0),  # finished: its last record
-], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished"])
+    (["failed", "pending", "pending", "pending"], [], {}, MB, 3 * MB, 3.0),  # a failed one copies nothing, holds nothing
+], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished", "one-failed"])
 def test_plan_row(states, rows, tables, throttle, remaining, eta):
     row = plan_row(status(states, throttle), rows, tables, NOW_MS)
     assert (row["bytes_total"], row["bytes_remaining"]) == (4 * MB, remaining)
@@ -62,12 +63,13 @@ def test_a_plan_not_read_yet_has_no_row():
 
 
 def test_the_plan_record_follows_the_schema_and_the_gauges_name_the_plan():
-    row = plan_row(status(["in_flight", "pending", "done", "left_alone"]), [copying(0, MB // 2, 4e5)], THROTTLED_0,
+    row = plan_row(status(["in_flight", "pending", "failed", "left_alone"]), [copying(0, MB // 2, 4e5)], THROTTLED_0,
                    NOW_MS)
     value = plan_record(row, NOW_MS, 7, "c1")
     jsonschema.validate(value, json.loads(SCHEMA_PATH.read_text()))
     assert plan_key(ID) == f"plan:{ID}" and value["rate_bytes_per_sec"] == 4e5
     gauges = {(metric.name, values): v for metric, _, values, v in samples(Picture(plans=(row,)))}
     assert gauges[(m.PLAN_PARTITIONS.name, (ID, "left_alone"))] == 1.0
+    assert gauges[(m.PLAN_PARTITIONS.name, (ID, "failed"))] == 1.0 and value["partitions"]["failed"] == 1
     assert gauges[(m.PLAN_REMAINING_BYTES.name, (ID,))] == 1.5 * MB
     assert (m.PLAN_ETA.name, (ID,)) in gauges

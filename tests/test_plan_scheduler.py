@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sinks.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
-from sinks.plans.states import CANCELLED, DONE, IN_FLIGHT, LEFT_ALONE, PENDING, classify
+from sinks.plans.states import CANCELLED, DONE, FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, not_moved, settled
 from sinks.throttles.ownership import Move
 
 
@@ -65,27 +65,57 @@ M = Move("t", 0, (1, 2), (3, 2))
 ONGOING_OURS = {"replicas": [3, 2, 1], "adding": [3], "removing": [1]}
 ONGOING_OTHER = {"replicas": [4, 2, 1], "adding": [4], "removing": [1]}
 STATE_CASES = [
-    # id, submitted, current replicas, ongoing row, expected state
-    ("never submitted, at the sources", False, [1, 2], None, PENDING),
-    ("submitted, reassigning to our target", True, [3, 2, 1], ONGOING_OURS, IN_FLIGHT),
-    ("submitted, completed", True, [3, 2], None, DONE),
-    ("already at the target, never submitted", False, [3, 2], None, DONE),
-    ("someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER, LEFT_ALONE),
-    ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, LEFT_ALONE),
-    ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, LEFT_ALONE),
-    ("submitted, then cancelled: back on the sources", True, [1, 2], None, CANCELLED),
-    ("submitted, finished, the metadata still shows the reassignment's replicas", True, [3, 2, 1], None, IN_FLIGHT),
-    ("submitted, cancelled to a subset of its replicas: not finishing", True, [2], None, CANCELLED),
-    ("someone else moved it before we submitted", False, [4, 2], None, LEFT_ALONE),
-    ("the topic was deleted", False, None, None, LEFT_ALONE),
+    # id, submitted, current replicas, ongoing row, refusal of its latest refused submission, expected state
+    ("never submitted, at the sources", False, [1, 2], None, None, PENDING),
+    ("submitted, reassigning to our target", True, [3, 2, 1], ONGOING_OURS, None, IN_FLIGHT),
+    ("submitted, completed", True, [3, 2], None, None, DONE),
+    ("already at the target, never submitted", False, [3, 2], None, None, DONE),
+    ("someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER, None, LEFT_ALONE),
+    ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, None, LEFT_ALONE),
+    ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, None, LEFT_ALONE),
+    ("submitted, then cancelled: back on the sources", True, [1, 2], None, None, CANCELLED),
+    ("submitted, finished, the metadata still shows the reassignment's replicas", True, [3, 2, 1], None, None, IN_FLIGHT),
+    ("submitted, cancelled to a subset of its replicas: not finishing", True, [2], None, None, CANCELLED),
+    ("someone else moved it before we submitted", False, [4, 2], None, None, LEFT_ALONE),
+    ("the topic was deleted before we submitted", False, None, None, None, FAILED),
+    ("the topic was deleted while it moved", True, None, None, None, FAILED),
+    ("refused for good: a target broker not registered", False, [1, 2], None, "InvalidReplicationAssignmentError", FAILED),
+    ("refused for good: unknown to the controller", False, [1, 2], None, "UnknownTopicOrPartitionError", FAILED),
+    ("refused for a while (someone reassigned it meanwhile): pending again", False, [1, 2], None,
+     "ReassignmentInProgressError", PENDING),
+    ("refused without an answer: pending again", False, [1, 2], None, "no answer", PENDING),
+    ("refused for good earlier, accepted by a later wave", True, [3, 2, 1], ONGOING_OURS, "UnknownTopicOrPartitionError",
+     IN_FLIGHT),
+    ("refused for good, then at its target anyway", False, [3, 2], None, "InvalidReplicationAssignmentError", DONE),
+    ("refused for good, then someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER,
+     "InvalidReplicationAssignmentError", LEFT_ALONE),
 ]
 
 
-@pytest.mark.parametrize("submitted, current, ongoing, expected", [case[1:] for case in STATE_CASES],
+@pytest.mark.parametrize("submitted, current, ongoing, refusal, expected", [case[1:] for case in STATE_CASES],
                          ids=[case[0] for case in STATE_CASES])
-def test_partition_state(submitted, current, ongoing, expected):
-    state, reason = classify(M, submitted, current, ongoing)
+def test_partition_state(submitted, current, ongoing, refusal, expected):
+    state, reason = classify(M, submitted, current, ongoing, refusal)
     assert state == expected and reason
+
+
+SETTLED_CASES = [
+    # id, partition counts, settled (the plan is done), not moved
+    ("every partition done", {DONE: 3}, True, {}),
+    ("failed ones never hold the plan", {DONE: 2, FAILED: 1}, True, {FAILED: 1}),
+    ("failed, cancelled and left alone", {FAILED: 1, CANCELLED: 1, LEFT_ALONE: 1}, True,
+     {FAILED: 1, CANCELLED: 1, LEFT_ALONE: 1}),
+    ("one pending holds it", {DONE: 2, FAILED: 1, PENDING: 1}, False, {FAILED: 1, PENDING: 1}),
+    ("one in flight holds it", {IN_FLIGHT: 1}, False, {IN_FLIGHT: 1}),
+    ("zero counts are nothing", {PENDING: 0, IN_FLIGHT: 0, DONE: 1, FAILED: 0}, True, {}),
+]
+
+
+@pytest.mark.parametrize("counts, expected_settled, expected_not_moved", [case[1:] for case in SETTLED_CASES],
+                         ids=[case[0] for case in SETTLED_CASES])
+def test_plan_settles_with_failed_partitions(counts, expected_settled, expected_not_moved):
+    assert settled(counts) is expected_settled
+    assert not_moved(counts) == expected_not_moved
 
 
 # ---- properties over generated plans ----

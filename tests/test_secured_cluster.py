@@ -16,7 +16,7 @@ from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
-from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, wait_done, write_plan
+from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, throttles, wait_done, write_plan
 from tests.java_client_files import scram_java_form
 from tests.job_process import CLI, JobProcess, free_port
 from tests.kafka_fixtures import wait_for
@@ -98,7 +98,8 @@ def every_operator_command(run, cluster, topic, plan):
 
 def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
     cluster = secure_cluster
-    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path) for c in acls.OPERATOR_COMMANDS}
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path)
+              for c in acls.OPERATOR_COMMANDS if c not in acls.PLAN_COMMANDS}
     topic = moving_topic(cluster, topics)
     plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
     outputs = {}
@@ -243,6 +244,179 @@ def _run_job_until_exit(cluster, config, tmp_path, flags, timeout_s=120):
                              "--metrics-address", "127.0.0.1", "--debug", *flags],
                             capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
     return result.returncode, result.stdout, result.stderr
+
+
+# -- the plan commands: each with exactly its grants works; each grant dropped, it fails and writes nothing --
+
+PLAN, RESUME, CANCEL_PLAN = "execute --max-partitions-in-flight", "resume", "cancel --request-id"
+# The plans here live in an ownership topic of their own: the job's test (default topic) must not find them.
+PLAN_OWN = "sec-plan-ownership"
+PLAN_OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + PLAN_OWN)
+# The first refusal of a step's read (sinks.plans.advance) is its first call whose grant an absent one implies.
+LIST_REFUSED = ("not authorized", "lacks Describe on Cluster")  # Alter implies it: ListPartitionReassignments
+BROKER_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Cluster")  # Cluster AlterConfigs implies it
+TOPIC_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Topic")  # Topic AlterConfigs implies it
+HIDDEN_TOPIC = ("not authorized", "lacks Describe on Topic {topic}")  # asked by name: never taken for deleted
+PLAN_DROPS = {
+    "plan-topic-describe": Drop(PLAN, T, "*", "Describe", 2, ("{topic}", "unknown topic")),
+    "plan-cluster-alter": Drop(PLAN, C, "kafka-cluster", "Alter", 3, LIST_REFUSED),
+    "plan-cluster-alterconfigs": Drop(PLAN, C, "kafka-cluster", "AlterConfigs", 3, BROKER_CONFIGS_REFUSED),
+    "plan-topic-alterconfigs": Drop(PLAN, T, "*", "AlterConfigs", 3, TOPIC_CONFIGS_REFUSED),
+    # An empty ownership topic is read without a Fetch (nothing to read): a record makes the read need Read.
+    "plan-ownership-read": Drop(PLAN, T, PLAN_OWN, "Read", 3, PLAN_OWNERSHIP_REFUSED, "ownership-record"),
+    "plan-ownership-write": Drop(PLAN, T, PLAN_OWN, "Write", 3, PLAN_OWNERSHIP_REFUSED),
+    "plan-ownership-create": Drop(PLAN, T, PLAN_OWN, "Create", 3, PLAN_OWNERSHIP_REFUSED, "no-ownership-topic"),
+    "pause-ownership-read": Drop("pause", T, PLAN_OWN, "Read", 3, PLAN_OWNERSHIP_REFUSED),
+    "pause-ownership-write": Drop("pause", T, PLAN_OWN, "Write", 3, PLAN_OWNERSHIP_REFUSED),
+    **{f"{prefix}-{case}": Drop(command, resource, name, operation, 3, says)
+       for prefix, command in (("resume", RESUME), ("cancel-plan", CANCEL_PLAN))
+       for case, resource, name, operation, says in (
+           ("topic-describe", T, "*", "Describe", HIDDEN_TOPIC),
+           ("cluster-alter", C, "kafka-cluster", "Alter", LIST_REFUSED),
+           ("cluster-alterconfigs", C, "kafka-cluster", "AlterConfigs", BROKER_CONFIGS_REFUSED),
+           ("topic-alterconfigs", T, "*", "AlterConfigs", TOPIC_CONFIGS_REFUSED),
+           ("ownership-read", T, PLAN_OWN, "Read", PLAN_OWNERSHIP_REFUSED),
+           ("ownership-write", T, PLAN_OWN, "Write", PLAN_OWNERSHIP_REFUSED))},
+}
+
+
+def test_every_plan_grant_is_proven():
+    for command in acls.PLAN_COMMANDS:
+        proven = {case.grant for case in PLAN_DROPS.values() if case.command == command}
+        assert proven == set(acls.grants(command, ownership_topic=PLAN_OWN)), f"a grant of {command} has no drop case"
+
+
+def plan_argv(cluster, command, config, request_id=None, plan=None):
+    first = command.split()[0]
+    rest = {PLAN: ("--reassignment-json-file", plan, "--throttle", FAST, "--max-partitions-in-flight", 1),
+            "pause": ("--request-id", request_id), RESUME: ("--request-id", request_id),
+            CANCEL_PLAN: ("--request-id", request_id)}[command]
+    return command_args(cluster, first, config, "--ownership-topic", PLAN_OWN, *rest)
+
+
+def plan_picture(cluster, topic):
+    """What a plan command may change: every plan and wave in the ownership topic (state, moves), what
+    reassigns, the replicas of `topic`'s partitions, and the throttles."""
+    from sinks.plans.plan_store import KafkaPlanStore
+
+    admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
+    try:
+        names = cluster.confluent_admin().list_topics(timeout=10).topics
+        plans = sorted((p.request_id, p.state) for p in KafkaPlanStore(admin, PLAN_OWN).plans()) \
+            if PLAN_OWN in names else []
+        waves = sorted((r.request_id, r.state, r.moves) for r in KafkaOwnershipStore(admin, PLAN_OWN).records()) \
+            if PLAN_OWN in names else []
+    finally:
+        admin.close()
+    return (plans, waves, sorted(reassigning(cluster)), [replicas(cluster, topic, p) for p in (0, 1)],
+            throttles(cluster, [topic]))
+
+
+@pytest.fixture(scope="module")
+def standing_plans(secure_cluster, tmp_path_factory):
+    """Plans the drop cases act on without changing them: `plan(state)` -> (topic, request id) of a plan of two
+    tiny partitions, one in flight at most, started by the super user (partition 0 moved, 1 pending: no advancer
+    runs here), left `running` or made `paused`. Made again when the ownership topic was deleted meanwhile."""
+    made, created, directory = {}, [], tmp_path_factory.mktemp("standing-plans")
+
+    def plan(state):
+        from sinks.plans.plan_store import KafkaPlanStore, find
+
+        if state in made:
+            admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))
+            try:
+                names = secure_cluster.confluent_admin().list_topics(timeout=10).topics
+                alive = PLAN_OWN in names and find(KafkaPlanStore(admin, PLAN_OWN), made[state][1]) is not None
+            finally:
+                admin.close()
+            if alive:
+                return made[state]
+        topic = secure_cluster.unique_topic(f"sec-{state}")
+        created.append(topic)
+        secure_cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.05)
+        file = write_plan(directory / f"{topic}.json", [(topic, 0, [2]), (topic, 1, [2])])
+        code, out, err = run_cli(*plan_argv(secure_cluster, PLAN, secure_cluster.admin_config, plan=file))
+        assert code == 0, err
+        request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+        wait_done(secure_cluster, [(topic, 0)], 60)
+        if state == "paused":
+            code, _, err = run_cli(*plan_argv(secure_cluster, "pause", secure_cluster.admin_config, request_id))
+            assert code == 0, err
+        made[state] = (topic, request_id)
+        return made[state]
+
+    yield plan
+    if not secure_cluster.started_here:  # else the session stopped it after its last test: nothing is left
+        secure_cluster.delete_topics(created + [PLAN_OWN])
+
+
+def _arrange_plan(cluster, setup):
+    if setup == "no-ownership-topic":
+        names = cluster.confluent_admin().list_topics(timeout=10).topics
+        if PLAN_OWN in names:
+            cluster.delete_topic_and_wait(PLAN_OWN)
+    elif setup == "ownership-record":
+        admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
+        try:
+            KafkaOwnershipStore(admin, PLAN_OWN, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        finally:
+            admin.close()
+
+
+@pytest.mark.parametrize("case_id", list(PLAN_DROPS))
+def test_each_plan_grant_is_needed(secure_cluster, topics, standing_plans, tmp_path, case_id):
+    cluster, case = secure_cluster, PLAN_DROPS[case_id]
+    kept = [g for g in acls.grants(case.command, ownership_topic=PLAN_OWN) if g != case.grant]
+    config = cluster.principal(f"drop-{case_id}", kept, tmp_path)
+    if case.command == PLAN:
+        topic, request_id = moving_topic(cluster, topics, megabytes=0.05), None
+        file = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+        _arrange_plan(cluster, case.setup)
+    else:  # a paused plan for resume (it would write `running`), a running one for pause and cancel
+        topic, request_id = standing_plans("paused" if case.command == RESUME else "running")
+        file = None
+    before = plan_picture(cluster, topic)
+    code, out, err = run_cli(*plan_argv(cluster, case.command, config, request_id, file))
+    assert code == case.exit_code, (out, err)
+    says = [f.format(case=case_id, operation=case.operation, topic=topic) for f in case.says]
+    line = assert_one_error_line(err, *says)
+    assert len(line) < 400, line
+    assert plan_picture(cluster, topic) == before  # nothing written: no plan, state, wave, move or throttle
+    assert_no_password(cluster, {"stdout": out, "stderr": err})
+
+
+def test_plan_commands_under_exact_acls(secure_cluster, topics, tmp_path):
+    """Each plan command as a principal with exactly its grants: execute a plan of two partitions (one in flight),
+    pause it, resume it (its second partition submitted), execute another and cancel it."""
+    cluster = secure_cluster
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c, ownership_topic=PLAN_OWN), tmp_path)
+              for c in acls.PLAN_COMMANDS}
+    topic = cluster.unique_topic("sec-plan-exact")
+    topics.append(topic)
+    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
+    file = write_plan(tmp_path / "plan.json", [(topic, 0, [2]), (topic, 1, [2])])
+    outputs = {}
+
+    def run(command, request_id=None, plan=None):
+        code, out, err = run_cli(*plan_argv(cluster, command, config[command], request_id, plan))
+        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
+        assert code == 0, err
+        return out
+
+    out = run(PLAN, plan=file)
+    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+    assert f"submitted {topic}-0" in out
+    assert "paused" in run("pause", request_id)
+    wait_done(cluster, [(topic, 0)], 60)
+    assert f"submitted {topic}-1" in run(RESUME, request_id)
+    wait_done(cluster, [(topic, 1)], 60)
+    expect_throttles(cluster, [topic], {(topic, "leader"): frozenset({"1:1"}), (topic, "follower"): frozenset({"1:2"}),
+                                        (1, "leader"): FAST, (1, "follower"): FAST, (2, "leader"): FAST,
+                                        (2, "follower"): FAST})  # no advancer stepped since: the last wave's stay
+    assert f"Plan {request_id} cancelled" in run(CANCEL_PLAN, request_id)
+    expect_throttles(cluster, [topic], {})  # the cancel's step swept them
+    assert [replicas(cluster, topic, p) for p in (0, 1)] == [[2], [2]]
+    assert_no_password(cluster, outputs)
 
 
 # -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file --

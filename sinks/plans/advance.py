@@ -3,11 +3,13 @@
 What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's driver-side watch is
 meant to call for every active plan (one advancer per plan at a time). Each step:
 
-1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster;
+1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster; a plan's
+   topic the read does not show must be unknown to the cluster asked by name (`confirm_gone`), else the step
+   stops there (a principal without Describe on it must not fail its partitions);
 2. settle a wave left `pending` by an advancer that died mid-submission: its partitions that reassign
    to our target or reached it were accepted, the others were not (pending again), and the wave is
    marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
-3. classify every partition of the plan (sinks.plans.states);
+3. classify every partition of the plan (sinks.plans.states), with the refusals its waves recorded;
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
    their throttles; nothing is submitted;
 5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
@@ -16,8 +18,9 @@ meant to call for every active plan (one advancer per plan at a time). Each step
    names only partitions in flight or finished since this advancer's last step began, never more than
    --max-partitions-in-flight of them (README "Plans"). When the sweep removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
-6. nothing pending or in flight at the read of step 1 (so the sweep came after every partition counted
-   done): the plan is DONE; PAUSED: nothing is submitted;
+6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
+   partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
+   nothing is submitted;
 7. schedule (sinks.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
    (sinks.plans.submit) with throttles for exactly its partitions;
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
@@ -31,7 +34,8 @@ ownership store, then turn the Step into `plan` records and metrics. A principal
 Cluster gets a ClusterError from the step: report the plan as not advanced instead of failing the batch.
 
 A partition reassigned by someone else is never submitted or cancelled here: it is LEFT_ALONE and
-reported in `Step.left_alone`. Crash-safe: every decision is taken again from the plan, its waves and
+reported in `Step.left_alone`. A partition that is gone or that Kafka refused for good is FAILED, reported in
+`Step.failed`, and never submitted again. Crash-safe: every decision is taken again from the plan, its waves and
 the cluster, so a step may be cut off anywhere; nothing is submitted that reassigns at the read.
 """
 
@@ -42,14 +46,15 @@ from sinks.plans.plan import CANCELLED, DONE, RUNNING
 from sinks.plans.plan_store import find
 from sinks.plans.scheduler import Candidate, load_of, schedule
 from sinks.plans.states import CANCELLED as REVERTED
-from sinks.plans.states import IN_FLIGHT, LEFT_ALONE, PENDING, classify
+from sinks.plans.states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal, refusal_reason,
+                                settled)
 from sinks.plans.submit import quiet, submit_wave
 from sinks.throttles.actions import Policy
 from sinks.throttles.janitor import Janitor
 from sinks.throttles.ownership import PENDING as WAVE_PENDING
 from sinks.throttles.ownership import STARTED
 from streaming.vocabulary.throttle_entries import parse
-from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.errors import BadInput, ClusterError
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Step:
     refused: tuple = ()  # ((topic, partition), error) refused by AlterPartitionReassignments in this step
     cancelled: tuple = ()  # (topic, partition) cancelled in this step
     left_alone: tuple = ()  # ((topic, partition), reason): moved or moving by someone else
+    failed: tuple = ()  # ((topic, partition), reason): gone, or refused by Kafka for good
     throttle_actions: tuple = ()  # sinks.throttles.actions.ThrottleAction taken by the sweep
     states: dict = field(default_factory=dict)  # (topic, partition) -> its state as read (sinks.plans.states)
     sizes: dict = field(default_factory=dict)  # (topic, partition) -> its leader's log bytes as read (sizes_of)
@@ -82,12 +88,21 @@ def candidate(move, sizes):
                      sizes.get((move.topic, move.partition), 0) * len(move.destinations))
 
 
-def classified(plan, snapshot, submitted):
+def classified(plan, snapshot, submitted, refusals):
     """(topic, partition) -> (state, reason) for every partition of the plan."""
     current = {(r["topic"], r["partition"]): r["replicas"] for r in snapshot["partitions"]}
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
-    return {(m.topic, m.partition): classify(m, (m.topic, m.partition) in submitted, current.get((m.topic, m.partition)),
-                                             ongoing.get((m.topic, m.partition))) for m in plan.moves}
+    return {key: classify(m, key in submitted, current.get(key), ongoing.get(key), refusals.get(key))
+            for m in plan.moves for key in [(m.topic, m.partition)]}
+
+
+def refusals_of(waves):
+    """(topic, partition) -> the error of its latest refused submission, from the waves (in the store's order)."""
+    return {(r.topic, r.partition): r.error for w in waves for r in w.refused}
+
+
+def _named(states, wanted):
+    return tuple((key, reason) for key, (state, reason) in states.items() if state == wanted)
 
 
 def still_throttled(waves, snapshot):
@@ -132,40 +147,57 @@ def _read_plan(read, plans, owners, request_id):
     return plan, read(sorted({m.topic for m in plan.moves})), _waves(owners, plan)
 
 
+def confirm_gone(admin, plan, snapshot):
+    """Before a step acts on partitions the snapshot does not show (states.gone: FAILED): their topics must be
+    unknown to the cluster when asked by name. A Metadata of every topic hides a topic the principal may not
+    describe, which must not fail the plan's partitions: NotAuthorized (nothing written yet). A topic shown by
+    name but not in the snapshot (Metadata not yet caught up) is a ClusterError: the next step reads again."""
+    shown = {r["topic"] for r in snapshot["partitions"]}
+    missing = {m.topic for m in plan.moves} - shown
+    if missing:
+        still_there = missing - admin.unknown_topics(sorted(missing))
+        if still_there:
+            raise ClusterError(f"topic {sorted(still_there)[0]} exists but Metadata did not show it: not stepped")
+
+
 def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
     those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
     the door the writes and the janitor go through; `plans`: sinks.plans.plan_store.PlanStore; `owners`:
     sinks.throttles.ownership.OwnershipStore."""
     plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    confirm_gone(admin, plan, snapshot)
     if any(w.state == WAVE_PENDING for w in waves):
         _settle_pending_waves(owners, waves, snapshot, now_ms)
         waves = _waves(owners, plan)
-    states = classified(plan, snapshot, _submitted(waves))
-    left_alone = tuple((key, reason) for key, (state, reason) in states.items() if state == LEFT_ALONE)
+    refusals = refusals_of(waves)
+    states = classified(plan, snapshot, _submitted(waves), refusals)
+    left_alone, failed = _named(states, LEFT_ALONE), _named(states, FAILED)
     if plan.state == CANCELLED:
         cancelled = _cancel(admin, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
         actions = _sweep(admin, owners, waves)
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
-                    throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
+                    failed=failed, throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
     actions = _sweep(admin, owners, ())
     counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
-    if plan.state != DONE and not counts.get(PENDING) and not counts.get(IN_FLIGHT):
+    if plan.state != DONE and settled(counts):
         plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
         plans.put(plan)
     if plan.state != RUNNING:
-        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions, states=_bare(states),
-                    sizes=sizes_of(snapshot))
+        return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions,
+                    states=_bare(states), sizes=sizes_of(snapshot))
     fresh = states
     if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
         snapshot = read(sorted({m.topic for m in plan.moves}))
-        fresh = classified(plan, snapshot, _submitted(waves))
+        confirm_gone(admin, plan, snapshot)
+        fresh = classified(plan, snapshot, _submitted(waves), refusals)
     sizes = sizes_of(snapshot)
     pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
     chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
     if not chosen:
-        return Step(plan, counts, left_alone=left_alone, throttle_actions=actions, states=_bare(fresh), sizes=sizes)
+        return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions, states=_bare(fresh),
+                    sizes=sizes)
     started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
                                    snapshot, now_ms, timeout_s)
     submitted = tuple((m.topic, m.partition) for m in started)
@@ -174,20 +206,24 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     cancelled = ()
     if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
         cancelled, plan = _cancel(admin, submitted), latest
-    after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled}}
-    counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}}, cancelled=cancelled)
-    return Step(plan, counts, submitted, tuple(((m.topic, m.partition), e) for m, e in refused), cancelled,
-                left_alone, actions, _bare(after), sizes)
+    refused = tuple(((m.topic, m.partition), e) for m, e in refused)
+    newly_failed = {key: (FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
+    after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled},
+             **newly_failed}
+    counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}, **newly_failed}, cancelled=cancelled)
+    return Step(plan, counts, submitted, refused, cancelled, left_alone, failed + tuple(
+        (key, reason) for key, (_, reason) in newly_failed.items()), actions, _bare(after), sizes)
 
 
 def observe(read, plans, owners, request_id):
     """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
     reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
-    submitted (its partitions are not taken for someone else's)."""
+    submitted (its partitions are not taken for someone else's). A topic Metadata does not show counts as
+    gone without asking it by name (`confirm_gone`): this only reports, and every reader holds Describe on
+    Topic `*` (README "Kafka ACLs")."""
     plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
-    states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves})
-    return Step(plan, _counts(states), left_alone=tuple((key, reason) for key, (state, reason) in states.items()
-                                                         if state == LEFT_ALONE),
+    states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
+    return Step(plan, _counts(states), left_alone=_named(states, LEFT_ALONE), failed=_named(states, FAILED),
                 states=_bare(states), sizes=sizes_of(snapshot))
 
 

@@ -5,8 +5,10 @@
 2. the throttles set and read back (sinks.throttles.setter);
 3. AlterPartitionReassignments;
 4. the throttles applied again (see execute's step 5), then the record marked `started` with only the
-   moves the cluster accepted (those refused are pending again for the plan).
-When nothing was accepted or a step failed, the record is marked `aborted` with no moves and the
+   moves the cluster accepted, and those refused in `refused` with Kafka's error (sinks.plans.states decides
+   from it whether such a partition is pending again or failed).
+When nothing was accepted or a step failed, the record is marked `aborted` with no moves (and the
+refusals, if any) and the
 janitor takes out what it set. A crash between 1 and 4 leaves a `pending` wave: sinks.plans.advance
 settles it from the cluster on its next step.
 """
@@ -16,7 +18,7 @@ from dataclasses import replace
 from sinks.throttles.actions import Policy
 from sinks.throttles.claims import throttle_setting
 from sinks.throttles.janitor import Janitor
-from sinks.throttles.ownership import ABORTED, PENDING, STARTED, Ownership, new_request_id
+from sinks.throttles.ownership import ABORTED, PENDING, STARTED, Ownership, Refusal, new_request_id
 from sinks.throttles.setter import set_throttles
 from sinks.throttles.view import view_of
 from streaming.vocabulary.errors import ClusterError
@@ -45,6 +47,7 @@ def submit_wave(admin, owners, plan, moves, snapshot, now_ms, timeout_s):
         raise
     started = tuple(m for m in moves if results.get((m.topic, m.partition), "no answer") is None)
     refused = [(m, results.get((m.topic, m.partition), "no answer")) for m in moves if m not in started]
+    record = replace(record, refused=tuple(Refusal(m.topic, m.partition, error) for m, error in refused))
     if not started:
         _abort(admin, owners, record, now_ms, "no partition reassignment was accepted")
         return started, refused

@@ -19,7 +19,8 @@ streaming.vocabulary.defaults.OWNERSHIP_TOPIC, one partition so it is totally or
 min(3, brokers)), key = request id, value = the record as JSON (`encode`/`decode` here).
 The latest record per request id wins; `done` records stay as an audit trail (one per request).
 Plans (sinks.plans) share the topic under keys starting with PLAN_KEY_PREFIX: not ownership records.
-Each wave a plan submits is an ownership record of its own, naming the plan in `plan_id`.
+Each wave a plan submits is an ownership record of its own, naming the plan in `plan_id`; the partitions
+AlterPartitionReassignments refused are in its `refused`, each with Kafka's error (sinks.plans.states).
 
 Request ids: `YYYYMMDDTHHMMSS.mmmZ-xxxx` (UTC, milliseconds, 4 random hex digits). `new_request_id`
 bumps the time past the newest id in the store, so ids sort in creation order (monotonic for one
@@ -87,6 +88,13 @@ class Steering:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    topic: str
+    partition: int
+    error: str  # the door's name of Kafka's error (streaming.cluster.writes)
+
+
+@dataclass(frozen=True)
 class Ownership:
     request_id: str
     state: str
@@ -100,6 +108,7 @@ class Ownership:
     note: str | None = None
     plan_id: str | None = None  # the plan this record is a wave of (sinks.plans), else None
     steering: Steering | None = None  # `--throttle auto`: the job steers its rates
+    refused: tuple[Refusal, ...] = ()  # a plan's wave: the partitions AlterPartitionReassignments refused
 
     def with_state(self, state, now_ms, note=None):
         return replace(self, state=state, updated_ms=int(now_ms), note=note if note is not None else self.note)
@@ -122,6 +131,8 @@ def to_json(record):
         "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
         "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
         **({"plan_id": record.plan_id} if record.plan_id is not None else {}),
+        **({"refused": [{"topic": r.topic, "partition": r.partition, "error": r.error} for r in record.refused]}
+           if record.refused else {}),
         "steering": None if record.steering is None else {
             "floor": record.steering.floor, "ceiling": record.steering.ceiling,
             "schedule": [list(w) for w in record.steering.schedule]},
@@ -141,6 +152,7 @@ def from_json(value):
                       for e in value.get("entries", ()) for text in e["entries"]),
         rates=tuple(RateClaim(int(r["broker"]), r["kind"], int(r["rate"]), None if r.get("prior") is None else int(r["prior"]))
                     for r in value.get("rates", ())),
+        refused=tuple(Refusal(r["topic"], int(r["partition"]), str(r["error"])) for r in value.get("refused", ())),
         steering=None if not value.get("steering") else Steering(
             int(value["steering"]["floor"]), int(value["steering"]["ceiling"]),
             tuple(tuple(int(x) for x in w) for w in value["steering"].get("schedule", ()))),

@@ -108,6 +108,36 @@ def _cancel(progress_topic, ownership_topic):
     )
 
 
+def _plan_state(progress_topic, ownership_topic):
+    return (
+        _topic(ownership_topic, "Read", "the plan's records (`plan:<request id>`)"),
+        _topic(ownership_topic, "Write", "the plan's new state"),
+    )
+
+
+def _plan_step(progress_topic, ownership_topic):
+    """One step of a plan (sinks.plans.advance): it reads the cluster as `execute` does, sweeps the throttles of
+    finished partitions, submits (or, cancelled, reverts) partitions and sets each wave's throttles."""
+    return _poll(progress_topic, ownership_topic) + (
+        _cluster("Alter", "AlterPartitionReassignments: submitting each wave, or reverting a cancelled plan's "
+                          "partitions in flight (it also implies Describe on the Cluster for ListPartitionReassignments "
+                          "and DescribeLogDirs)"),
+        _cluster("AlterConfigs", "setting each wave's broker throttle rates, removing or restoring them as its "
+                                 "partitions finish"),
+        _topic(ANY_TOPIC, "AlterConfigs", "appending each wave's `partition:broker` entries to the throttled-replicas "
+                                          "lists, subtracting them as its partitions finish"),
+        _topic(ownership_topic, "Read", "the plan, its waves and its advancer's lease"),
+        _topic(ownership_topic, "Write", "the plan's state, each wave's ownership record (before any config is "
+                                         "altered) and the lease"),
+    )
+
+
+def _plan_execute(progress_topic, ownership_topic):
+    return _plan_step(progress_topic, ownership_topic) + (
+        _topic(ownership_topic, "Create", "creating the ownership topic if absent"),
+    )
+
+
 # command -> (what it is, its grants as a function of the topic names)
 COMMANDS = {
     "run --throttle-cleanup off": ("the streaming job, monitoring only", _monitor),
@@ -117,9 +147,17 @@ COMMANDS = {
     "execute": ("start a throttled reassignment", _execute),
     "verify": ("completion check and throttle removal", _verify),
     "cancel": ("cancel reassignments and remove their throttles", _cancel),
+    "execute --max-partitions-in-flight": ("record a plan and submit its first wave; with `--wait`, advance it "
+                                           "until done", _plan_execute),
+    "pause": ("`pause --request-id`: stop a plan's submissions", _plan_state),
+    "resume": ("`resume --request-id [--wait]`: resume a plan and advance it one step (with `--wait`, until done)",
+               _plan_step),
+    "cancel --request-id": ("cancel a plan: its partitions in flight reverted, their throttles removed", _plan_step),
 }
 JOB_COMMANDS = ("run --throttle-cleanup off", "run")
-OPERATOR_COMMANDS = ("progress", "execute", "verify", "cancel")
+OPERATOR_COMMANDS = ("progress", "execute", "verify", "cancel", "execute --max-partitions-in-flight", "pause", "resume",
+                     "cancel --request-id")
+PLAN_COMMANDS = ("execute --max-partitions-in-flight", "pause", "resume", "cancel --request-id")
 
 
 # Kafka's authorizers (AclAuthorizer, StandardAuthorizer) imply some operations from others on the same
@@ -143,6 +181,12 @@ def grants(command, progress_topic=PROGRESS_TOPIC, ownership_topic=OWNERSHIP_TOP
 def union(commands, **topics):
     wanted = tuple(dict.fromkeys(g for command in commands for g in grants(command, **topics)))
     return tuple(g for g in wanted if not implied(g, wanted))
+
+
+def job_plan_grants(**topics):
+    """What a job holding `run`'s grants lacks to advance plans (a plan's step is `resume`'s)."""
+    held = union(("run",), **topics)
+    return tuple(g for g in union(("run", "resume"), **topics) if g not in held and not implied(g, held))
 
 
 # -- the README text --
@@ -183,8 +227,12 @@ def markdown():
             "the new rate (Write on the ownership topic, as `run`); `execute --throttle auto` sets its starting rate",
             "like any throttle. The guard (`--throttle-guard-url`) is an HTTP query to Prometheus, outside Kafka's",
             "ACLs: the job needs only network access to it.", ""]
-    out += ["The job's principal holds the grants of `run`, the operators' those of `progress`, `execute`,",
-            "`verify` and `cancel`:", "", "```", f"J={JOB_PRINCIPAL}", f"O={OPERATOR_PRINCIPAL}"]
+    beyond = "; ".join(f"**{g.operation} on {g.shown}**, for {g.why}" for g in job_plan_grants())
+    out += ["**The job advances plans** (contract change 33) only with the grants of `resume` added to `run`'s,",
+            f"that is: {beyond}. Without them the job reports each plan as not advanced and goes on; the plan",
+            "waits for `resume --request-id ID --wait` or a job that holds them.", ""]
+    out += ["The job's principal holds the grants of `run`, the operators' those of every other command:", "", "```",
+            f"J={JOB_PRINCIPAL}", f"O={OPERATOR_PRINCIPAL}"]
     out += _kafka_acls("J", union(JOB_COMMANDS)) + _kafka_acls("O", union(OPERATOR_COMMANDS)) + ["```", "", MARKDOWN_END]
     return "\n".join(out)
 

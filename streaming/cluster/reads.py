@@ -7,9 +7,9 @@ from collections import defaultdict
 
 from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
-from streaming.vocabulary.errors import AUTHORIZATION, NotAuthorized, kind_of
+from streaming.vocabulary.errors import AUTHORIZATION, PROTOCOL_CODES, NotAuthorized, Refused, kind_of
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
-                                             LIST_REASSIGNMENTS)
+                                             LIST_REASSIGNMENTS, METADATA)
 from streaming.vocabulary.snapshot import without_gone
 
 UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
@@ -45,6 +45,22 @@ class Reads:
                  "isr": list(p.isrs)}
                 for topic in metadata.topics.values() if topic.error is None and (wanted is None or topic.topic in wanted)
                 for p in topic.partitions.values()]
+
+    def unknown_topics(self, topics):
+        """Of `topics`, those the cluster does not have, asked by name (Metadata without auto-creation). A
+        Metadata of every topic hides the topics the principal may not describe, so a topic missing there is
+        deleted only when this says so; NotAuthorized names the first topic it may not describe."""
+        answer = self._call(METADATA, lambda kafka: kafka.describe_topics(sorted(topics)))
+        unknown = []
+        for topic in answer:
+            name, code = topic.get("name", topic.get("topic")), topic["error_code"]
+            if code == UNKNOWN_TOPIC_OR_PARTITION:
+                unknown.append(name)
+            elif PROTOCOL_CODES.get(code) == AUTHORIZATION:
+                raise NotAuthorized(f"not authorized: {self._lacks('Describe', f'Topic {name}')}")
+            elif code:
+                raise Refused(f"{METADATA} of topic {name} refused: error code {code}")
+        return frozenset(unknown)
 
     def _log_dirs(self, broker):
         return self._call(DESCRIBE_LOG_DIRS,

@@ -73,7 +73,7 @@ def _cancel_plan(args, connect):
     flight are cancelled and the janitor removes their throttles (sinks.plans.advance)."""
     from sinks.plans.plan import CANCELLED, PAUSED, RUNNING
 
-    admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED))
+    admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED), steps=True)
     try:
         return plan_execute.advance(args, admin, plans, owners, plan.request_id, wait=False, leased=False)
     finally:

@@ -109,7 +109,7 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
     from sinks.plans.plan import CANCELLED
     from sinks.plans.plan import DONE as PLAN_DONE
     from sinks.plans.plan_store import find
-    from sinks.plans.states import DONE
+    from sinks.plans.states import not_moved
 
     me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
     last = waiting_for = None
@@ -140,7 +140,7 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
         if leased:
             lease.release(plans, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
         return EXIT_OK
-    unfinished = {state: n for state, n in result.counts.items() if state != DONE and n}
+    unfinished = not_moved(result.counts)
     if result.plan.state == CANCELLED or not unfinished:
         return EXIT_OK
     print(f"Plan {request_id} ended with partitions not moved: " +
@@ -149,6 +149,7 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
 
 
 def print_step(args, result):
+    from sinks.plans.states import final_refusal
     from sinks.throttles.report import describe
 
     plan = result.plan
@@ -158,6 +159,7 @@ def print_step(args, result):
                            "refused": [{"partition": f"{t}-{p}", "error": e} for (t, p), e in result.refused],
                            "cancelled": [f"{t}-{p}" for t, p in result.cancelled],
                            "left_alone": [{"partition": f"{t}-{p}", "reason": r} for (t, p), r in result.left_alone],
+                           "failed": [{"partition": f"{t}-{p}", "reason": r} for (t, p), r in result.failed],
                            "throttle_actions": [common.action_json(a) for a in result.throttle_actions]})
         return
     counts = ", ".join(f"{state.replace('_', ' ')} {n}" for state, n in sorted(result.counts.items()))
@@ -165,18 +167,24 @@ def print_step(args, result):
     if result.submitted:
         print("  submitted " + ",".join(f"{t}-{p}" for t, p in result.submitted), flush=True)
     for (t, p), error in result.refused:
-        print(f"  refused {t}-{p}: {error} (pending again)", flush=True)
+        if not final_refusal(error):  # a final refusal is among the failed partitions below
+            print(f"  refused {t}-{p}: {error} (pending again)", flush=True)
     if result.cancelled:
         print("  cancelled " + ",".join(f"{t}-{p}" for t, p in result.cancelled), flush=True)
     for (t, p), reason in result.left_alone:
         print(f"  left alone {t}-{p}: {reason}", flush=True)
+    for (t, p), reason in result.failed:
+        print(f"  failed {t}-{p}: {reason}", flush=True)
     for action in result.throttle_actions:
         print(f"  throttle {describe(action)}", flush=True)
 
 
-def set_state(args, connect, state, wanted_from):
+def set_state(args, connect, state, wanted_from, steps=False):
     """pause / resume / cancel of a plan: write its new state (only from a state in `wanted_from`).
+    `steps`: a step follows (resume, cancel), so the cluster is read first as the step reads it - a principal
+    lacking a grant the step needs is refused before the state is written (README "Kafka ACLs").
     Returns (admin, plans, owners, plan) with the admin open for the caller to close."""
+    from sinks.plans.advance import confirm_gone
     from sinks.plans.plan_store import find
 
     admin = connect(args)
@@ -187,6 +195,8 @@ def set_state(args, connect, state, wanted_from):
             raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
         if plan.state not in wanted_from and plan.state != state:
             raise BadInput(f"plan {plan.request_id} is {plan.state}: it cannot become {state}")
+        if steps:
+            confirm_gone(admin, plan, common.strict_poll(admin, sorted({m.topic for m in plan.moves})))
         if plan.state != state:
             plan = plan.with_state(state, time.time() * 1000, note=f"{args.command} by the operator")
             plans.put(plan)

@@ -1,10 +1,12 @@
-"""`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS] | --request-id ID`: the one-shot
-report, or a live one, or a plan's (`--request-id`; the plans running or paused follow the one-shot table too). Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
+"""`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS] | --request-id ID [--watch SECONDS]`:
+the one-shot report, or a live one, or a plan's, once or live (`--request-id`; the plans running or paused follow
+the one-shot table too). Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
 rendering from streaming.core.report. Nothing on the one-shot path imports Spark, a dataframe library,
 grafanalib or rich (the live view's); its start-up is measured by bench/startup.py.
 
 Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
 input, 3 cluster unreachable or a request refused. A file that lists no partition reports nothing: 0.
+A plan: 1 while it is running or paused, else 0; `--watch` redraws until it is neither (so it ends 0).
 """
 
 import json
@@ -35,7 +37,8 @@ def add_arguments(parser):
                         help="redraw every SECONDS until nothing moves (with --output json: one document per line)")
     parser.add_argument("--request-id", metavar="ID",
                         help="report the plan with this request id (execute --max-partitions-in-flight): partitions "
-                             "pending / in flight / done, bytes, rate, ETA; exit 1 while it is running or paused")
+                             "pending / in flight / done / failed, bytes, rate, ETA; exit 1 while it is running or "
+                             "paused (with --watch: until it is neither)")
     common.add_ownership_topic(parser)
 
 
@@ -100,9 +103,14 @@ def _active_plans(admin, args, snapshot, rows):
         print(f"Note: plans not shown ({args.ownership_topic}: {error})", file=sys.stderr, flush=True)
 
 
+def _plan_exit_code(row):
+    from sinks.plans.plan import PAUSED, RUNNING
+
+    return EXIT_IN_PROGRESS if row["state"] in (RUNNING, PAUSED) else EXIT_OK
+
+
 def _plan(admin, args):
     """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
-    from sinks.plans.plan import PAUSED, RUNNING
     from sinks.plans.plan_store import KafkaPlanStore
     from streaming.core.report import diagnose
     from streaming.watch.plan_report import describe_plan
@@ -112,7 +120,47 @@ def _plan(admin, args):
     snapshot, rows = _rows(admin, None)
     row = _plan_row(admin, args, args.request_id, snapshot, diagnose(snapshot, rows), plans, owners)
     print(json.dumps(row, separators=(",", ":")) if args.output == "json" else describe_plan(row), flush=True)
-    return EXIT_IN_PROGRESS if row["state"] in (RUNNING, PAUSED) else EXIT_OK
+    return _plan_exit_code(row)
+
+
+def _watch_plan(admin, args, interval_s):
+    """`progress --request-id ID --watch S`: the plan's line and its moving replicas redrawn every `interval_s`
+    (with --output json: its row, one document per line) until it is neither running nor paused; then exit
+    as `progress --request-id` does. Rates and ETAs come from the watch's own history, as for moves."""
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.text import Text
+
+    from sinks.plans.plan_store import KafkaPlanStore, find
+    from streaming.core import history
+    from streaming.core.report import ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table, with_history
+    from streaming.vocabulary.replica_row import partition_of
+    from streaming.watch.plan_report import describe_plan
+
+    plans = KafkaPlanStore(admin, args.ownership_topic)
+    owners = common.open_store(args, admin, create=False)
+    memory = history.empty_memory()
+    live = Live(console=Console(), auto_refresh=False) if args.output == "table" else None
+    with live if live else nullcontext():
+        while True:
+            started = time.monotonic()
+            snapshot, rows = _rows(admin, None)
+            memory, rows = with_history(memory, rows, snapshot.ts_ms)
+            rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
+            row = _plan_row(admin, args, args.request_id, snapshot, rows, plans, owners)
+            if live:
+                keys = {(m.topic, m.partition) for m in find(plans, args.request_id).moves}
+                report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
+                title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  plan "
+                         f"{args.request_id}  every {interval_s:g}s (Ctrl-C stops)")
+                rows_that_fit = live.console.height - LIVE_CHROME_LINES - 1 - len(report.errors)
+                live.update(Group(Text(describe_plan(row)), to_table(report, title=title, max_rows=rows_that_fit)),
+                            refresh=True)
+            else:
+                print(json.dumps(row, separators=(",", ":")), flush=True)
+            if _plan_exit_code(row) == EXIT_OK:
+                return EXIT_OK
+            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
 
 
 def _watch(admin, moves, source, output, interval_s):
@@ -146,8 +194,8 @@ def _watch(admin, moves, source, output, interval_s):
 
 
 def run(args, connect):
-    if args.request_id is not None and (args.watch or args.reassignment_json_file is not None):
-        raise BadInput("--request-id reports a plan: it takes neither --watch nor --reassignment-json-file")
+    if args.request_id is not None and args.reassignment_json_file is not None:
+        raise BadInput("--request-id reports a plan: it takes no --reassignment-json-file")
     moves = None
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
@@ -158,7 +206,7 @@ def run(args, connect):
     source = ONGOING if moves is None else FROM_FILE
     try:
         if args.request_id is not None:
-            return _plan(admin, args)
+            return _watch_plan(admin, args, args.watch) if args.watch else _plan(admin, args)
         if args.watch:
             return _watch(admin, moves, source, args.output, args.watch)
         return _once(admin, moves, source, args)

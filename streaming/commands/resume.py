@@ -16,7 +16,7 @@ def add_arguments(parser):
 def run(args, connect):
     from sinks.plans.plan import PAUSED, RUNNING
 
-    admin, plans, owners, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,))
+    admin, plans, owners, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,), steps=True)
     try:
         return plan_execute.advance(args, admin, plans, owners, plan.request_id, args.wait)
     finally:

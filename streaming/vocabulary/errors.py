@@ -112,6 +112,14 @@ PROTOCOL_CODES = {
     102: REFRESH,  # BROKER_ID_NOT_REGISTERED
 }
 
+# AlterPartitionReassignments' per-partition refusals that no retry changes (kafka-python's class names, as
+# the door answers them): a plan's partition refused so is FAILED (sinks.plans.states); any other refusal
+# (a reassignment someone started meanwhile, a timeout) leaves it pending, submitted again later.
+FINAL_REASSIGNMENT_REFUSALS = frozenset({
+    "InvalidReplicationAssignmentError",  # INVALID_REPLICA_ASSIGNMENT: a target broker is not registered
+    "UnknownTopicOrPartitionError",  # the controller, whose metadata is authoritative, has no such partition
+})
+
 # kafka-python's own errors (no protocol code): by class name.
 KAFKA_PYTHON_LOCAL = {
     "KafkaConnectionError": GONE,  # the connection was closed by the other side or refused
