@@ -32,10 +32,11 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
+    torn_down = yield  # the test's own fixtures first: their clean-up may still need the cluster
     for name in STOPPED_AFTER_LAST_USE:  # in the table's order
         if name in item.stash.get(LAST_USE, ()) and name in item.funcargs:
             getattr(item.funcargs[name], STOPPED_AFTER_LAST_USE[name])()
-    return (yield)
+    return torn_down
 
 
 @pytest.fixture(scope="session")
