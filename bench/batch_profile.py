@@ -15,9 +15,13 @@ cProfile of the measured polls (read it with `python -m pstats FILE`).
 import argparse
 import cProfile
 import collections
+import json
 import os
+import shutil
+import subprocess
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 
+from bench.results import markdown_table, write_section  # noqa: E402
 from bench.stream import NullWriter, synthetic_snapshot  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.core.history import Settings  # noqa: E402
@@ -124,12 +129,11 @@ def one_poll(poll_id, replicas, states, tracker, handler, timer):
     timer.next_poll()
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--replicas", type=int, default=100_000)
-    parser.add_argument("--polls", type=int, default=2)
-    parser.add_argument("--cprofile", help="write a cProfile of the measured polls to this file")
-    args = parser.parse_args()
+WHOLE = "one poll, in all"
+
+
+def measure(replicas, polls, cprofile=None):
+    """{stage label: [CPU seconds of each measured poll]}, stages in the order they first ran."""
     timer = Timer()
     for module, name, label in (
             (stateful.codec, "decode", "  state + tables: Arrow IPC decode"),
@@ -138,8 +142,8 @@ def main():
             (stateful, "step", "  history step (rates, classify)"),
             (stateful, "replica_frame", "  output frame for Spark"),
             (outputs, "partition_rollup", "    partition rollup (row by row)"),
-            (job, "partition_rollups", "    partition rollup (in columns)"),
-            (stateful.codec, "encode", "  state blob encode"),
+            (job, "partition_rollups", "  driver: partition rollup in columns"),
+            (stateful.codec, "encode", "  state blobs and poll facts: Arrow IPC encode"),
             (job, "batch_rows", "  driver: Arrow rows to dicts"),
             (outputs, "diagnosed", "    budget model + reasons"),
             (outputs, "partition_etas", "    partition ETAs"),
@@ -154,23 +158,83 @@ def main():
     tracker = stateful.make_tracker(Settings())
     states = {}
     for poll_id in range(1, WARMUP + 1):
-        one_poll(poll_id, args.replicas, states, tracker, handler, timer)
-    profiler = cProfile.Profile() if args.cprofile else None
-    for poll_id in range(WARMUP + 1, WARMUP + args.polls + 1):
+        one_poll(poll_id, replicas, states, tracker, handler, timer)
+    profiler = cProfile.Profile() if cprofile else None
+    for poll_id in range(WARMUP + 1, WARMUP + polls + 1):
         if profiler:
             profiler.enable()
-        one_poll(poll_id, args.replicas, states, tracker, handler, timer)
+        one_poll(poll_id, replicas, states, tracker, handler, timer)
         if profiler:
             profiler.disable()
     if profiler:
-        profiler.dump_stats(args.cprofile)
+        profiler.dump_stats(cprofile)
     measured = timer.polls[WARMUP:]
-    print(f"{args.replicas} replicas, CPU seconds, median of {len(measured)} polls after {WARMUP} warm-up, "
+    stages = {name: [poll[name] for poll in measured] for name in measured[0]}
+    stages[WHOLE] = [sum(s for n, s in poll.items() if not n.startswith(" ")) for poll in measured]
+    return stages
+
+
+PAIR_ORDER = ["before", "after", "after", "before"]
+
+
+def run_pairs(before_tree, replicas, polls):
+    """({arm: {stage: pooled seconds}}, [(arm, load at start, load at end)]) of A B B A child runs."""
+    before_tree = Path(before_tree).resolve()
+    shutil.copytree(ROOT / "bench", before_tree / "bench", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "RESULTS.md"))
+    trees = {"before": before_tree, "after": ROOT}
+    pooled, loads = {"before": {}, "after": {}}, []
+    with tempfile.TemporaryDirectory() as scratch:
+        for n, arm in enumerate(PAIR_ORDER):
+            out = Path(scratch) / f"{n}.json"
+            print(f"{arm} (run {n + 1} of {len(PAIR_ORDER)}, {trees[arm]})...", flush=True)
+            start_load = os.getloadavg()[0]
+            subprocess.run([sys.executable, str(trees[arm] / "bench" / "batch_profile.py"), "--replicas",
+                            str(replicas), "--polls", str(polls), "--json", str(out)],
+                           cwd=trees[arm], env={**os.environ, "PYTHONPATH": str(trees[arm])}, check=True)
+            loads.append((arm, start_load, os.getloadavg()[0]))
+            for stage, seconds in json.loads(out.read_text()).items():
+                pooled[arm][stage] = pooled[arm].get(stage, []) + seconds
+    return pooled, loads
+
+
+TITLE = "Where a batch's time goes at 100,000 moving replicas (bench/batch_profile.py --before)"
+
+
+def _median(seconds):
+    return f"{statistics.median(seconds):.2f}" if seconds else "-"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--replicas", type=int, default=100_000)
+    parser.add_argument("--polls", type=int, default=2)
+    parser.add_argument("--cprofile", help="write a cProfile of the measured polls to this file")
+    parser.add_argument("--before", help="a tree with older code: run paired against it, write RESULTS.md")
+    parser.add_argument("--json", help="(child of --before) write {stage: seconds per poll} here")
+    args = parser.parse_args()
+    if args.before:
+        pooled, loads = run_pairs(args.before, args.replicas, args.polls)
+        stages = list(pooled["after"]) + [s for s in pooled["before"] if s not in pooled["after"]]
+        table = markdown_table(["stage (indented: part of the stage above)", "before CPU s", "after CPU s"],
+                               [[stage.replace("  ", "&nbsp;&nbsp;"), _median(pooled["before"].get(stage, [])),
+                                 _median(pooled["after"].get(stage, []))] for stage in stages])
+        print(table)
+        write_section(TITLE, f"{args.replicas} synthetic moving replicas (bench/stream.py's snapshot), the job's "
+                      "batch path in one process outside Spark: source rows, the 4 buckets' stateful step one "
+                      "after the other, the driver's batch handler (no Kafka writes). CPU seconds of the process "
+                      f"per poll, median of {args.polls} polls after {WARMUP} warm-up per run, runs A B B A, two "
+                      "per arm pooled; 1-minute load average at the start / end of each run: "
+                      + ", ".join(f"{arm} {a:.1f} / {b:.1f}" for arm, a, b in loads) + ".\n\n" + table)
+        return
+    stages = measure(args.replicas, args.polls, args.cprofile)
+    if args.json:
+        Path(args.json).write_text(json.dumps(stages))
+        return
+    print(f"{args.replicas} replicas, CPU seconds, median of {args.polls} polls after {WARMUP} warm-up, "
           f"1-minute load {os.getloadavg()[0]:.1f}")
-    for name in measured[0]:
-        print(f"{name:<55} {statistics.median(poll[name] for poll in measured):7.2f}")
-    print(f"{'one poll, in all':<55} "
-          f"{statistics.median(sum(s for n, s in poll.items() if not n.startswith(' ')) for poll in measured):7.2f}")
+    for name, seconds in stages.items():
+        print(f"{name:<55} {statistics.median(seconds):7.2f}")
 
 
 if __name__ == "__main__":
