@@ -12,6 +12,7 @@ from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
 from streaming.core.reasons import RULES, Context, diagnose
 from streaming.vocabulary.reasons import REASON_CODES
+from streaming.vocabulary.states import STATE_NAMES
 
 NOW_MS = 3_600_000  # 01:00:00 UTC
 RATE_3 = [{"broker": 3, "kind": "follower", "rate": 1_000_000}, {"broker": 1, "kind": "leader", "rate": 1_000_000}]
@@ -78,6 +79,27 @@ CASES = [
 @pytest.mark.parametrize("rows, kwargs, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_reason(rows, kwargs, expected):
     assert diagnosis(rows, **kwargs) == expected
+
+
+def first_rule_that_holds(row, ctx):
+    """RULES read as their docstring says: in order, each asked when the row's state is one it can hold in."""
+    for rule, code, states in RULES:
+        if states is None or row.get("state") in states:
+            line = rule(row, ctx)
+            if line is not None:
+                return code.name, line
+    return None, None
+
+
+@pytest.mark.parametrize("state", [*STATE_NAMES, None], ids=[*STATE_NAMES, "no-state"])
+@pytest.mark.parametrize("rows, kwargs", [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
+def test_diagnose_asks_the_rules_of_the_row_s_state_in_their_order(rows, kwargs, state):
+    """diagnose indexes RULES by state: every case's row, in every state, gets the reason of the plain scan."""
+    rows = [{**rows[0], "state": state}, *rows[1:]]
+    kwargs = {"broker_throttles": RATE_3, "topic_throttles": ALL_LISTED, "offline": (), **kwargs}
+    budget_model = model(rows, kwargs["topic_throttles"], kwargs["broker_throttles"], NOW_MS)
+    ctx = Context(budget_model, NOW_MS, frozenset(kwargs["offline"]), pending_after_s=20.0)
+    assert diagnose(rows[0], ctx) == first_rule_that_holds(rows[0], ctx)
 
 
 def test_every_code_has_a_rule_and_the_schema_lists_them():

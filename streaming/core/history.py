@@ -30,6 +30,8 @@ MEMORY_SCHEMA = (("topic", STRING), ("partition", INT32), ("broker", INT32), ("i
                  ("last_denominator", FLOAT64), ("copy_rate", FLOAT64), ("leader_rate", FLOAT64),
                  ("last_growth_ms", INT64), ("state", STRING), ("state_since_ms", INT64))
 MEMORY_COLUMNS = [column for column, _ in MEMORY_SCHEMA]
+# The names _step_row compares with, read once: an enum member's `.name` is a property lookup, twice per row.
+_IN_SYNC, _COMPLETED = ReplicaState.IN_SYNC.name, ReplicaState.COMPLETED.name
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,14 @@ def _step_row(before, row, now_ms, settings):
         stalled_seconds=(now_ms - last_growth_ms) / 1000.0 if moving else 0.0,
         observed_seconds=(now_ms - first_seen_ms) / 1000.0,
         eta_seconds=eta_seconds(remaining, copy_rate, leader_rate) if moving else 0.0,
-        was_in_sync=before.get("state") == ReplicaState.IN_SYNC.name,
+        was_in_sync=before.get("state") == _IN_SYNC,
     )
     report["state"] = classify(report, settings.stall_after_s, settings.rate_window_s)
     if finished:
         # A finished move is whole only when it completed; otherwise it reports how far it got.
         last_progress = (None if last_numerator is None or last_denominator is None
                          else min(last_numerator / max(last_denominator, 1.0), 1.0))
-        report["progress"] = 1.0 if report["state"] == ReplicaState.COMPLETED.name else last_progress
+        report["progress"] = 1.0 if report["state"] == _COMPLETED else last_progress
     report["previous_state"] = before.get("state")
     report["transition"] = report["previous_state"] != report["state"]
     report["state_since_ms"] = now_ms if report["transition"] else _or(before.get("state_since_ms"), now_ms)

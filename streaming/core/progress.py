@@ -172,7 +172,7 @@ def known_sum(values):
     return float(sum(value for value in values if value is not None))
 
 
-def _max(values):
+def known_max(values):
     """The largest known value; null when none is known."""
     return max((value for value in values if value is not None), default=None)
 
@@ -184,8 +184,9 @@ def _worst(states):
 
 
 # Per-replica facts carried into a rollup when the rows have them (in_isr always, the rest with history):
-# how each combines.
-ROLLUP_EXTRAS = {"in_isr": all, "copy_rate": known_sum, "leader_rate": _max, "stalled_seconds": _max}
+# how each combines. The job rolls up in columns (streaming.spark.rollup): each combine here has its column
+# form there, looked up by this function, so a new one cannot be left out.
+ROLLUP_EXTRAS = {"in_isr": all, "copy_rate": known_sum, "leader_rate": known_max, "stalled_seconds": known_max}
 
 
 def _grouped(rows, key):
@@ -196,7 +197,7 @@ def _grouped(rows, key):
     return [groups[k] for k in sorted(groups)]
 
 
-def _bytes(replica):
+def replica_bytes(replica):
     """(done, total) bytes of one replica row: a replica in the ISR counts whole; an unknown numerator or
     denominator leaves done unknown, and an unknown denominator adds nothing to the total."""
     total = None if replica["denominator"] is None else float(replica["denominator"])
@@ -220,6 +221,11 @@ def _with_rollup_facts(rollup, rows, extras):
     return rollup
 
 
+# The columns of a partition rollup of history rows, in the order partition_rollup makes them.
+PARTITION_COLUMNS = ["topic", "partition", "replicas", "bytes_done", "bytes_total", "progress", "state",
+                     *ROLLUP_EXTRAS, "eta_seconds"]
+
+
 def partition_rollup(replicas):
     """The one rollup of replica rows, per partition: bytes done / total over its moving replicas (a replica
     in the ISR counts whole; a null denominator adds nothing), the worst replica state, and with history
@@ -227,7 +233,7 @@ def partition_rollup(replicas):
     Records, metrics and the CLI report all read it. Sorted by (topic, partition)."""
     rollups = []
     for rows in _grouped(replicas, partition_of):
-        done, total = zip(*map(_bytes, rows))
+        done, total = zip(*map(replica_bytes, rows))
         rollup = {"topic": rows[0]["topic"], "partition": rows[0]["partition"], "replicas": len(rows),
                   "bytes_done": known_sum(done), "bytes_total": known_sum(total)}
         rollups.append(_with_rollup_facts(rollup, rows, ROLLUP_EXTRAS))

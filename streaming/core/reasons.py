@@ -184,14 +184,19 @@ RULES = (
 )
 
 
+# RULES as each state asks them (a state name, or None, -> its rules in RULES' order): the same table, indexed
+# once, so a row asks only its own state's rules (100,000 rows a batch in the job).
+_ANY_STATE = tuple((rule, code) for rule, code, states in RULES if states is None)
+_RULES_OF = {state.name: tuple((rule, code) for rule, code, states in RULES if states is None or state.name in states)
+             for state in ReplicaState}
+
+
 def diagnose(row, ctx):
     """(reason code name, reason line) of the first rule that holds; (None, None) for a healthy move."""
-    state = row.get("state")
-    for rule, code, states in RULES:
-        if states is None or state in states:
-            line = rule(row, ctx)
-            if line is not None:
-                return code.name, line
+    for rule, code in _RULES_OF.get(row.get("state"), _ANY_STATE):
+        line = rule(row, ctx)
+        if line is not None:
+            return code.name, line
     return None, None
 
 

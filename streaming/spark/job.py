@@ -21,6 +21,7 @@ from streaming.vocabulary.kafka_apis import PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
+from streaming.spark.rollup import partition_rollups
 from streaming.watch.plan_report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
@@ -87,13 +88,16 @@ def build_session(config):
     return spark
 
 
+def replica_table(batch):
+    """The replica rows of a batch of the stateful output (an Arrow table), with only their own columns."""
+    return batch.filter(pc.equal(batch["kind"], REPLICA_KIND)).drop_columns(["kind", "table", "payload"])
+
+
 def batch_rows(batch):
     """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table):
     row dicts of plain Python values, null as None, each kind with only its own columns."""
-    kinds = batch["kind"]
-    cluster = batch.filter(pc.equal(kinds, CLUSTER_KIND)).select(["table", "payload"])
-    replicas = batch.filter(pc.equal(kinds, REPLICA_KIND)).drop_columns(["kind", "table", "payload"])
-    return cluster.to_pylist(), replicas.to_pylist()
+    cluster = batch.filter(pc.equal(batch["kind"], CLUSTER_KIND)).select(["table", "payload"])
+    return cluster.to_pylist(), replica_table(batch).to_pylist()
 
 
 class BatchHandler:
@@ -153,7 +157,9 @@ class BatchHandler:
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         with collector_paused():
-            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
+            # The partition rollup in columns (streaming.spark.rollup), from the batch's Arrow replica rows.
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s,
+                              partitions=partition_rollups(replica_table(batch)))
         keyed = list(output.records)
         plan_rows = self._plan_rows(output, facts.ts_ms)
         keyed += [(records.plan_key(row["request_id"]), records.encode(
