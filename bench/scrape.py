@@ -3,12 +3,16 @@
 No cluster and no Spark: the picture /metrics serves is built the way the job builds it (the progress core,
 two polls of history, then streaming.spark.outputs.assemble: the budget model, reasons and rollups), from
 generated snapshots in two shapes - one replica added per partition (100,000 partitions) and three
-(33,334 partitions) - in topics of 1,000 partitions. For each level the job's registry (sinks.prometheus.
-MonitorMetrics) serves the picture over HTTP on 127.0.0.1 and is scraped SCRAPES times after one warm-up
-scrape: body size in bytes, samples (lines that are not comments), wall time of the scrape p50 / p95.
+(33,334 partitions) - in topics of 1,000 partitions. For each level the job's metrics (sinks.prometheus.
+MonitorMetrics) serve the picture over HTTP on 127.0.0.1 and are scraped SCRAPES times after one warm-up
+scrape: body size in bytes, samples (lines that are not comments), the rows left out
+(kafka_reassignment_metrics_rows_omitted summed), wall time of the scrape p50 / p95. Two arms, paired
+A B B A per level on the same picture, the runs of an arm pooled: `before`, /metrics as the job served it
+until the row budget (every row, all of it formatted by prometheus_client's server from the registry), and
+`after`, the job's /metrics now (at most METRICS_ROW_BUDGET rows, the snapshot's text written in one pass).
 Prints the table and writes it to bench/RESULTS.md.
 
-    .venv/bin/python bench/scrape.py [--replicas 100000] [--scrapes 5] [--port 32290]
+    .venv/bin/python bench/scrape.py [--replicas 100000] [--scrapes 3] [--port 32290]
 """
 
 import argparse
@@ -22,17 +26,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from prometheus_client import start_http_server  # noqa: E402
+
 from bench.results import markdown_table, write_section  # noqa: E402
+from sinks import metric_names as m  # noqa: E402
 from sinks.prometheus import DETAIL_KEYS, MonitorMetrics  # noqa: E402
 from streaming.core.history import step  # noqa: E402
 from streaming.core.progress import replica_progress  # noqa: E402
 from streaming.spark.outputs import PollFacts, assemble  # noqa: E402
 from streaming.spark.stateful import collector_paused  # noqa: E402
+from streaming.vocabulary.defaults import METRICS_ROW_BUDGET  # noqa: E402
 from streaming.vocabulary.snapshot import Snapshot, table  # noqa: E402
 
 PARTITIONS_PER_TOPIC = 1_000
 LEADER = 1
 TITLE = "Scrape size per --metrics-detail (bench/scrape.py)"
+PAIR_ORDER = ("before", "after", "after", "before")
 
 
 def snapshot(replicas, per_partition, poll_id, ts_ms):
@@ -75,43 +84,66 @@ def scrape(url):
     return time.monotonic() - started, body
 
 
-def measure(shot, detail, port, scrapes):
+def serve_before(metrics, port):
+    """/metrics until the row budget: every row, the whole registry formatted by prometheus_client's server."""
+    metrics.snapshot.budget = sys.maxsize
+    server, _ = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
+    return lambda: (server.shutdown(), server.server_close())
+
+
+def serve_after(metrics, port):
+    metrics.serve(port)
+    return metrics.close
+
+
+def measure(shot, detail, arm, port, scrapes):
     metrics = MonitorMetrics(detail)
     metrics.snapshot.update(shot)
-    metrics.serve(port)
+    close = {"before": serve_before, "after": serve_after}[arm](metrics, port)
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         _, body = scrape(url)
         times = [scrape(url)[0] for _ in range(scrapes)]
     finally:
-        metrics.close()
-    samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
-    return len(body), samples, times
+        close()
+    lines = [line for line in body.splitlines() if line and not line.startswith(b"#")]
+    omitted = sum(float(line.rsplit(b" ", 1)[1]) for line in lines
+                  if line.startswith(m.METRICS_ROWS_OMITTED.name.encode() + b"{"))
+    return len(body), len(lines), int(omitted), times
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicas", type=int, default=100_000)
-    parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--scrapes", type=int, default=3)
     parser.add_argument("--port", type=int, default=32290)
     args = parser.parse_args()
     rows, load_start = [], os.getloadavg()[0]
     for per_partition in (1, 3):
         shot = picture(args.replicas, per_partition)
         for detail in DETAIL_KEYS:
-            print(f"{per_partition} replica(s) per partition, --metrics-detail {detail}...", flush=True)
-            size, samples, times = measure(shot, detail, args.port, args.scrapes)
-            p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)]
-            rows.append([f"{args.replicas:,} replicas, {per_partition} per partition "
-                         f"({len(shot.partitions):,} partitions, {len(shot.topics)} topics)", detail,
-                         f"{size / 1e6:.1f}", f"{samples:,}", f"{statistics.median(times):.2f}", f"{p95:.2f}"])
-    headers = ["moving replicas", "--metrics-detail", "scrape MB", "samples", "scrape p50 s", "scrape p95 s"]
+            pooled = {}
+            for arm in PAIR_ORDER:
+                print(f"{per_partition} replica(s) per partition, --metrics-detail {detail}, {arm}...", flush=True)
+                size, samples, omitted, times = measure(shot, detail, arm, args.port, args.scrapes)
+                pooled.setdefault(arm, (size, samples, omitted, []))[3].extend(times)
+            for arm, (size, samples, omitted, times) in pooled.items():
+                p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)]
+                rows.append([f"{args.replicas:,} replicas, {per_partition} per partition "
+                             f"({len(shot.partitions):,} partitions, {len(shot.topics)} topics)", detail, arm,
+                             f"{size / 1e6:.1f}", f"{samples:,}", f"{omitted:,}", f"{statistics.median(times):.2f}",
+                             f"{p95:.2f}"])
+    headers = ["moving replicas", "--metrics-detail", "arm", "scrape MB", "samples", "rows omitted", "scrape p50 s",
+               "scrape p95 s"]
     text = markdown_table(headers, rows)
     print(text)
-    write_section(TITLE, f"The job's registry serving the picture of one batch (built as the job builds it, without "
-                  f"Spark), scraped over HTTP on 127.0.0.1 {args.scrapes} times after one warm-up scrape; the "
-                  f"counters and histograms are included. 1-minute load average at start / end: "
-                  f"{load_start:.1f} / {os.getloadavg()[0]:.1f}.\n\n" + text)
+    write_section(TITLE, f"The job's metrics serving the picture of one batch (built as the job builds it, without "
+                  f"Spark), scraped over HTTP on 127.0.0.1 {args.scrapes} times after one warm-up scrape per run, "
+                  f"arms `before` (every row, prometheus_client formatting the whole registry: /metrics until the "
+                  f"row budget) and `after` (at most {METRICS_ROW_BUDGET:,} rows, the snapshot's text written in one "
+                  f"pass) paired A B B A, {2 * args.scrapes} scrapes per arm; the counters and histograms are "
+                  f"included. 1-minute load average at start / end: {load_start:.1f} / {os.getloadavg()[0]:.1f}."
+                  f"\n\n" + text)
 
 
 if __name__ == "__main__":

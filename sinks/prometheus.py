@@ -112,6 +112,7 @@ class SnapshotCollector:
         self._lock = threading.Lock()
         self._picture = Picture()
         self.detail = detail
+        self.budget = METRICS_ROW_BUDGET
 
     def update(self, picture):
         with self._lock:
@@ -129,7 +130,7 @@ class SnapshotCollector:
     def _samples(self):
         with self._lock:
             picture = self._picture
-        return samples(picture, self.detail)
+        return samples(picture, self.detail, self.budget)
 
     def collect(self):
         families = {}
