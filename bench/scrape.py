@@ -6,10 +6,11 @@ generated snapshots in two shapes - one replica added per partition (100,000 par
 (33,334 partitions) - in topics of 1,000 partitions. For each level the job's metrics (sinks.prometheus.
 MonitorMetrics) serve the picture over HTTP on 127.0.0.1 and are scraped SCRAPES times after one warm-up
 scrape: body size in bytes, samples (lines that are not comments), the rows left out
-(kafka_reassignment_metrics_rows_omitted summed), wall time of the scrape p50 / p95. Two arms, paired
-A B B A per level on the same picture, the runs of an arm pooled: `before`, /metrics as the job served it
-until the row budget (every row, all of it formatted by prometheus_client's server from the registry), and
-`after`, the job's /metrics now (at most METRICS_ROW_BUDGET rows, the snapshot's text written in one pass).
+(kafka_reassignment_metrics_rows_omitted summed), wall time of the scrape p50 / p95. Three arms, paired
+A B C C B A per level on the same picture, the runs of an arm pooled: `before`, /metrics as the job served it
+until the row budget (every row, all of it formatted by prometheus_client's server from the registry);
+`budget`, the row budget alone (at most METRICS_ROW_BUDGET rows, still formatted by prometheus_client); and
+`after`, the job's /metrics now (the row budget, and the snapshot's text written in one pass).
 Prints the table and writes it to bench/RESULTS.md.
 
     .venv/bin/python bench/scrape.py [--replicas 100000] [--scrapes 3] [--port 32290]
@@ -41,7 +42,7 @@ from streaming.vocabulary.snapshot import Snapshot, table  # noqa: E402
 PARTITIONS_PER_TOPIC = 1_000
 LEADER = 1
 TITLE = "Scrape size per --metrics-detail (bench/scrape.py)"
-PAIR_ORDER = ("before", "after", "after", "before")
+PAIR_ORDER = ("before", "budget", "after", "after", "budget", "before")
 
 
 def snapshot(replicas, per_partition, poll_id, ts_ms):
@@ -84,11 +85,15 @@ def scrape(url):
     return time.monotonic() - started, body
 
 
-def serve_before(metrics, port):
-    """/metrics until the row budget: every row, the whole registry formatted by prometheus_client's server."""
-    metrics.snapshot.budget = sys.maxsize
+def serve_registry(metrics, port):
+    """The whole registry formatted by prometheus_client's own server, as /metrics was served until the row budget."""
     server, _ = start_http_server(port, addr="127.0.0.1", registry=metrics.registry)
     return lambda: (server.shutdown(), server.server_close())
+
+
+def serve_before(metrics, port):
+    metrics.snapshot.budget = sys.maxsize
+    return serve_registry(metrics, port)
 
 
 def serve_after(metrics, port):
@@ -99,7 +104,7 @@ def serve_after(metrics, port):
 def measure(shot, detail, arm, port, scrapes):
     metrics = MonitorMetrics(detail)
     metrics.snapshot.update(shot)
-    close = {"before": serve_before, "after": serve_after}[arm](metrics, port)
+    close = {"before": serve_before, "budget": serve_registry, "after": serve_after}[arm](metrics, port)
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         _, body = scrape(url)
@@ -140,8 +145,9 @@ def main():
     write_section(TITLE, f"The job's metrics serving the picture of one batch (built as the job builds it, without "
                   f"Spark), scraped over HTTP on 127.0.0.1 {args.scrapes} times after one warm-up scrape per run, "
                   f"arms `before` (every row, prometheus_client formatting the whole registry: /metrics until the "
-                  f"row budget) and `after` (at most {METRICS_ROW_BUDGET:,} rows, the snapshot's text written in one "
-                  f"pass) paired A B B A, {2 * args.scrapes} scrapes per arm; the counters and histograms are "
+                  f"row budget), `budget` (at most {METRICS_ROW_BUDGET:,} rows, still prometheus_client's formatting) "
+                  f"and `after` (the row budget, the snapshot's text written in one pass: /metrics now) paired "
+                  f"A B C C B A, {2 * args.scrapes} scrapes per arm; the counters and histograms are "
                   f"included. 1-minute load average at start / end: {load_start:.1f} / {os.getloadavg()[0]:.1f}."
                   f"\n\n" + text)
 

@@ -112,7 +112,7 @@ class SnapshotCollector:
         self._lock = threading.Lock()
         self._picture = Picture()
         self.detail = detail
-        self.budget = METRICS_ROW_BUDGET
+        self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
     def update(self, picture):
         with self._lock:
