@@ -1,10 +1,12 @@
 """The text of the snapshot's gauges in one pass, and the HTTP app that serves it with the registry's own
 counters and histograms.
 
-prometheus_client formats each sample through its own objects (a Sample, a label dict sorted per sample:
-about 12 us a sample, bench/scrape.py); the snapshot's gauges are plain tuples already, so `render` writes
-their lines directly, byte for byte what prometheus_client writes for the same gauges (tests/test_exposition.py
-holds it to that), in the format the scraper negotiated (Prometheus text 0.0.4 or OpenMetrics 1.0).
+prometheus_client formats each sample through its own objects (a Sample, a label dict sorted per sample);
+the snapshot's gauges are plain tuples already, so `render` writes their lines directly, byte for byte what
+prometheus_client writes for the same gauges (tests/test_exposition.py holds it to that), in the format the
+scraper negotiated (Prometheus text 0.0.4 or OpenMetrics 1.0). What it saves: bench/RESULTS.md, "Scrape size
+per --metrics-detail". prometheus_client's `name[]` filter applies to the registry's part only: Prometheus
+never sends it.
 """
 
 import gzip

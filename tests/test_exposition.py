@@ -63,6 +63,17 @@ def test_render_writes_what_prometheus_client_writes(picture, openmetrics):
     assert render(gauge_samples, openmetrics) == reference
 
 
+ODD_HELP = m.Metric("krm_test_odd_help", "gauge", ("a",), 'help with "quotes", a \\ backslash and a\nnewline')
+
+
+@pytest.mark.parametrize("openmetrics", [False, True], ids=["text", "openmetrics"])
+def test_help_text_is_escaped_as_each_format_escapes_it(openmetrics):
+    gauge_samples = [(ODD_HELP, ("a",), ("x",), 1.0)]
+    reference = (openmetrics_latest(Families(gauge_samples)).decode().removesuffix("# EOF\n") if openmetrics
+                 else generate_latest(Families(gauge_samples)).decode())
+    assert render(gauge_samples, openmetrics) == reference
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=8), st.integers(0, 3), st.floats(allow_nan=False)), max_size=6))
 def test_render_writes_what_prometheus_client_writes_for_any_labels_and_values(moves):
