@@ -17,6 +17,7 @@ Prints the table and writes it to bench/RESULTS.md.
 """
 
 import argparse
+import gzip
 import os
 import statistics
 import sys
@@ -43,6 +44,8 @@ PARTITIONS_PER_TOPIC = 1_000
 LEADER = 1
 TITLE = "Scrape size per --metrics-detail (bench/scrape.py)"
 PAIR_ORDER = ("before", "budget", "after", "after", "budget", "before")
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")  # Prometheus 2.42's scrape request
 
 
 def snapshot(replicas, per_partition, poll_id, ts_ms):
@@ -79,10 +82,14 @@ def picture(replicas, per_partition):
 
 
 def scrape(url):
+    """(seconds, bytes on the wire, body) of one scrape asked for as Prometheus asks: OpenMetrics, gzip."""
+    request = urllib.request.Request(url, headers={"Accept": PROMETHEUS_ACCEPT, "Accept-Encoding": "gzip"})
     started = time.monotonic()
-    with urllib.request.urlopen(url, timeout=600) as answer:
-        body = answer.read()
-    return time.monotonic() - started, body
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        wire = answer.read()
+        elapsed = time.monotonic() - started
+        body = gzip.decompress(wire) if answer.headers.get("Content-Encoding") == "gzip" else wire
+    return elapsed, len(wire), body
 
 
 def serve_registry(metrics, port):
@@ -107,14 +114,14 @@ def measure(shot, detail, arm, port, scrapes):
     close = {"before": serve_before, "budget": serve_registry, "after": serve_after}[arm](metrics, port)
     try:
         url = f"http://127.0.0.1:{port}/metrics"
-        _, body = scrape(url)
+        _, wire, body = scrape(url)
         times = [scrape(url)[0] for _ in range(scrapes)]
     finally:
         close()
     lines = [line for line in body.splitlines() if line and not line.startswith(b"#")]
     omitted = sum(float(line.rsplit(b" ", 1)[1]) for line in lines
                   if line.startswith(m.METRICS_ROWS_OMITTED.name.encode() + b"{"))
-    return len(body), len(lines), int(omitted), times
+    return len(body), wire, len(lines), int(omitted), times
 
 
 def main():
@@ -130,20 +137,22 @@ def main():
             pooled = {}
             for arm in PAIR_ORDER:
                 print(f"{per_partition} replica(s) per partition, --metrics-detail {detail}, {arm}...", flush=True)
-                size, samples, omitted, times = measure(shot, detail, arm, args.port, args.scrapes)
-                pooled.setdefault(arm, (size, samples, omitted, []))[3].extend(times)
-            for arm, (size, samples, omitted, times) in pooled.items():
+                size, wire, samples, omitted, times = measure(shot, detail, arm, args.port, args.scrapes)
+                pooled.setdefault(arm, (size, wire, samples, omitted, []))[4].extend(times)
+            for arm, (size, wire, samples, omitted, times) in pooled.items():
                 p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)]
                 rows.append([f"{args.replicas:,} replicas, {per_partition} per partition "
                              f"({len(shot.partitions):,} partitions, {len(shot.topics)} topics)", detail, arm,
-                             f"{size / 1e6:.1f}", f"{samples:,}", f"{omitted:,}", f"{statistics.median(times):.2f}",
+                             f"{size / 1e6:.1f}", f"{wire / 1e6:.2f}", f"{samples:,}", f"{omitted:,}",
+                             f"{statistics.median(times):.2f}",
                              f"{p95:.2f}"])
-    headers = ["moving replicas", "--metrics-detail", "arm", "scrape MB", "samples", "rows omitted", "scrape p50 s",
-               "scrape p95 s"]
+    headers = ["moving replicas", "--metrics-detail", "arm", "scrape MB", "gzipped MB", "samples", "rows omitted",
+               "scrape p50 s", "scrape p95 s"]
     text = markdown_table(headers, rows)
     print(text)
     write_section(TITLE, f"The job's metrics serving the picture of one batch (built as the job builds it, without "
-                  f"Spark), scraped over HTTP on 127.0.0.1 {args.scrapes} times after one warm-up scrape per run, "
+                  f"Spark), scraped over HTTP on 127.0.0.1 as Prometheus asks (OpenMetrics, gzip; scrape MB is the "
+                  f"body unzipped) {args.scrapes} times after one warm-up scrape per run, "
                   f"arms `before` (every row, prometheus_client formatting the whole registry: /metrics until the "
                   f"row budget), `budget` (at most {METRICS_ROW_BUDGET:,} rows, still prometheus_client's formatting) "
                   f"and `after` (the row budget, the snapshot's text written in one pass: /metrics now) paired "

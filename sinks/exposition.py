@@ -19,6 +19,9 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from prometheus_client.utils import floatToGoString
 
 OPENMETRICS_MEDIA_TYPE = OPENMETRICS_CONTENT_TYPE.split(";")[0]
+# zlib's default, not prometheus_client's 9: on a 6 MB scrape level 9 took 0.19 s and level 6 0.03 s, for a body
+# 3 % smaller (0.18 against 0.19 MB; the series' text repeats itself).
+GZIP_LEVEL = 6
 
 _VALUE_ESCAPES = (("\\", r"\\"), ("\n", r"\n"), ('"', r"\""))
 
@@ -64,7 +67,7 @@ def render(samples, openmetrics=False):
 def metrics_app(snapshot_text, registry):
     """WSGI app: prometheus_client's own app for `registry` (format negotiation, methods), with
     `snapshot_text(openmetrics)` written before the registry's families (so before OpenMetrics' `# EOF`),
-    gzipped as prometheus_client does when the scraper accepts it."""
+    gzipped when the scraper accepts it (Prometheus always does)."""
     inner = make_wsgi_app(registry, disable_compression=True)
 
     def app(environ, start_response):
@@ -75,7 +78,7 @@ def metrics_app(snapshot_text, registry):
         if content_type is not None:  # a scrape (not OPTIONS, a refused method or the favicon)
             body = snapshot_text(content_type.startswith(OPENMETRICS_MEDIA_TYPE)).encode() + body
             if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING")):
-                body = gzip.compress(body)
+                body = gzip.compress(body, compresslevel=GZIP_LEVEL)
                 headers = [*headers, ("Content-Encoding", "gzip")]
         start_response(answer["status"], headers)
         return [body]
