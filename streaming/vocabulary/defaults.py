@@ -12,7 +12,7 @@ METRICS_PORT = 9469
 METRICS_ADDRESS = "0.0.0.0"  # Kubernetes scrapes the pod's address; tests pass 127.0.0.1
 METRICS_DETAIL = "replica"
 # Rows of --metrics-detail with their own series on /metrics (13 samples each): a scrape of about 6 MB that
-# takes well under a second (bench/scrape.py). Not a flag: README contract change 37.
+# took about a second or less at 100,000 moving replicas (bench/scrape.py). Not a flag: README contract change 37.
 METRICS_ROW_BUDGET = 5_000
 CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
 MASTER = "local[*]"
