@@ -1,10 +1,14 @@
 """The per-broker view: what each destination broker receives (the replica metrics summed by broker)
-against the throttle configured on it, and which throttles are set where."""
+against the throttle configured on it, and which throttles are set where. The sums are over the rows on
+/metrics: past its row budget (the overview's "Moves left off /metrics") they leave out the healthy moves
+with the fewest bytes left, and every panel that sums says so."""
 
 from sinks import metric_names as m
 from dashboards.common import dashboard, label_variable, layout, selector, timeseries
 
 UID = "krm-brokers"
+PARTIAL = (" Summed over the moves on /metrics: when the overview shows moves left off it, the healthy ones with "
+           "the fewest bytes left are missing here.")
 REPLICAS = ('topic=~"$topic"', 'broker=~"$broker"')
 
 
@@ -21,14 +25,15 @@ def build():
                  (by_broker(m.REPLICA_COPY_RATE), "broker {{broker}}"),
                  (follower, "broker {{broker}} follower throttle")], "Bps",
                  "Bytes per second arriving at each destination broker for the replicas it is adding, with the "
-                 "follower throttle that caps it. Needs --metrics-detail replica (the broker label)."), 12),
+                 "follower throttle that caps it. Needs --metrics-detail replica (the broker label)." + PARTIAL), 12),
              (timeseries("Bytes remaining per broker", [(remaining, "broker {{broker}}")], "bytes",
-                         "Bytes each destination broker still has to copy: (1 - progress) x leader log size."), 12)]),
+                         "Bytes each destination broker still has to copy: (1 - progress) x leader log size." + PARTIAL),
+              12)]),
         (9, [(timeseries("Copied bytes per broker", [(by_broker(m.REPLICA_COPIED_BYTES), "broker {{broker}}")],
-                         "bytes", "Bytes of the new replicas' logs already on each destination broker."), 12),
+                         "bytes", "Bytes of the new replicas' logs already on each destination broker." + PARTIAL), 12),
              (timeseries("Replica moves per broker and state", [
                  (f"sum by (broker, state) ({selector(m.REPLICA_STATE, *REPLICAS)})", "{{broker}} {{state}}")],
-                 "none", "Moving replicas per destination broker, by state.",
+                 "none", "Moving replicas per destination broker, by state." + PARTIAL,
                  stacking={"mode": "normal", "group": "A"}, fillOpacity=30), 12)]),
         (9, [(timeseries("Throttle rates per broker", [
                  (selector(m.BROKER_THROTTLE_RATE, 'broker=~"$broker"'), "broker {{broker}} {{kind}}")], "Bps",

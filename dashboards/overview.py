@@ -11,6 +11,9 @@ POLL_AGE_RED_S = 30
 
 ACTIONS = f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[$__rate_interval]))"
 PLAN_PARTITIONS = f"sum by (request_id, state) ({m.PLAN_PARTITIONS.name})"
+# The rows shown on /metrics plus those left off it (sinks.metric_rows): every move, whatever the row budget.
+MOVES_IN_FLIGHT = (f"sum({m.REPLICA_STATE.name}) + (sum({selector(m.METRICS_ROWS_OMITTED, NOT_FINISHED)}) "
+                   f"or vector(0))")
 
 
 def _quantiles(histogram, name):
@@ -38,8 +41,9 @@ def build():
     panels = layout([
         (5, [(stat("Partitions reassigning", f"sum({selector(m.PARTITIONS, NOT_FINISHED)})", "none",
                    "Partitions with an ongoing reassignment (every state but the finished ones)."), 4),
-             (stat("Replica moves in flight", f"sum({m.REPLICA_STATE.name})", "none",
-                   "Replicas being added to a reassigning partition (rows at --metrics-detail)."), 4),
+             (stat("Replica moves in flight", MOVES_IN_FLIGHT, "none",
+                   "Replicas being added to a reassigning partition (rows at --metrics-detail), those left off "
+                   "/metrics past its row budget included."), 4),
              (stat("Bytes remaining", m.REMAINING_BYTES.name, "bytes",
                    "Bytes still to copy over all ongoing reassignments.", no_value="no data"), 4),
              (stat("Copy rate", m.COPY_RATE.name, "Bps", "Cluster copy rate over all moving replicas."), 4),
@@ -83,11 +87,18 @@ def build():
                          "submitted under the plan's limits. Gaps mean unknown."), 8)]),
         (8, [(timeseries("Batch and poll duration", _quantiles(m.BATCH_DURATION, "batch")
                          + _quantiles(m.POLL_DURATION, "poll"), "s",
-                         "A batch that takes longer than the trigger interval delays every poll after it."), 12),
+                         "A batch that takes longer than the trigger interval delays every poll after it."), 8),
              (timeseries("Last poll age over time", [(poll_age, "age")], "s",
                          "Saw-tooth up to the trigger interval when healthy.", thresholdsStyleMode="line",
                          thresholds=[{"color": "green", "value": None}, {"color": "red", "value": POLL_AGE_RED_S}]),
-              12)]),
+              8),
+             (timeseries("Moves left off /metrics", [(f"sum by (detail, state) ({m.METRICS_ROWS_OMITTED.name})",
+                                                      "{{detail}} {{state}}")], "none",
+                         "Rows of --metrics-detail without series of their own: /metrics shows a fixed budget of "
+                         "rows, unhealthy ones first, then those with the most bytes left. Above 0, the replica "
+                         "and broker dashboards show part of the moves (the counts and totals here show all); "
+                         "an unhealthy state above 0 fires its alert for the moves left off.",
+                         stacking={"mode": "normal", "group": "A"}, fillOpacity=30, overrides=_state_colors()), 8)]),
     ])
     return dashboard("Kafka reassignments: overview", UID,
                      "Ongoing partition reassignments, throttles and the health of kafka-reassign-monitor.",

@@ -52,7 +52,9 @@ def _table():
         description="One row per replica being added. Progress = copied / leader log bytes (1 once in the ISR); "
                     "ETA (from the model of the throttle budgets the moves share) empty = cannot finish at its "
                     "share; Reason = why an unhealthy move is slow or stuck (the progress topic's `reason` "
-                    "has the numbers); Stalled = seconds without growth.",
+                    "has the numbers); Stalled = seconds without growth. Past the row budget of /metrics (the "
+                    "overview's 'Moves left off /metrics') the healthy moves with the fewest bytes left are not "
+                    "here; unhealthy ones come first.",
         filterable=True, overrides=overrides, sortBy=[g.TableSortByField(displayName="Progress")],
         transformations=[{"id": "merge", "options": {}},
                          {"id": "organize", "options": {"excludeByName": hidden, "renameByName": value,

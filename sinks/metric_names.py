@@ -3,6 +3,8 @@ collector, the dashboards, the alert-rule tests and the contract tests (DESIGN.m
 
 from dataclasses import dataclass
 
+from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -33,6 +35,12 @@ REPLICA_STATE = Metric("kafka_reassignment_replica_state", "gauge", REPLICA + ("
 REPLICA_DIAGNOSIS = Metric("kafka_reassignment_replica_diagnosis", "gauge", REPLICA + ("reason_code",),
                            "1 for a replica move that is not healthy, labelled with why (a reason code of "
                            "streaming.vocabulary.reasons); absent for a healthy move.")
+METRICS_ROWS_OMITTED = Metric(
+    "kafka_reassignment_metrics_rows_omitted", "gauge", ("detail", "state"),
+    f"Rows of the --metrics-detail level (label detail) left out of the per-row series, per state: /metrics shows "
+    f"at most {METRICS_ROW_BUDGET} rows, unhealthy ones first, then those with the most bytes left, so that a "
+    f"scrape stays small and fast. The cluster-wide gauges still count them. A STALLED, FALLING_BEHIND or "
+    f"BROKER_OFFLINE count above 0 means more moves are unhealthy than are shown.")
 PARTITIONS = Metric("kafka_reassignment_partitions", "gauge", ("state",),
                     "Reassigning partitions per (worst replica) state.")
 REMAINING_BYTES = Metric("kafka_reassignment_remaining_bytes", "gauge", (),
@@ -65,8 +73,8 @@ PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", ("request_id",
                   "(the budget model); absent when unknown.")
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
-       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, REPLICA_DIAGNOSIS, PARTITIONS, REMAINING_BYTES, COPY_RATE, ETA,
-       BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
+       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
+       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 
 THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed", "raised", "lowered")  # the last two: --throttle auto

@@ -1,18 +1,23 @@
 """Prometheus: the latest batch as gauges, plus the monitor's own counters and histograms.
 
-`samples(picture, detail)` is pure: the gauge samples of one batch's picture. `SnapshotCollector` yields
-them at scrape time from the last picture it was handed (copied under a lock, never the network), so
-series of finished moves simply disappear. Counters and histograms accumulate across batches in
-ordinary prometheus_client objects on the same registry. Names and labels: sinks.metric_names.
+`samples(picture, detail, budget)` is pure: the gauge samples of one batch's picture, per-row series for at
+most `budget` rows (sinks.metric_rows). `SnapshotCollector` turns them into text at scrape time from the last
+picture it was handed (copied under a lock, never the network), so series of finished moves simply
+disappear. Counters and histograms accumulate across batches in ordinary prometheus_client objects. /metrics
+serves both (sinks.exposition); `MonitorMetrics.registry` holds both too, for readers in the process.
+Names and labels: sinks.metric_names.
 """
 
 import threading
 from dataclasses import dataclass, field, replace
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
+from sinks.exposition import metrics_app, render, serve
+from sinks.metric_rows import shown_rows
+from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
 
@@ -54,12 +59,14 @@ def _throttled_entries(value):
     return -1 if value.strip() == "*" else len([e for e in value.split(",") if e.strip()])
 
 
-def samples(picture, detail="replica"):
-    """[(Metric, label names, label values, value)] for every gauge of the picture."""
+def samples(picture, detail="replica", budget=METRICS_ROW_BUDGET):
+    """[(Metric, label names, label values, value)] for every gauge of the picture; the per-row gauges for
+    the `budget` rows shown first (sinks.metric_rows), the rest counted in METRICS_ROWS_OMITTED."""
     keys = DETAIL_KEYS[detail]
     out = []
     table, per_row = DETAIL_ROWS[detail]
-    for row in getattr(picture, table):
+    shown, omitted = shown_rows(getattr(picture, table), keys, budget)
+    for row in shown:
         labels = tuple(str(row[k]) for k in keys)
         for metric, column in per_row:
             value = json_value(row[column])
@@ -71,6 +78,7 @@ def samples(picture, detail="replica"):
                 for name in MOVING_STATE_NAMES]
         if detail == "replica" and row.get("reason_code") is not None:  # rollups carry no reason
             out.append((m.REPLICA_DIAGNOSIS, keys + ("reason_code",), labels + (row["reason_code"],), 1.0))
+    out += [(m.METRICS_ROWS_OMITTED, ("detail", "state"), (detail, name), float(omitted[name])) for name in STATE_NAMES]
     out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0))) for name in STATE_NAMES]
     summary = picture.summary
     if summary:
@@ -104,6 +112,7 @@ class SnapshotCollector:
         self._lock = threading.Lock()
         self._picture = Picture()
         self.detail = detail
+        self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
     def update(self, picture):
         with self._lock:
@@ -118,33 +127,48 @@ class SnapshotCollector:
     def describe(self):
         return []  # names are fixed, but describing none keeps registration from calling collect()
 
-    def collect(self):
+    def _samples(self):
         with self._lock:
             picture = self._picture
+        return samples(picture, self.detail, self.budget)
+
+    def collect(self):
         families = {}
-        for metric, label_names, label_values, value in samples(picture, self.detail):
+        for metric, label_names, label_values, value in self._samples():
             family = families.get(metric.name)
             if family is None:
                 family = families[metric.name] = GaugeMetricFamily(metric.name, metric.help, labels=list(label_names))
             family.add_metric(list(label_values), value)
         yield from families.values()
 
+    def text(self, openmetrics=False):
+        """What collect() yields, as exposition text written in one pass (sinks.exposition.render)."""
+        return render(self._samples(), openmetrics)
+
 
 class MonitorMetrics:
-    """The registry the job serves: the snapshot gauges plus counters and histograms. `apis`: the calls a
-    poll makes, whose error counters start at 0 (increase() then sees the first error)."""
+    """What the job serves: the snapshot gauges plus counters and histograms. `registry` holds them all, for
+    readers in the process; /metrics writes the snapshot's text itself and has prometheus_client write the
+    rest (`_accumulated`). `apis`: the calls a poll makes, whose error counters start at 0 (increase() then
+    sees the first error)."""
 
     def __init__(self, detail="replica", apis=()):
         self.registry = CollectorRegistry()
+        self._accumulated = CollectorRegistry()
         self.snapshot = SnapshotCollector(detail)
         self.registry.register(self.snapshot)
 
+        def both(collector):
+            self.registry.register(collector)
+            return collector
+
         def counter(metric):
-            return Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels), registry=self.registry)
+            return both(Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels),
+                                registry=self._accumulated))
 
         def histogram(metric):
-            return Histogram(metric.name, metric.help, list(metric.labels), registry=self.registry,
-                             buckets=DURATION_BUCKETS)
+            return both(Histogram(metric.name, metric.help, list(metric.labels), registry=self._accumulated,
+                                  buckets=DURATION_BUCKETS))
 
         self.throttle_actions = counter(m.THROTTLE_ACTIONS)
         for scope in m.THROTTLE_SCOPES:  # known labels start at 0: increase() then sees the first action
@@ -158,7 +182,7 @@ class MonitorMetrics:
         self._server = None
 
     def serve(self, port, address="127.0.0.1"):
-        self._server, self._thread = start_http_server(port, addr=address, registry=self.registry)
+        self._server, self._thread = serve(metrics_app(self.snapshot.text, self._accumulated), port, address)
 
     def close(self):
         if self._server is not None:

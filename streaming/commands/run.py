@@ -45,7 +45,9 @@ def add_arguments(parser):
     parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
     parser.add_argument("--metrics-address", default=defaults.METRICS_ADDRESS, help="address /metrics listens on")
     parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default=defaults.METRICS_DETAIL,
-                        help="label detail of the per-replica metrics (bounds cardinality)")
+                        help="rows of the per-replica metrics: one per replica, partition or topic; at most "
+                             f"{defaults.METRICS_ROW_BUDGET:,} rows get series, unhealthy ones first, the rest are "
+                             "counted in kafka_reassignment_metrics_rows_omitted")
     parser.add_argument("--trigger-interval", type=durations.flag(*TRIGGER_BOUNDS_S),
                         default=defaults.TRIGGER_INTERVAL_S, help=f"poll interval (default {defaults.TRIGGER_INTERVAL_S:g}s)")
     parser.add_argument("--stall-after", type=durations.flag(*STALL_AFTER_BOUNDS_S), default=defaults.STALL_AFTER_S,

@@ -1,5 +1,5 @@
-"""Every default an operator can override, defined once: the CLI's flags, the job's config and the
-documentation read them from here."""
+"""Every default an operator can override, and the fixed bounds documented beside them, defined once: the
+CLI's flags, the job's config and the documentation read them from here."""
 
 PROGRESS_TOPIC = "reassignment-progress"
 OWNERSHIP_TOPIC = "reassignment-monitor-throttles"
@@ -11,6 +11,9 @@ THROTTLE_INTERVAL_S = 30.0  # --throttle auto: at most one rate change per broke
 METRICS_PORT = 9469
 METRICS_ADDRESS = "0.0.0.0"  # Kubernetes scrapes the pod's address; tests pass 127.0.0.1
 METRICS_DETAIL = "replica"
+# Rows of --metrics-detail with their own series on /metrics (13 samples each): a scrape of about 6 MB that
+# took about a second or less at 100,000 moving replicas (bench/scrape.py). Not a flag: README contract change 38.
+METRICS_ROW_BUDGET = 5_000
 CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
 MASTER = "local[*]"
 THROTTLE_CLEANUP = "owned"
