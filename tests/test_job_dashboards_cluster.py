@@ -137,7 +137,6 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
             seen = Observations(prom, [expr for _, _, expr in queries])
             start = time.time()
 
-            execute_plan(cluster, tmp_path, big, [SOURCE, DESTINATION], RATE)
             cluster.set_configs({stuck: {TOPIC_THROTTLE_KEYS["leader"]: f"0:{STUCK_SOURCE}",
                                          TOPIC_THROTTLE_KEYS["follower"]: f"0:{STUCK_DESTINATION}"}},
                                 {STUCK_SOURCE: {BROKER_THROTTLE_KEYS["leader"]: 1}})
@@ -148,10 +147,13 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
                 admin.close()
 
             # The tiny move stops growing at once; cancel it when Prometheus has seen that (it holds
-            # broker 1, and the janitor keeps a broker's rate while any move uses the broker).
-            prom.wait_for_series(f'{m.REPLICA_STALLED.name}{{topic="{stuck}"}} > 0', timeout=40)
+            # broker 1, and the janitor keeps a broker's rate while any move uses the broker). The big move
+            # starts after: however long the idle job's first batch takes on a loaded machine, it is still
+            # moving when the panels are queried.
+            prom.wait_for_series(f'{m.REPLICA_STALLED.name}{{topic="{stuck}"}} > 0', timeout=90)
             cancel(cluster, [stuck])
             phase("stalled move seen and cancelled")
+            execute_plan(cluster, tmp_path, big, [SOURCE, DESTINATION], RATE)
 
             # Mid-move: every panel's instant query, and one scrape for promtool once the replica and
             # throttle series are all there.

@@ -166,17 +166,23 @@ def test_every_grant_is_proven():
     assert all(case.grant in acls.grants(case.command) for case in DROPS.values())
 
 
+def seed_ownership_record(cluster, topic):
+    """A settled record in the ownership topic `topic`: reading a topic that holds one needs Read (an empty one
+    is read without a Fetch)."""
+    admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
+    try:
+        KafkaOwnershipStore(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+    finally:
+        admin.close()
+
+
 def _arrange(cluster, setup, topic, tmp_path, config_of):
     if setup == "no-progress-topic":
         cluster.delete_topic_and_wait(P)
     elif setup == "no-ownership-topic":
         cluster.delete_topic_and_wait(O)
     elif setup == "ownership-record":
-        admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
-        try:
-            KafkaOwnershipStore(admin, O, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
-        finally:
-            admin.close()
+        seed_ownership_record(cluster, O)
     elif setup == "completed-owned-move":
         from sinks.progress_topic import CONFIG, PARTITIONS
 
@@ -356,11 +362,7 @@ def _arrange_plan(cluster, setup):
         if PLAN_OWN in names:
             cluster.delete_topic_and_wait(PLAN_OWN)
     elif setup == "ownership-record":
-        admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
-        try:
-            KafkaOwnershipStore(admin, PLAN_OWN, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
-        finally:
-            admin.close()
+        seed_ownership_record(cluster, PLAN_OWN)
 
 
 @pytest.mark.parametrize("case_id", list(PLAN_DROPS))

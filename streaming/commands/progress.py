@@ -123,12 +123,38 @@ def _plan(admin, args):
     return _plan_exit_code(row)
 
 
+def _redraw(output, interval_s, frame):
+    """Call `frame(rows_that_fit)` every `interval_s` (measured from the start of each call) until it says done;
+    it returns (view, exit code or None). Table output redraws one live view (`rows_that_fit`: what the terminal
+    holds, worst rows first: rendering thousands takes seconds); JSON (`rows_that_fit` None) prints each view
+    as a line."""
+    from rich.console import Console
+    from rich.live import Live
+
+    live = Live(console=Console(), auto_refresh=False) if output == "table" else None
+    with live if live else nullcontext():
+        while True:
+            started = time.monotonic()
+            view, code = frame(live.console.height - LIVE_CHROME_LINES if live else None)
+            if live:
+                live.update(view, refresh=True)
+            else:
+                print(view, flush=True)
+            if code is not None:
+                return code
+            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+
+
+def _title(snapshot, what, interval_s):
+    return (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  {what}  every {interval_s:g}s "
+            f"(Ctrl-C stops)")
+
+
 def _watch_plan(admin, args, interval_s):
     """`progress --request-id ID --watch S`: the plan's line and its moving replicas redrawn every `interval_s`
     (with --output json: its row, one document per line) until it is neither running nor paused; then exit
     as `progress --request-id` does. Rates and ETAs come from the watch's own history, as for moves."""
-    from rich.console import Console, Group
-    from rich.live import Live
+    from rich.console import Group
     from rich.text import Text
 
     from sinks.plans.plan_store import KafkaPlanStore, find
@@ -140,57 +166,45 @@ def _watch_plan(admin, args, interval_s):
     plans = KafkaPlanStore(admin, args.ownership_topic)
     owners = common.open_store(args, admin, create=False)
     memory = history.empty_memory()
-    live = Live(console=Console(), auto_refresh=False) if args.output == "table" else None
-    with live if live else nullcontext():
-        while True:
-            started = time.monotonic()
-            snapshot, rows = _rows(admin, None)
-            memory, rows = with_history(memory, rows, snapshot.ts_ms)
-            rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
-            row = _plan_row(admin, args, args.request_id, snapshot, rows, plans, owners)
-            if live:
-                keys = {(m.topic, m.partition) for m in find(plans, args.request_id).moves}
-                report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
-                title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  plan "
-                         f"{args.request_id}  every {interval_s:g}s (Ctrl-C stops)")
-                rows_that_fit = live.console.height - LIVE_CHROME_LINES - 1 - len(report.errors)
-                live.update(Group(Text(describe_plan(row)), to_table(report, title=title, max_rows=rows_that_fit)),
-                            refresh=True)
-            else:
-                print(json.dumps(row, separators=(",", ":")), flush=True)
-            if _plan_exit_code(row) == EXIT_OK:
-                return EXIT_OK
-            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+
+    def frame(rows_that_fit):
+        nonlocal memory
+        snapshot, rows = _rows(admin, None)
+        memory, rows = with_history(memory, rows, snapshot.ts_ms)
+        rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
+        row = _plan_row(admin, args, args.request_id, snapshot, rows, plans, owners)
+        code = _plan_exit_code(row)
+        done = code if code == EXIT_OK else None
+        if rows_that_fit is None:
+            return json.dumps(row, separators=(",", ":")), done
+        keys = {(m.topic, m.partition) for m in find(plans, args.request_id).moves}
+        report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
+        table = to_table(report, title=_title(snapshot, f"plan {args.request_id}", interval_s),
+                         max_rows=rows_that_fit - 1 - len(report.errors))
+        return Group(Text(describe_plan(row)), table), done
+
+    return _redraw(args.output, interval_s, frame)
 
 
 def _watch(admin, moves, source, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
-    from rich.console import Console
-    from rich.live import Live
-
     from streaming.core import history
     from streaming.core.report import PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table, with_history
 
     memory = history.empty_memory()
-    live = Live(console=Console(), auto_refresh=False) if output == "table" else None
-    with live if live else nullcontext():
-        while True:
-            started = time.monotonic()
-            snapshot, rows = _rows(admin, moves)
-            memory, rows = with_history(memory, rows, snapshot.ts_ms)
-            rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
-            report = build(snapshot, rows, source)
-            if live:
-                title = (f"{time.strftime('%H:%M:%S', time.localtime(snapshot.ts_ms / 1000))}  cluster "
-                         f"{snapshot.cluster_id}  every {interval_s:g}s (Ctrl-C stops)")
-                # Only what fits the terminal (worst first): rendering thousands of rows takes seconds.
-                rows_that_fit = live.console.height - LIVE_CHROME_LINES - len(report.errors)
-                live.update(to_table(report, title=title, max_rows=rows_that_fit), refresh=True)
-            else:
-                print(to_json(report), flush=True)
-            if not report.in_progress:
-                return _exit_code(report)
-            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+
+    def frame(rows_that_fit):
+        nonlocal memory
+        snapshot, rows = _rows(admin, moves)
+        memory, rows = with_history(memory, rows, snapshot.ts_ms)
+        report = build(snapshot, diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s), source)
+        done = None if report.in_progress else _exit_code(report)
+        if rows_that_fit is None:
+            return to_json(report), done
+        title = _title(snapshot, f"cluster {snapshot.cluster_id}", interval_s)
+        return to_table(report, title=title, max_rows=rows_that_fit - len(report.errors)), done
+
+    return _redraw(output, interval_s, frame)
 
 
 def run(args, connect):
