@@ -13,7 +13,7 @@ import kafka.errors
 
 from sinks.throttles import entries as te
 from sinks.throttles.read import read_cluster
-from streaming.vocabulary.errors import NotAuthorized
+from streaming.vocabulary.errors import TOPIC_DELETED, NotAuthorized
 
 NO_REASSIGNMENT = "NoReassignmentInProgressError"
 
@@ -31,6 +31,7 @@ class FakeCluster:
     hidden: set = field(default_factory=set)  # topics the principal may not describe: absent from Metadata
     refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
+    deleted: set = field(default_factory=set)  # topics deleted after the last read: their alters are refused so
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
     gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)
@@ -126,6 +127,9 @@ class FakeCluster:
             return "not authorized: User:fake lacks AlterConfigs on Cluster"
         if (scope, str(name)) in self.ignore:
             return None
+        if scope == "topic" and name in self.deleted:
+            self.topics = {key: value for key, value in self.topics.items() if key[0] != name}
+            return TOPIC_DELETED
         if scope == "topic":
             key = (name, kind)
             if op == "delete":

@@ -131,6 +131,19 @@ def test_refused_and_unconfirmed_alters_are_failed_actions_and_retried():
     assert store.latest["R1"].state == DONE
 
 
+def test_a_topic_deleted_between_the_read_and_the_alter_has_its_throttles_gone_not_failed():
+    """The move left the list because its topic was deleted: the sweep's fresh read still saw the topic's
+    configs, the alter comes back refused (the topic does not exist), and its configs went with it."""
+    cluster, store = throttled(), MemoryStore.of(request())
+    cluster.deleted.add("t")
+    j, _ = janitor(cluster, store)
+    outputs = j.on_batch(cluster.snapshot(), 1)
+    topic_actions = [o.action for o in outputs if o.action.scope == "topic"]
+    assert topic_actions and {a.action for a in topic_actions} == {ta.REMOVED}
+    assert all("deleted" in a.reason for a in topic_actions)
+    assert store.latest["R1"].state == DONE
+
+
 def test_a_new_janitor_reading_the_store_finishes_the_removal_once():
     """The job died after the move completed and before removing: the next instance removes, once."""
     cluster, store = throttled(), MemoryStore.of(request())

@@ -1,6 +1,7 @@
 """Carrying out a plan: one IncrementalAlterConfigs through the admin door it is given (SUBTRACT entries;
 DELETE or SET a rate), then read back until the cluster shows each action (broker configs propagate
-asynchronously). An action refused or not confirmed by the deadline comes back `failed`."""
+asynchronously). An action refused or not confirmed by the deadline comes back `failed`, except a topic's
+action refused because the topic was deleted meanwhile: its configs went with it, the action is done."""
 
 import sys
 import time
@@ -11,6 +12,7 @@ from sinks.throttles.bookkeeping import confirmed
 from sinks.throttles.ownership import DONE
 from sinks.throttles.read import read_cluster
 from streaming.vocabulary.config_keys import SUBTRACT, TOPIC
+from streaming.vocabulary.errors import TOPIC_DELETED
 
 READBACK_TIMEOUT_S = 15.0
 READBACK_INTERVAL_S = 0.25
@@ -39,7 +41,9 @@ def apply(admin, actions, records=(), readback_timeout_s=READBACK_TIMEOUT_S, log
     except Exception as error:
         refusals = [f"{type(error).__name__}: {error}"] * len(actions)
     for action, refusal in zip(actions, refusals):
-        if refusal is not None:
+        if refusal == TOPIC_DELETED and action.scope == TOPIC:  # deleted between the read and the alter
+            outcome[action] = replace(action, reason=f"{action.reason}; {TOPIC_DELETED}")
+        elif refusal is not None:
             outcome[action] = failed(action, f"refused: {refusal}")
     attempted = [a for a in actions if a not in outcome]
     altered = time.monotonic()

@@ -179,10 +179,20 @@ class OwnTopics:
                     if left_s <= OFFSETS_ATTEMPT_S:
                         raise
 
+        def partitions_of(reader):
+            """The topic's partitions, from the reader's metadata or else a Metadata within the timeout (none when
+            it does not exist). Not KafkaConsumer.partitions_for_topic: it waits for its metadata update without
+            a deadline, and every reader of our topics waits behind it (the job's watch and batches stopped)."""
+            known = reader._manager.cluster.partitions_for_topic(topic)
+            if known is not None:
+                return known
+            described = self._metadata().topics.get(topic)
+            return set(described.partitions) if described is not None and described.error is None else set()
+
         def catch_up():
             reader = self._reader_client()
             self._count(2)
-            if partition not in (reader.partitions_for_topic(topic) or ()):
+            if partition not in partitions_of(reader):
                 return []
             low = offsets(reader, lambda r, timeout_ms: r.beginning_offsets([tp], timeout_ms))
             high = offsets(reader, lambda r, timeout_ms: r.end_offsets([tp], timeout_ms))
@@ -205,9 +215,15 @@ class OwnTopics:
                 reader.unsubscribe()
             return records
 
-        with self._reading:  # the reader is one KafkaConsumer, shared by the driver's threads
+        # The reader is one KafkaConsumer, shared by the driver's threads: one read at a time, and a read that
+        # waited a whole timeout for another fails (the caller reads again later) rather than queue behind it.
+        if not self._reading.acquire(timeout=self._timeout_s):
+            raise TimeoutError(f"{READ} of {topic}: another read of our topics has taken {self._timeout_s:g}s")
+        try:
             return self._retrying(READ, catch_up, f"reading {topic}", ("Read", f"Topic {topic}"),
                                   drop=self._drop_reader)
+        finally:
+            self._reading.release()
 
 
 def _led(topic):

@@ -7,12 +7,12 @@ from collections import defaultdict
 
 from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
-from streaming.vocabulary.errors import AUTHORIZATION, PROTOCOL_CODES, NotAuthorized, Refused, kind_of
+from streaming.vocabulary.errors import (AUTHORIZATION, PROTOCOL_CODES, UNKNOWN_TOPIC_OR_PARTITION, NotAuthorized,
+                                         Refused, kind_of)
 from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
                                              LIST_REASSIGNMENTS, METADATA)
 from streaming.vocabulary.snapshot import without_gone
 
-UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
 
 

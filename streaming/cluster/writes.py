@@ -4,7 +4,8 @@ idempotent, so a retry after a lost answer is harmless; each answers, per item, 
 from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import DELETE, OPS, TOPIC, throttle_config_key
 from streaming.vocabulary.echo import first_line
-from streaming.vocabulary.errors import AUTHORIZATION, kind_of_answer
+from streaming.vocabulary.errors import (AUTHORIZATION, TOPIC_DELETED, UNKNOWN_TOPIC_OR_PARTITION, answer_code,
+                                         kind_of_answer)
 from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS
 
 REFUSAL_LIMIT = 200  # characters of a refusal's text kept in its one line
@@ -66,6 +67,8 @@ class Writes:
         a refusal by the authorizer names who lacks AlterConfigs on what (broker configs live on the Cluster)."""
         if kind_of_answer(answer) == AUTHORIZATION:
             return f"not authorized: {self._lacks('AlterConfigs', config_acl_resource(scope != TOPIC, name))}"
+        if scope == TOPIC and answer_code(answer) == UNKNOWN_TOPIC_OR_PARTITION:
+            return TOPIC_DELETED
         return first_line(answer, REFUSAL_LIMIT)
 
     def _alter_reassignments(self, targets, doing):

@@ -148,6 +148,10 @@ CONFLUENT_LOCAL = {
 }
 
 ANSWER_CODE = re.compile(r"\[Error (-?\d+)\]")
+UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
+# IncrementalAlterConfigs' refusal of a topic's configs because the topic was deleted (the door's one line for
+# UNKNOWN_TOPIC_OR_PARTITION on a topic resource): its configs went with it, so nothing is left to change.
+TOPIC_DELETED = "the topic was deleted, with its configs"
 # kafka-python raises a bare RuntimeError when a request is written to a connection the peer closed.
 TRANSPORT_CLOSED = "Transport closed"
 
@@ -198,10 +202,15 @@ def kind_of(error):
     return REFUSED
 
 
+def answer_code(text):
+    """Kafka's error code in a per-resource answer kafka-python returns as text ("[Error 31] Name: detail")."""
+    match = ANSWER_CODE.match(str(text))
+    return int(match.group(1)) if match else None
+
+
 def kind_of_answer(text):
     """The kind of a per-resource answer kafka-python returns as text ("[Error 31] Name: detail")."""
-    match = ANSWER_CODE.match(str(text))
-    return PROTOCOL_CODES.get(int(match.group(1)), REFUSED) if match else REFUSED
+    return PROTOCOL_CODES.get(answer_code(text), REFUSED)
 
 
 def error_name(error):
