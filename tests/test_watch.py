@@ -168,6 +168,22 @@ def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path
     assert watch.tick() is None
 
 
+def test_an_idle_watch_reads_the_ownership_records_once_a_trigger(tmp_path):
+    """A request whose move started and completed between two ticks was never listed: the idle watch still finds
+    its record within a trigger interval, so batches run and their janitor removes its throttles."""
+    cluster, store = throttled(), MemoryStore()
+    watch, _, clock = a_watch(tmp_path, cluster, store, trigger_s=10.0)
+    watch.tick()
+    watch.batch_done(*batch())
+    clock.now += 1
+    assert watch.tick() is None
+    store.put(request())  # execute wrote it; the move came and went unseen
+    clock.now += 1
+    assert watch.tick() is None  # read once a trigger while idle: not yet
+    clock.now += 10
+    assert watch.tick() == "owned_throttles"
+
+
 def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batch(tmp_path):
     """Issue 18: a move shorter than the wait for a batch (an idle job's first batch starts Spark's Python
     workers again) is still reported: the watch hands it over until a batch reported it."""

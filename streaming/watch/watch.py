@@ -3,8 +3,10 @@
 Each tick (`Watch.tick`):
 1. ListPartitionReassignments, one request. A failure counts in
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
-2. Only while something reassigns or owned throttles are known (and until a first list succeeded): read what others
-   wrote to the ownership topic since the last tick (the janitor's store) and take the owned partitions.
+2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
+   a trigger interval: read what others wrote to the ownership topic since then (the janitor's store) and take the
+   owned partitions. The idle read finds a request whose move started and completed between two ticks (never
+   listed): its throttles are owned, so batches run and their janitor removes them.
 3. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
    reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or
    at start, when ownership records are active (a removal due while the job was down), and again after a
@@ -115,6 +117,7 @@ class Watch:
         self._unreported, self._reported = {}, set()
         self._owned = frozenset()
         self._owned_unread = False  # the last read of the ownership records failed
+        self._owned_read_s = float("-inf")  # when the ownership records were last read (never yet)
         self._listed_once = False
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
@@ -205,7 +208,8 @@ class Watch:
         """One round (module docstring); returns the reason a batch is wanted, or None."""
         now_wall = self.wall()
         listed = self._list()
-        if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread):
+        if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread
+                                   or self.clock() - self._owned_read_s >= self.trigger_interval_s):
             self._refresh_owned()
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
@@ -252,6 +256,7 @@ class Watch:
         try:
             self._owned = frozenset(self.janitor.owned_partitions())
             self._owned_unread = False
+            self._owned_read_s = self.clock()
         except Exception as error:  # keep what was known; read again every tick until a read succeeds
             # A request written while the read failed (its move may end meanwhile: the ownership topic's leader
             # was SIGKILLed mid-move) is unknown here: batches run and a sweep is due once it is read.
