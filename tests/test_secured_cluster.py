@@ -439,11 +439,13 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     try:
         job.wait_first_batch(150)
         plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+        # Broker rates set before (the standing plans' waves: no advancer runs them here) are restored, not deleted.
+        before = throttles(cluster, [topic])
         code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
                                                "--throttle", 2 * MB))
         assert code == 0, err
         wait_done(cluster, [(topic, 0)], 60)
-        expect_throttles(cluster, [topic], {}, timeout_s=60)  # the job's janitor removed them
+        expect_throttles(cluster, [topic], before, timeout_s=60)  # the job's janitor removed its own
         wait_for(lambda: job.metric("kafka_reassignment_throttle_actions_total", action="removed"), 30,
                  message="removals counted")
         metrics = _metrics_text(job)
@@ -471,7 +473,7 @@ def _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp
     topic = cluster.unique_topic("sec-plan")
     topics.append(topic)
     cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
-    before = len(job.log())
+    before, rates_before = len(job.log()), throttles(cluster, [topic])  # the standing plans' rates stay
     plan = write_plan(tmp_path / "plan2.json", [(topic, 0, [2]), (topic, 1, [2])])
     code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
                                            "--throttle", FAST, "--max-partitions-in-flight", 1))
@@ -488,7 +490,7 @@ def _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp
     assert replicas(cluster, topic, 1) == [1]  # the second partition was never submitted
     code, out, err = run_cli(*command_args(cluster, "cancel", execute, "--request-id", request_id))
     assert code == 0 and f"Plan {request_id} cancelled" in out, err
-    expect_throttles(cluster, [topic], {}, timeout_s=60)
+    expect_throttles(cluster, [topic], rates_before, timeout_s=60)
 
 
 def _metrics_text(job):
