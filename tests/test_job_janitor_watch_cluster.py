@@ -90,7 +90,9 @@ def test_a_move_over_before_the_next_batch_polled_is_still_reported_completed(cl
     here Spark is SIGSTOPped for the whole move, so no batch can see it moving. The watch saw it and hands it
     over; the batch after Spark continues reports its COMPLETED, and the watch removed its throttles meanwhile."""
     topic = cluster.unique_topic("watch-short")
-    setup_topic(cluster, topic, megabytes=3)  # about 3 s at 1 MB/s: the watch, once a second, sees it
+    # Long enough at 1 MB/s that the watch, once a second, sees it listed: an idle broker's quota lets the first
+    # few MB through at once (3 MB moved unseen in under a second in a full run).
+    setup_topic(cluster, topic, megabytes=10)
     try:
         wait_idle(job)
         key = f"{topic}:0:2"
