@@ -48,6 +48,7 @@ from sinks import records
 from sinks.throttles.actions import ALL
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
+from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
@@ -117,7 +118,7 @@ class Watch:
         self._unreported, self._reported = {}, set()
         self._owned = frozenset()
         self._owned_unread = False  # the last read of the ownership records failed
-        self._owned_read_s = float("-inf")  # when the ownership records were last read (never yet)
+        self._owned_read_s = None  # when the ownership records were last read
         self._listed_once = False
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
@@ -138,7 +139,7 @@ class Watch:
             self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
-            reported = {(row["topic"], row["partition"]) for row in output.replicas}
+            reported = {partition_of(row) for row in output.replicas}
             self._reported |= reported
             for partition in reported:
                 self._unreported.pop(partition, None)
@@ -197,7 +198,7 @@ class Watch:
                 return
             looked = self.clock()
             try:
-                listed = {(r["topic"], r["partition"]) for r in self.admin.list_reassignments()}
+                listed = {partition_of(r) for r in self.admin.list_reassignments()}
             except Exception:
                 return
             took_s = self.clock() - looked
@@ -209,7 +210,7 @@ class Watch:
         now_wall = self.wall()
         listed = self._list()
         if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread
-                                   or self.clock() - self._owned_read_s >= self.trigger_interval_s):
+                                   or self._a_trigger_since(self._owned_read_s)):
             self._refresh_owned()
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
@@ -222,8 +223,7 @@ class Watch:
             self._reassigning = frozenset(listed)
             self._listed_once = True
         if listed is not None and self.plans is not None and (
-                listed or self._owned or self.plans.statuses or self._plans_read_s is None
-                or self.clock() - self._plans_read_s >= self.trigger_interval_s):
+                listed or self._owned or self.plans.statuses or self._a_trigger_since(self._plans_read_s)):
             self._step_plans(now_wall)
         self._write_unwritten()
         reason = self._decide(listed is not None, now_wall)
@@ -231,11 +231,15 @@ class Watch:
             self._observe_while_idle()
         return reason
 
+    def _a_trigger_since(self, then_s):
+        """Whether an idle duty done at `then_s` (None: never) is due again: a trigger interval has passed."""
+        return then_s is None or self.clock() - then_s >= self.trigger_interval_s
+
     @_step("list")
     def _list(self):
         """{(topic, partition): ListPartitionReassignments row}, or None when the list failed."""
         try:
-            return {(r["topic"], r["partition"]): r for r in self.admin.list_reassignments()}
+            return {partition_of(r): r for r in self.admin.list_reassignments()}
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
@@ -325,13 +329,11 @@ class Watch:
                 self.log(line)
                 self._plan_lines[request_id] = line
 
-
     @_step("observe")
     def _observe_while_idle(self):
-        now_s = self.clock()
-        if self.janitor is None or (self._observed_s is not None and now_s - self._observed_s < self.trigger_interval_s):
+        if self.janitor is None or not self._a_trigger_since(self._observed_s):
             return
-        self._observed_s = now_s
+        self._observed_s = self.clock()
         try:
             self.janitor.observe_now()
         except Exception as error:  # the next idle trigger reads again; a batch observes as before
