@@ -85,14 +85,16 @@ def test_move_started_while_idle_is_reported_removed_by_the_watch_and_completed(
         cleanup(cluster, topic)
 
 
-def test_a_move_over_before_the_next_batch_polled_is_still_reported_completed(cluster, job, tmp_path):
+@pytest.mark.parametrize("megabytes", [10, 0.05], ids=["seen-moving", "came-and-went"])
+def test_a_move_over_before_the_next_batch_polled_is_still_reported_completed(cluster, job, tmp_path, megabytes):
     """The idle job's next batch may poll after a short move ended (it starts Spark's Python workers again):
-    here Spark is SIGSTOPped for the whole move, so no batch can see it moving. The watch saw it and hands it
-    over; the batch after Spark continues reports its COMPLETED, and the watch removed its throttles meanwhile."""
+    here Spark is SIGSTOPped for the whole move, so no batch can see it moving. The watch hands it over; the
+    batch after Spark continues reports its COMPLETED, and the watch removed its throttles meanwhile.
+    10 MB at 1 MB/s last long enough for the watch, once a second, to see the move listed (an idle broker's
+    quota lets the first few MB through at once); 50 KB come and go between two of its looks, and only the
+    request's ownership record tells the watch the move ran."""
     topic = cluster.unique_topic("watch-short")
-    # Long enough at 1 MB/s that the watch, once a second, sees it listed: an idle broker's quota lets the first
-    # few MB through at once (3 MB moved unseen in under a second in a full run).
-    setup_topic(cluster, topic, megabytes=10)
+    setup_topic(cluster, topic, megabytes=megabytes)
     try:
         wait_idle(job)
         key = f"{topic}:0:2"

@@ -180,6 +180,9 @@ def test_the_offsets_carry_the_watch_handover_and_stay_put_while_idle(tmp_path):
     assert [p.unreported for p in reader.partitions({"poll": 4}, json.loads(json.dumps(end)))] == [(moved,)]
     gate.write(path, None, time.time() * 1000)
     assert reader.latestOffset(end, None) == end  # no batch: the same offset, handover included
+    # The gate written before the watch heard the batch ending at `end` reported the move: not handed again.
+    gate.write(path, "left_unreported", time.time() * 1000, [moved])
+    assert reader.latestOffset(json.loads(json.dumps(end)), None) == {"poll": 6}
 
 
 # A memory blob as the job wrote it from pandas frames (history.MEMORY_DTYPES before the core dropped pandas).

@@ -6,8 +6,8 @@ import pytest
 
 from sinks.throttles import entries as te
 from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
-from sinks.throttles.ownership import (DONE, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim, decode,
-                                       encode, new_request_id)
+from sinks.throttles.ownership import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, MemoryStore, Move,
+                                       Ownership, RateClaim, Refusal, accepted_moves, decode, encode, new_request_id)
 from sinks.throttles.view import ClusterView
 from streaming.vocabulary.reassignment_file import PartitionMove
 
@@ -120,3 +120,20 @@ def test_memory_store_keeps_the_latest_per_request():
     store.put(record)
     store.put(record.with_state(DONE, 5))
     assert [r.state for r in store.records()] == [DONE] and not store.records()[0].active
+
+
+def moving(rid, created_ms, state=STARTED, origin=EXECUTE, refused=(), target=(2,)):
+    return Ownership(rid, state, created_ms, created_ms, origin=origin, moves=(Move("t", 0, (1,), target),),
+                     refused=tuple(Refusal("t", p, "INVALID_REPLICA_ASSIGNMENT") for p in refused))
+
+
+@pytest.mark.parametrize("records, targets", [
+    ([moving("a", 1)], {("t", 0): (2,)}),
+    ([moving("a", 1, state=PENDING)], {}),  # not accepted yet
+    ([moving("a", 1, state=DONE)], {}),
+    ([moving("a", 1, origin=OBSERVED)], {}),  # another tool's move: seen listed, never ours to hand over
+    ([moving("a", 1, refused=(0,))], {}),
+    ([moving("b", 2, target=(3,)), moving("a", 1)], {("t", 0): (3,)}),  # the newest request's move
+], ids=["accepted", "pending", "done", "observed", "refused", "newest-wins"])
+def test_accepted_moves(records, targets):
+    assert {p: m.target for p, m in accepted_moves(records).items()} == targets

@@ -3,13 +3,14 @@ the real janitor (tests/fake_cluster.py, sinks.throttles.ownership.MemoryStore).
 
 import json
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
 from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
 from sinks.prometheus import MonitorMetrics
-from sinks.throttles.ownership import DONE, MemoryStore
+from sinks.throttles.ownership import DONE, PENDING, STARTED, MemoryStore, Refusal
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, READ
 from streaming.watch import gate, rules
 from streaming.watch.rules import WatchView
@@ -50,6 +51,17 @@ def test_batch_reason(view, reason):
 ], ids=["owned-left", "still-moving", "foreign-left", "never-seen"])
 def test_partitions_left(before, now, owned, left):
     assert rules.partitions_left(before, now, owned) == left
+
+
+@pytest.mark.parametrize("accepted_before, accepted_now, before, now, unseen", [
+    (set(), {("t", 0)}, set(), set(), {("t", 0)}),  # accepted, and neither listed at the last tick nor now
+    (set(), {("t", 0)}, set(), {("t", 0)}, set()),  # listed now: it leaves the list later, seen
+    (set(), {("t", 0)}, {("t", 0)}, set(), set()),  # listed at the last tick: partitions_left has it
+    ({("t", 0)}, {("t", 0)}, set(), set(), set()),  # known since an earlier read: handled then
+    ({("t", 0)}, set(), set(), set(), set()),  # settled since
+], ids=["came-and-went", "listed-now", "listed-before", "known", "settled"])
+def test_ended_unseen(accepted_before, accepted_now, before, now, unseen):
+    assert rules.ended_unseen(accepted_before, accepted_now, before, now) == unseen
 
 
 @pytest.mark.parametrize("listed, wanted, waiting_since, now, late, writing_since, publishes", [
@@ -170,7 +182,7 @@ def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path
 
 def test_an_idle_watch_reads_the_ownership_records_once_a_trigger(tmp_path):
     """A request whose move started and completed between two ticks was never listed: the idle watch still finds
-    its record within a trigger interval, so batches run and their janitor removes its throttles."""
+    its record within a trigger interval, removes its throttles then and hands the move to the next batch."""
     cluster, store = throttled(), MemoryStore()
     watch, _, clock = a_watch(tmp_path, cluster, store, trigger_s=10.0)
     watch.tick()
@@ -181,7 +193,42 @@ def test_an_idle_watch_reads_the_ownership_records_once_a_trigger(tmp_path):
     clock.now += 1
     assert watch.tick() is None  # read once a trigger while idle: not yet
     clock.now += 10
-    assert watch.tick() == "owned_throttles"
+    assert watch.tick() == "left_unreported"
+    assert cluster.topics[("t", "follower")] == ""  # swept by the watch, not left for a batch
+    assert [r.state for r in store.records()] == [DONE]
+    assert gate.read(watch.gate_path, clock.now * 1000).unreported == (MOVED,)
+    watch.batch_done(*batch("COMPLETED"))
+    assert watch.tick() is None
+
+
+@pytest.mark.parametrize("arrivals, handed", [
+    # (what the store holds at each read after the first, as (state, refused partitions)); the move of t-0
+    ([(STARTED, ())], [MOVED]),
+    ([(PENDING, ()), (STARTED, ())], [MOVED]),  # accepted after the watch first read it pending
+    ([(STARTED, (("t", 0),))], []),  # Kafka refused it: it never ran
+    ([(PENDING, ())], []),  # not accepted (yet): execute may still be setting its throttles
+], ids=["accepted-unseen", "pending-then-accepted", "refused", "pending"])
+def test_a_move_of_ours_that_came_and_went_unseen_is_handed_over(tmp_path, arrivals, handed):
+    cluster, store = throttled(), MemoryStore()
+    watch, _, clock = a_watch(tmp_path, cluster, store, trigger_s=1.0)
+    watch.tick()
+    watch.batch_done(*batch())
+    for state, refused in arrivals:
+        store.put(replace(request(state=state), refused=tuple(Refusal(t, p, "INVALID_REPLICA_ASSIGNMENT")
+                                                              for t, p in refused)))
+        clock.now += 1
+        watch.tick()
+    assert list(gate.read(watch.gate_path, clock.now * 1000).unreported) == handed
+
+
+def test_requests_active_at_start_are_swept_not_handed_over(tmp_path):
+    """At start every active request is new to the watch: the start's sweep removes what came due while the job
+    was down, and whether their moves were reported is the checkpoint's business (the run before)."""
+    cluster, store = throttled(), MemoryStore.of(request())
+    watch, _, clock = a_watch(tmp_path, cluster, store)
+    assert watch.tick() == "first_batch"
+    assert [r.state for r in store.records()] == [DONE]
+    assert gate.read(watch.gate_path, clock.now * 1000).unreported == ()
 
 
 def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batch(tmp_path):

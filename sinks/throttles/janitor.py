@@ -37,8 +37,8 @@ after it stopped being due for a batch), never writing to the cluster or the own
 
 `sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call, and what the job's driver
 watch (streaming.watch) calls the moment an owned partition leaves the reassignment list. The job calls
-`on_batch` from Spark's foreachBatch thread and `sweep`, `owned_partitions` and `requests` from the watch's
-thread: one lock serializes them, so the ownership store and the observer's history see one caller at a time.
+`on_batch` from Spark's foreachBatch thread and `sweep`, `owned_partitions`, `accepted_moves` and `requests`
+from the watch's thread: one lock serializes them, so the ownership store and the observer's history see one caller at a time.
 `sinks.throttles.apply.apply(admin, actions)` is step 4 alone (with read-back), for callers holding a
 plan of their own.
 
@@ -56,7 +56,7 @@ from sinks.throttles.actions import ALL, REMOVED, RESTORED, Policy, ThrottleActi
 from sinks.throttles.apply import READBACK_TIMEOUT_S, apply
 from sinks.throttles.bookkeeping import given_up, settled
 from sinks.throttles.observe import observe
-from sinks.throttles.ownership import DONE, EXECUTE, new_request_id
+from sinks.throttles.ownership import DONE, EXECUTE, accepted_moves, new_request_id
 from sinks.throttles.ownership_store import KafkaOwnershipStore
 from sinks.throttles.plan import plan
 from sinks.throttles.read import read_cluster, read_for_plan
@@ -108,6 +108,12 @@ class Janitor:
         with self._lock:
             self.store.refresh()
             return {(m.topic, m.partition) for r in self.store.records() + self._observed if r.active for m in r.moves}
+
+    def accepted_moves(self):
+        """The moves of active `execute` requests Kafka accepted, as `owned_partitions` last read them
+        (sinks.throttles.ownership.accepted_moves): what the watch hands over when one ended unseen."""
+        with self._lock:
+            return accepted_moves(self.store.records())
 
     def requests(self):
         """Ongoing `execute` requests as last read: request id -> its (topic, partition)s."""

@@ -181,6 +181,17 @@ def new_request_id(existing_ids, now_ms):
     return f"{stamp:%Y%m%dT%H%M%S}.{ms % 1000:03d}Z-{secrets.token_hex(2)}"
 
 
+def accepted_moves(records):
+    """(topic, partition) -> Move of every active `execute` request (a plan's waves included) that Kafka accepted
+    (`started`), less the partitions it refused; the newest request's move where several name a partition."""
+    moves = {}
+    for record in sorted(records, key=lambda r: (r.created_ms, r.request_id)):
+        if record.state == STARTED and record.origin == EXECUTE:
+            refused = {(r.topic, r.partition) for r in record.refused}
+            moves.update(((m.topic, m.partition), m) for m in record.moves if (m.topic, m.partition) not in refused)
+    return moves
+
+
 def entry_owners(records):
     """(topic, kind) -> (partition, broker) -> [records claiming it]."""
     owners = defaultdict(lambda: defaultdict(list))

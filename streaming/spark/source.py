@@ -20,7 +20,7 @@ batch ends one poll after the one before it), and without the `gate` option ever
 A batch's end offset also carries the moves the watch saw that left the reassignment list unreported
 (`UNREPORTED`, ListPartitionReassignments rows): its poll adds them as the "unreported_reassignments"
 table, and the stateful step reports them finished. Carried in the offset, they are in the offset log, so a
-replayed batch reports them too.
+replayed batch reports them too; the next batch never carries them again.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -162,8 +162,11 @@ class PollStreamReader(DataSourceStreamReader):
         if not decision.wanted:
             return start  # unchanged, what it carries included: Spark plans no batch
         end = {"poll": int(start["poll"]) + 1}
-        if decision.unreported:
-            end[UNREPORTED] = list(decision.unreported)
+        # The batch that ended at `start` reported what it carried; the watch learns that only after it
+        # (Watch.batch_done), so its gate may still hand those moves over: not a second time.
+        handed = [row for row in decision.unreported if row not in start.get(UNREPORTED, ())]
+        if handed:
+            end[UNREPORTED] = handed
         return end
 
     def partitions(self, start, end):

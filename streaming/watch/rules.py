@@ -4,7 +4,9 @@
   (BATCH_RULES, in order) or None. No batch runs only while nothing reassigns, no move is tracked in the
   stateful operator's state or left the list before a batch saw it, no owned throttle or pending removal exists, and the watch itself could read.
 - `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
-  moment the watch runs the throttle janitor); `peeks(...)`: whether to look at the list between ticks.
+  moment the watch runs the throttle janitor); `ended_unseen(...)`: moves of our requests that came and went
+  between two looks (the janitor runs then too, and the next batch is handed them); `peeks(...)`: whether
+  to look at the list between ticks.
 - `publishes_liveness(...)`: whether the watch's poll is the job's liveness now (`batch_held_by_write`: a
   batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late).
 
@@ -99,6 +101,13 @@ def batch_reason(view):
 def partitions_left(before, now, owned):
     """Owned partitions that were reassigning at the last tick and are not now (completed or cancelled)."""
     return (set(before) & set(owned)) - set(now)
+
+
+def ended_unseen(accepted_before, accepted_now, before, now):
+    """Partitions of requests Kafka accepted since the last read of the ownership records that do not reassign
+    now and did not at the last tick: their move started and ended between two looks (a move of a few MB
+    under an idle broker's quota takes less than a second), so only their record tells the watch it ran."""
+    return set(accepted_now) - set(accepted_before) - set(before) - set(now)
 
 
 # While an owned partition is reassigning, the watch looks at the reassignment list this often between its

@@ -5,23 +5,23 @@ Each tick (`Watch.tick`):
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
    a trigger interval: read what others wrote to the ownership topic since then (the janitor's store) and take the
-   owned partitions. The idle read finds a request whose move started and completed between two ticks (never
-   listed): its throttles are owned, so batches run and their janitor removes them.
+   owned partitions, and the moves Kafka accepted. A move accepted since the last read that is not listed now
+   and was not at the last tick started and completed between two looks (rules.ended_unseen).
 3. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
-   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`) - or
-   at start, when ownership records are active (a removal due while the job was down), and again after a
-   failed run - run the janitor's `sweep`: the
-   same code path `verify` uses, with its safety rules applied on a fresh read of the cluster. Its
-   `throttle` records go to the progress topic (kept and written again next tick if that write fails),
-   with the id of the batch after the last one this run finished (the batch that reports the move
-   finished), -1 before this run's first batch.
+   reassigns, the watch looks at the list every quarter second and ticks at once when one left: `_wait`), or a
+   move of ours came and went unseen - or at start, when ownership records are active (a removal due while the
+   job was down), and again after a failed run - run the janitor's `sweep`: the same code path `verify` uses,
+   with its safety rules applied on a fresh read of the cluster. Its `throttle` records go to the progress
+   topic (kept and written again next tick if that write fails), with the id of the batch after the last one
+   this run finished (the batch that reports the move finished), -1 before this run's first batch.
 4. Decide whether a Spark batch is needed (streaming.watch.rules) and write it to the gate the source
    reads (streaming.watch.gate), with the moves it saw that left the list before a batch reported them (a
-   move shorter than the wait for the next batch: that batch reports it finished); log each change of that
-   decision. While none is needed, once a trigger
-   interval the janitor observes the cluster (`Janitor.observe_now`: throttle configs of every topic and
-   broker), so a move another tool starts with its throttles after an idle stretch is still adopted (README
-   "Throttle janitor", rule 4): the first batch compares against a view at most a trigger old.
+   move shorter than the wait for the next batch: that batch reports it finished) and the moves of ours that
+   came and went unseen, as their ownership record names them; log each change of that decision. While none
+   is needed, once a trigger interval the janitor observes the cluster (`Janitor.observe_now`: throttle
+   configs of every topic and broker), so a move another tool starts with its throttles after an idle stretch
+   is still adopted (README "Throttle janitor", rule 4): the first batch compares against a view at most a
+   trigger old.
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness,
    which also holds while a batch waits for Kafka to acknowledge its records (`batch_writing`): after a broker's
    SIGKILL Kafka holds acks=all writes until it fenced the broker, and the watch's poll still succeeds.
@@ -73,6 +73,14 @@ def _log(line):
     print(f"{LOG_PREFIX}{line}", file=sys.stderr, flush=True)
 
 
+def _as_listed(move):
+    """An ownership Move as ListPartitionReassignments listed it while it ran (streaming.vocabulary.snapshot
+    "reassignments": the target, then the replicas it removes)."""
+    removing = [b for b in move.sources if b not in move.target]
+    return {"topic": move.topic, "partition": move.partition, "replicas": [*move.target, *removing],
+            "adding": list(move.destinations), "removing": removing}
+
+
 def _step(name):
     """Adds the seconds a tick spent in the decorated method to `self._tick_steps[name]` (said with a slow tick)."""
     def decorate(method):
@@ -117,6 +125,7 @@ class Watch:
         # and the partitions a batch reported while they are still listed (not handed over again).
         self._unreported, self._reported = {}, set()
         self._owned = frozenset()
+        self._accepted = {}  # (topic, partition) -> Move of the requests Kafka accepted, as last read
         self._owned_unread = False  # the last read of the ownership records failed
         self._owned_read_s = None  # when the ownership records were last read
         self._listed_once = False
@@ -209,17 +218,22 @@ class Watch:
         """One round (module docstring); returns the reason a batch is wanted, or None."""
         now_wall = self.wall()
         listed = self._list()
+        # Before the first read, every request is new: the sweep due at start covers them, and their moves
+        # were reported, or not, by the run before.
+        accepted_before = self._accepted if self._owned_read_s is not None else None
         if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread
                                    or self._a_trigger_since(self._owned_read_s)):
             self._refresh_owned()
+        unseen = {} if listed is None or accepted_before is None else {
+            p: self._accepted[p] for p in rules.ended_unseen(accepted_before, self._accepted, self._reassigning, listed)}
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
-            if left or (self._sweep_due and self._owned):
-                self._sweep(sorted(left))
+            if left or unseen or (self._sweep_due and self._owned):
+                self._sweep(sorted(left), sorted(unseen))
             elif not self._owned and not self._owned_unread:
                 self._sweep_due = False
         if listed is not None:
-            self._note_unreported(listed)
+            self._note_unreported(listed, unseen)
             self._reassigning = frozenset(listed)
             self._listed_once = True
         if listed is not None and self.plans is not None and (
@@ -245,11 +259,12 @@ class Watch:
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
 
-    def _note_unreported(self, listed):
-        """Moves adding a replica that no batch reported are kept until one does (batch_done), listed or not."""
+    def _note_unreported(self, listed, unseen):
+        """Moves adding a replica that no batch reported are kept until one does (batch_done), listed or not;
+        `unseen`: (topic, partition) -> ownership Move of the moves that came and went between two looks."""
         with self._lock:
             self._reported &= set(listed)  # a partition that left and moves again is a new move
-            for partition, row in listed.items():
+            for partition, row in [*listed.items(), *((p, _as_listed(m)) for p, m in unseen.items())]:
                 if row["adding"] and partition not in self._reported:
                     self._unreported[partition] = row
 
@@ -259,6 +274,7 @@ class Watch:
             return
         try:
             self._owned = frozenset(self.janitor.owned_partitions())
+            self._accepted = self.janitor.accepted_moves()
             self._owned_unread = False
             self._owned_read_s = self.clock()
         except Exception as error:  # keep what was known; read again every tick until a read succeeds
@@ -269,10 +285,13 @@ class Watch:
             self.log(f"reading ownership records failed: {error}")
 
     @_step("sweep")
-    def _sweep(self, left):
-        if left:
-            self.log(f"{len(left)} owned partition(s) left the reassignment list ({left[0][0]}-{left[0][1]}"
-                     f"{', ...' if len(left) > 1 else ''}): running the throttle janitor")
+    def _sweep(self, left, unseen=()):
+        if left or unseen:
+            first = (left or unseen)[0]
+            said = [f"{len(left)} owned partition(s) left the reassignment list"] if left else []
+            said += [f"{len(unseen)} move(s) of ours came and went between two looks"] if unseen else []
+            self.log(f"{'; '.join(said)} ({first[0]}-{first[1]}{', ...' if len(left) + len(unseen) > 1 else ''}): "
+                     f"running the throttle janitor")
         elif not self._listed_once:
             self.log("ownership records are active at start: running the throttle janitor for removals that "
                      "came due while the job was down")
