@@ -1,11 +1,18 @@
 import os
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.job_process import OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster
+
+# Properties are checked for what they say, never for how fast an example runs: the unit tests share the
+# machine with the clusters and the job starting beside them (WARMED).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 # Session fixtures stopped right after the last test that uses them, not at the session's end: an idle job
 # still polls every trigger (about a core on this machine) and an idle cluster still runs three JVMs, both
@@ -18,8 +25,53 @@ RUN_TOGETHER = ("owned_job", "fault_job")
 LAST_USE = pytest.StashKey()
 
 
+# What needs no test to get ready - the three clusters and the fault job's first Spark start, a minute and a half
+# of waiting - starts in one background thread, in the order the run first uses them, while the tests that use
+# none of them run first; the fixture waits for its own. A fixture no selected test uses is not started.
+CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
+WARM_ORDER = ("cluster", "fault_cluster", "fault_job", "secure_cluster")
+WARMED = {}  # fixture name -> Warming
+
+
+class Warming:
+    """One thing started in the background thread: `get()` waits for it (and raises what its start raised)."""
+
+    def __init__(self):
+        self.done, self.value, self.error = threading.Event(), None, None
+
+    def get(self):
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _warm(starts):
+    for name, start in starts:
+        try:
+            WARMED[name].value = start()
+        except Exception as error:  # handed to the fixture, which raises it in its first test
+            WARMED[name].error = error
+        finally:
+            WARMED[name].done.set()
+
+
+def _started(name, start):
+    """The fixture's object: the warmed one when the background thread started it, else started now."""
+    return WARMED[name].get() if name in WARMED else start()
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: any(name in item.fixturenames for name in CLUSTER_FIXTURES))  # stable
+    used = [name for name in WARM_ORDER if any(name in item.fixturenames for item in items)]
+    if used and not config.option.collectonly:
+        starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
+                  "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
+                  "secure_cluster": _start_secure_cluster}
+        WARMED.update((name, Warming()) for name in used)
+        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used],), name="warm-up",
+                         daemon=True).start()
     for name in STOPPED_AFTER_LAST_USE:
         users = [i for i, item in enumerate(items) if name in item.fixturenames]
         if not users:
@@ -28,6 +80,15 @@ def pytest_collection_modifyitems(items):
             between = next(items[i].nodeid for i in range(users[0], users[-1]) if i not in users)
             raise pytest.UsageError(f"the tests using {name} must run one after the other; {between} runs between")
         items[users[-1]].stash.setdefault(LAST_USE, []).append(name)
+
+
+def pytest_sessionfinish(session):
+    """Stop what the background thread started that no fixture stopped (the session ended before its first
+    user, or that user failed to set up). Stopping twice is harmless; a job before the cluster it polls."""
+    stops = {"fault_job": "stop", "secure_cluster": "down", "fault_cluster": "down", "cluster": "down"}
+    for name, stop in stops.items():
+        if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
+            getattr(WARMED[name].value, stop)()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -44,10 +105,14 @@ def cluster():
     """One real three-node cluster for the whole session. Its own directory and ports (overridable
     with TEST_CLUSTER_DIR / TEST_KAFKA_BASE_PORT) so a running demo cluster is never touched; stopped
     at the end when this session started it."""
-    cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
-    local = LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
+    local = _started("cluster", _start_cluster)
     yield local
     local.down()
+
+
+def _start_cluster():
+    cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
+    return LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
 
 
 @pytest.fixture
@@ -67,6 +132,12 @@ def fault_cluster():
     """A dedicated three-node cluster for the fault tests (broker kills, pauses): its own directory and
     ports, so the shared `cluster` never sees a dead node. Always fresh (wiped, then started): the first
     job run against it is a run against a cluster nobody touched. Stopped at the end."""
+    local = _started("fault_cluster", _start_fault_cluster)
+    yield local
+    local.down()
+
+
+def _start_fault_cluster():
     import shutil
 
     from tests.kafka_fixtures import FaultCluster
@@ -76,9 +147,8 @@ def fault_cluster():
     local._run("down")  # a cluster left by an interrupted session: stop it before wiping its data
     shutil.rmtree(cluster_dir, ignore_errors=True)
     local.up()
-    yield local
-    local.started_here = True
-    local.down()
+    local.started_here = True  # wiped and started for this session: stopped by it
+    return local
 
 
 @pytest.fixture(scope="session")
@@ -86,20 +156,31 @@ def secure_cluster():
     """One secured cluster (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer) for the session, on its own
     directory and ports (TEST_SECURE_CLUSTER_DIR / TEST_SECURE_KAFKA_BASE_PORT); stopped at the end when
     this session started it."""
-    from tests.secure_cluster import SecureCluster
-
-    cluster_dir = Path(os.environ.get("TEST_SECURE_CLUSTER_DIR", ROOT / ".local-cluster" / "test-secure"))
-    local = SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
+    local = _started("secure_cluster", _start_secure_cluster)
     yield local
     local.down()
 
 
+def _start_secure_cluster():
+    from tests.secure_cluster import SecureCluster
+
+    cluster_dir = Path(os.environ.get("TEST_SECURE_CLUSTER_DIR", ROOT / ".local-cluster" / "test-secure"))
+    return SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
+
+
 @pytest.fixture(scope="session")
-def fault_job(fault_cluster, tmp_path_factory):
+def fault_job(fault_cluster):
     """The streaming job on the fault cluster, shared by every fault test (tests that kill it start it
     again). Started first thing on the fresh cluster: `first_start` keeps how that first run went (no
     ownership topic yet, created by this very start), for test_first_run_on_a_fresh_cluster_starts. When
     that first start failed, it is started once more so the other fault tests still run."""
+    job = _started("fault_job", lambda: _start_fault_job(fault_cluster))
+    yield job
+    job.stop()
+    print(job.log()[-3000:])
+
+
+def _start_fault_job(fault_cluster):
     import time
 
     from tests.fault_support import JOB_FLAGS
@@ -122,9 +203,7 @@ def fault_job(fault_cluster, tmp_path_factory):
     job.first_start = {"outcome": outcome, "seconds": time.monotonic() - started, "log": job.log()}
     if job.process.poll() is not None:
         job.start()
-    yield job
-    job.stop()
-    print(job.log()[-3000:])
+    return job
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from kafka import TopicPartition
 
 SOURCE, DESTINATION = 1, 3
 SIZES_MB = (10, 20, 30)
-RATE = 1_000_000  # bytes/s shared by the three: the last finishes after ~60 s; 1 MB fetches every ~3 s
+RATE = 2_000_000  # bytes/s shared by the three: the last finishes after ~30 s
 JUDGED_FROM = 0.25
 BOUND_SHARE, BOUND_FLOOR_S = 0.25, 5.0
 FINISH_POLL_S = 0.25
