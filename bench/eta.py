@@ -3,7 +3,7 @@
 On a three-node cluster of its own (deploy/local-cluster.sh, started here and stopped at the end), two
 `reassign-monitor run` jobs watch the same moves, one at a 2 s trigger and one at the default 10 s
 trigger: three one-partition topics of 10, 20 and 30 MB on broker 1 gaining a replica on broker 3 under one
-1 MB/s leader and follower throttle (tests/eta_scenario.py, the scenario of the real-cluster test). Each
+2 MB/s leader and follower throttle (tests/eta_scenario.py, the scenario of the real-cluster test). Each
 run waits until broker 3 is in all three ISRs (the actual finish, polled every 0.25 s), then judges every
 replica record written after its replica passed 25 %: the model's `eta_seconds`, and the per-replica ETA
 the job reported before the model (remaining bytes / the replica's own smoothed copy rate; these leaders do

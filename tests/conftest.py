@@ -1,3 +1,4 @@
+import functools
 import os
 import threading
 from pathlib import Path
@@ -17,7 +18,8 @@ settings.load_profile("suite")
 # Session fixtures stopped right after the last test that uses them, not at the session's end: an idle job
 # still polls every trigger (about a core on this machine) and an idle cluster still runs three JVMs, both
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
-STOPPED_AFTER_LAST_USE = {"owned_job": "stop", "fault_job": "stop", "fault_cluster": "down", "secure_cluster": "down"}
+STOPPED_AFTER_LAST_USE = {"polling_job": "stop", "default_trigger_job": "stop", "owned_job": "stop",
+                          "fault_job": "stop", "fault_cluster": "down", "secure_cluster": "down"}
 # Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
 # throttles of any test run while it is up.
 RUN_TOGETHER = ("owned_job", "fault_job")
@@ -25,11 +27,22 @@ RUN_TOGETHER = ("owned_job", "fault_job")
 LAST_USE = pytest.StashKey()
 
 
-# What needs no test to get ready - the three clusters and the fault job's first Spark start, a minute and a half
+# What needs no test to get ready - the three clusters and three jobs' first Spark start, two and a half minutes
 # of waiting - starts in one background thread, in the order the run first uses them, while the tests that use
-# none of them run first; the fixture waits for its own. A fixture no selected test uses is not started.
+# none of them run first; the fixture waits for its own. A fixture no selected test uses is not started. The
+# tests of the warmed jobs on the shared cluster come first among its tests: those jobs claim no throttle, and
+# they are stopped after their last test, before any other test of that cluster runs.
 CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
-WARM_ORDER = ("cluster", "fault_cluster", "fault_job", "secure_cluster")
+FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
+WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster")
+# The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
+JOB_FLAGS = {
+    # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
+    "polling_job": ("--trigger-interval", "2s", "--stall-after", "8s", "--rate-window", "10s",
+                    "--throttle-cleanup", "off"),
+    # the ETA test's second view of the same moves, at the default trigger
+    "default_trigger_job": ("--throttle-cleanup", "off", "--quiet"),
+}
 WARMED = {}  # fixture name -> Warming
 
 
@@ -63,12 +76,17 @@ def _started(name, start):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: any(name in item.fixturenames for name in CLUSTER_FIXTURES))  # stable
+    def uses(item, names):
+        return any(name in item.fixturenames for name in names)
+
+    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES), not uses(item, FIRST_ON_THE_CLUSTER)))  # stable
     used = [name for name in WARM_ORDER if any(name in item.fixturenames for item in items)]
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
-                  "secure_cluster": _start_secure_cluster}
+                  "secure_cluster": _start_secure_cluster,
+                  **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
+                     for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
         threading.Thread(target=_warm, args=([(name, starts[name]) for name in used],), name="warm-up",
                          daemon=True).start()
@@ -85,7 +103,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session):
     """Stop what the background thread started that no fixture stopped (the session ended before its first
     user, or that user failed to set up). Stopping twice is harmless; a job before the cluster it polls."""
-    stops = {"fault_job": "stop", "secure_cluster": "down", "fault_cluster": "down", "cluster": "down"}
+    stops = {"polling_job": "stop", "default_trigger_job": "stop", "fault_job": "stop", "secure_cluster": "down",
+             "fault_cluster": "down", "cluster": "down"}
     for name, stop in stops.items():
         if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
             getattr(WARMED[name].value, stop)()
@@ -204,6 +223,43 @@ def _start_fault_job(fault_cluster):
     if job.process.poll() is not None:
         job.start()
     return job
+
+
+@pytest.fixture(scope="session")
+def polling_job(cluster):
+    """The job tests/test_job_cluster.py watches moves with (JOB_FLAGS), its first batch done; tests that kill it
+    start it again. Stopped after its last test."""
+    job = _started("polling_job", lambda: _start_shared_job("polling_job", lambda: cluster))
+    yield job
+    job.stop()
+    print(job.log()[-3000:])
+
+
+@pytest.fixture(scope="session")
+def default_trigger_job(cluster):
+    """A second job on the shared cluster at the default trigger (JOB_FLAGS), its first batch done."""
+    job = _started("default_trigger_job", lambda: _start_shared_job("default_trigger_job", lambda: cluster))
+    yield job
+    job.stop()
+
+
+def _start_shared_job(name, cluster_of):
+    import shutil
+
+    from tests.job_process import JobProcess
+
+    cluster = cluster_of()
+    # A fresh checkpoint in the cluster's directory (pytest's temporary directories are made by a fixture).
+    directory = Path(cluster.env["CLUSTER_DIR"]) / "jobs" / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    job = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", "--master", "local[2]",
+                     *JOB_FLAGS[name]).start()
+    try:
+        return job.wait_first_batch()
+    except Exception:  # the fixture raises it; the job must not outlive the session
+        job.stop()
+        raise
 
 
 @pytest.fixture(scope="session")

@@ -112,17 +112,6 @@ class JobProcess:
         return Path(self.log_path).read_text()
 
 
-@contextlib.contextmanager
-def running_job(cluster, directory, *flags):
-    """A started job whose first Spark batch is done; stopped (its log tail printed) when the block ends."""
-    process = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log", *flags).start()
-    try:
-        yield process.wait_first_batch(FIRST_POLL_S)
-    finally:
-        process.stop()
-        print(process.log()[-3000:])
-
-
 def running(job):
     """A shared job up and polling: started again when a test before killed it."""
     return job.ensure_started().wait_first_batch()

@@ -11,7 +11,7 @@ from kafka import TopicPartition
 from sinks.records import SCHEMA_PATH
 
 from tests import eta_scenario as eta
-from tests.job_process import JobProcess, read_topic, running_job
+from tests.job_process import read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -21,12 +21,11 @@ RATE = 1_000_000  # bytes/s: 35 MB take ~35 s
 SCHEMA = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 
 
-@pytest.fixture(scope="module")
-def job(cluster, tmp_path_factory):
-    with running_job(cluster, tmp_path_factory.mktemp("job"),
-                     "--trigger-interval", "2s", "--stall-after", "8s", "--rate-window", "10s",
-                     "--master", "local[2]", "--throttle-cleanup", "off") as process:
-        yield process
+@pytest.fixture
+def job(polling_job):
+    """The shared job of these tests (conftest `polling_job`: 2 s trigger, 8 s stall, 10 s rate window, no
+    throttle cleanup), polling: started again when a test before killed it."""
+    return running(polling_job)
 
 
 def throttled_move(cluster, topic, source, destination, megabytes, rate=RATE):
@@ -151,17 +150,15 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
         cluster.delete_topics([topic])
 
 
-def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, tmp_path):
-    """Three moves of 10, 20 and 30 MB into one broker under one 1 MB/s throttle: every ETA reported after a
+def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, default_trigger_job):
+    """Three moves of 10, 20 and 30 MB into one broker under one 2 MB/s throttle: every ETA reported after a
     replica passed 25 % is within max(25 %, 5 s) of the real remaining time, from the 2 s job of this module
     and from a job at the default 10 s trigger watching the same moves. Today's per-replica ETA, recomputed
     from the same records, is in the message beside the model's."""
-    slow = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--master", "local[2]",
-                      "--throttle-cleanup", "off", "--quiet").start()  # the default 10 s trigger
+    slow = running(default_trigger_job)
     topics, watch = [], None
     try:
-        topics = eta.create_topics(cluster, "eta")  # while the second job's Spark starts
-        slow.wait_first_batch()
+        topics = eta.create_topics(cluster, "eta")
         watch = eta.FinishWatch(cluster.bootstrap, topics).start()
         eta.start_moves(cluster, topics)
         wait_for(watch.done, 240, interval_s=1, message="the three moves to finish")
@@ -179,7 +176,6 @@ def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, tmp_path):
     finally:
         if watch is not None:
             watch.stop()
-        slow.stop()
         eta.clear_throttles(cluster, topics)
         cluster.delete_topics(topics)
 

@@ -38,7 +38,8 @@ after it stopped being due for a batch), never writing to the cluster or the own
 `sweep(batch_id=-1)` does steps 1, 3-5 at once: what `verify` and `cancel` call, and what the job's driver
 watch (streaming.watch) calls the moment an owned partition leaves the reassignment list. The job calls
 `on_batch` from Spark's foreachBatch thread and `sweep`, `owned_partitions`, `accepted_moves` and `requests`
-from the watch's thread: one lock serializes them, so the ownership store and the observer's history see one caller at a time.
+from the watch's thread: one lock serializes them, so the ownership store and the observer's history see one
+caller at a time.
 `sinks.throttles.apply.apply(admin, actions)` is step 4 alone (with read-back), for callers holding a
 plan of their own.
 

@@ -225,7 +225,8 @@ class Watch:
                                    or self._a_trigger_since(self._owned_read_s)):
             self._refresh_owned()
         unseen = {} if listed is None or accepted_before is None else {
-            p: self._accepted[p] for p in rules.ended_unseen(accepted_before, self._accepted, self._reassigning, listed)}
+            p: self._accepted[p]
+            for p in rules.ended_unseen(accepted_before, self._accepted, self._reassigning, listed)}
         if listed is not None and self.janitor is not None and self.janitor.policy.acts:
             left = rules.partitions_left(self._reassigning, listed, self._owned)
             if left or unseen or (self._sweep_due and self._owned):
