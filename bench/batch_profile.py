@@ -140,6 +140,7 @@ def measure(replicas, polls, cprofile=None):
             (stateful, "replica_progress", "  replica_progress"),
             (stateful, "finished_replicas", "  finished_replicas"),
             (stateful, "step", "  history step (rates, classify)"),
+            (stateful, "step_columns", "  history step in columns (rates, classify)"),
             (stateful, "replica_frame", "  output frame for Spark"),
             (outputs, "partition_rollup", "    partition rollup (row by row)"),
             (job, "partition_rollups", "  driver: partition rollup in columns"),

@@ -45,6 +45,7 @@ from kafka import KafkaAdminClient  # noqa: E402
 from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, start_moves, stop_broker,  # noqa: E402
                          stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
+from bench.spark_phases import EVENT_LOG_ARGS, PHASE_ROWS, batch_phases, medians, stage_phases  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.spark.driver import JobConfig  # noqa: E402
 from streaming.spark.job import (STATE_BUCKETS, BatchHandler, build_session, poll_stream,  # noqa: E402
@@ -215,9 +216,21 @@ def run_synthetic(spark, replicas, batches, checkpoint):
     config = JobConfig(bootstrap="", checkpoint_location=checkpoint, trigger_interval_s=1.0)
     query = start_tracking(stream, config, handler)
     try:
-        return measure(query, handler, batches)
+        result = measure(query, handler, batches)
     finally:
         stop_between_batches(query)
+    # What the phase table needs once the event log is complete (after the session stops): plain values.
+    result["query"] = {"id": str(query.id), "timings": list(handler.timings),
+                       "progress": [{"batchId": p["batchId"], "durationMs": dict(p["durationMs"])}
+                                    for p in query.recentProgress]}
+    return result
+
+
+def with_phases(result, event_log):
+    """`result` with its per-batch Spark phases (bench/spark_phases.py) past warm-up in place of the raw query."""
+    query = result.pop("query")
+    phases = batch_phases(query["progress"], query["timings"], stage_phases(event_log, query["id"]))
+    return {**result, "phases": [phases[b] for b in sorted(phases) if b >= WARMUP]}
 
 
 MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 partitions ("excessively large batch")
@@ -290,7 +303,7 @@ def run_pairs(before_tree, sizes, batches):
                     mine[k] = mine.get(k, []) + v
     rows = [row(f"{arm}: {SYNTHETIC_LABEL.format(size)}", pooled[(arm, size)])
             for size in sizes for arm in ("before", "after")]
-    return rows, loads
+    return rows, {key: result["phases"] for key, result in pooled.items()}, loads
 
 
 def main():
@@ -302,11 +315,15 @@ def main():
     parser.add_argument("--json", help="(child of --before) write the synthetic results here, not RESULTS.md")
     args = parser.parse_args()
     if args.before:
-        rows, loads = run_pairs(args.before, _sizes(args.synthetic), args.batches)
-        _write(rows, args.batches, SCALE_TITLE, "Synthetic sizes paired before / after, A B B A (`--before`), runs pooled per arm; "
-               "1-minute load average at the start / end of each run: "
-               + ", ".join(f"{arm} {a:.1f} / {b:.1f}" for arm, a, b in loads) + ".")
+        rows, phases, loads = run_pairs(args.before, _sizes(args.synthetic), args.batches)
+        note = ("Synthetic sizes paired before / after, A B B A (`--before`), runs pooled per arm; "
+                "1-minute load average at the start / end of each run: "
+                + ", ".join(f"{arm} {a:.1f} / {b:.1f}" for arm, a, b in loads) + ".")
+        _write(rows, args.batches, SCALE_TITLE, note)
+        _write_phases(phases, args.batches, SCALE_PHASES_TITLE, note)
         return
+    event_log = tempfile.mkdtemp(prefix="bench-stream-events-")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = EVENT_LOG_ARGS.format(event_log) + " pyspark-shell"
     spark = build_session(JobConfig(bootstrap="", master="local[2]"))
     results = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -343,14 +360,36 @@ def main():
             raw[size] = run_synthetic(spark, size, args.batches, f"{scratch}/synthetic-{size}")
             results.append(row(SYNTHETIC_LABEL.format(size), raw[size]))
     spark.stop()
+    raw = {size: with_phases(result, event_log) for size, result in raw.items()}
+    shutil.rmtree(event_log, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(raw))
         return
     _write(results, args.batches, TITLE, "")
+    if raw:
+        _write_phases({("after", size): result["phases"] for size, result in raw.items()}, args.batches, PHASES_TITLE, "")
 
 
 TITLE = "Streaming micro-batch latency (bench/stream.py)"
 SCALE_TITLE = "Streaming scale, before / after (bench/stream.py --before)"
+PHASES_TITLE = "Where a synthetic batch's wall time goes in Spark (bench/stream.py)"
+SCALE_PHASES_TITLE = "Where a synthetic batch's wall time goes in Spark, before / after (bench/stream.py --before)"
+
+
+def _write_phases(phases, batches, title, note):
+    """The phase table: one row per phase (bench/spark_phases.py), one column per (arm, size), p50 seconds."""
+    columns = sorted(phases, key=lambda key: (key[1], key[0] != "before"))
+    p50 = {key: medians(phases[key]) for key in columns}
+    headers = ["phase (indented: part of the row above), p50 s"] + [f"{arm} {size}" for arm, size in columns]
+    rows = [[label] + [f"{p50[key][phase]:.2f}" if p50[key] else "-" for key in columns] for label, phase in PHASE_ROWS]
+    table_text = markdown_table(headers, rows)
+    print(table_text)
+    write_section(title,
+                  f"The synthetic runs of the table above, {batches} batches after {WARMUP} warm-up per run, each phase's "
+                  "p50 over the batches (a column's phases are medians of their own, so they need not add up). "
+                  "From the query's progress (durationMs), the batch handler's clock (toArrow, then the sinks) and "
+                  "Spark's event log (the two stages' wall time; inside the stateful stage, Spark's task metrics "
+                  "summed over its 4 tasks, which run 2 at a time): bench/spark_phases.py. " + note + "\n\n" + table_text)
 
 
 def _write(results, batches, title, note):

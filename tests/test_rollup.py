@@ -17,7 +17,7 @@ from streaming.spark.source import CLUSTER_BUCKET, POLL_TABLE
 from streaming.spark import codec
 from streaming.spark.stateful import replica_frame
 from streaming.vocabulary.states import STATE_NAMES
-from tests.test_stream_units import cluster_snapshot, source_frame, track_all
+from tests.test_stream_units import as_report, cluster_snapshot, source_frame, track_all
 
 _maybe = lambda values: st.none() | values  # noqa: E731
 _count = st.integers(min_value=0, max_value=10**12)
@@ -46,7 +46,7 @@ TEN_OF_ONE = [{"topic": "a", "partition": 0, "broker": b, "intra_broker": False,
 
 def as_batch_table(rows):
     """The replica rows as the driver gets them: through the output frame and Arrow, as Spark hands them over."""
-    return replica_table(pa.Table.from_pandas(replica_frame(rows, 1, 0), preserve_index=False))
+    return replica_table(pa.Table.from_pandas(replica_frame(as_report(rows), 1, 0), preserve_index=False))
 
 
 def same(a, b):

@@ -20,7 +20,8 @@ from sinks.records import SCHEMA_PATH
 from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
-from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
+from streaming.core.history import MEMORY_SCHEMA, Settings
+from streaming.vocabulary.replica_row import FIELDS
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
@@ -128,21 +129,33 @@ def track_all(frames):
     memories, outputs = {}, []
     for frame in frames:
         for bucket, rows in frame.loc[frame["bucket"] != CLUSTER_BUCKET].groupby("bucket"):
-            memory, out = track_bucket(rows, memories.get(bucket, empty_memory()), Settings())
+            memory, out = track_bucket(rows, memories.get(bucket), Settings())
             memories[bucket] = memory
             outputs.append(out)
     return memories, pd.concat(outputs, ignore_index=True)
 
 
+def as_report(rows):
+    """Report rows as the history step in columns gives them to replica_frame: {column: Arrow array}."""
+    table = pa.Table.from_pylist(rows, schema=codec.fields_schema(FIELDS))
+    return {name: table[name].combine_chunks() for name in FIELDS}
+
+
+def reported(out):
+    """The replica rows in tracker output frames (one blob a bucket and poll), as a frame."""
+    return pd.DataFrame([row for payload in out["payload"] for row in codec.decode(payload)])
+
+
 def test_tracker_reports_each_move_once_per_poll_and_completion_once():
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500)),
               source_frame(3, cluster_snapshot(20_000, 1000, moving=False))]
-    memories, out = track_all(frames)
-    assert (out["kind"] == REPLICA_KIND).all()
+    memories, blobs = track_all(frames)
+    assert (blobs["kind"] == REPLICA_KIND).all()
+    out = reported(blobs)
     assert out.groupby("poll_id").size().to_dict() == {1: 6, 2: 6, 3: 6}
     assert set(out.loc[out["poll_id"] == 3, "state"]) == {"COMPLETED"}
     assert out.loc[out["poll_id"] == 2, "copy_rate"].tolist() == [50.0] * 6
-    assert all(memory == [] for memory in memories.values())
+    assert all(memory is None for memory in memories.values())
 
 
 def finished_snapshot(ts_ms, replicas):
@@ -158,14 +171,15 @@ def finished_snapshot(ts_ms, replicas):
 def test_a_move_the_watch_saw_but_no_batch_polled_is_reported_finished_once(replicas_after, state):
     """The idle job's first batch polls after a short move ended: the watch hands that move over with the
     batch's offsets (streaming.watch.gate) and the batch reports its transition, then forgets it."""
-    memories, out = track_all([source_frame(1, finished_snapshot(5_000, replicas_after))])
+    memories, blobs = track_all([source_frame(1, finished_snapshot(5_000, replicas_after))])
+    out = reported(blobs)
     assert sorted(zip(out["topic"], out["broker"], out["state"])) == [(f"t{i}", 2, state) for i in range(6)]
-    assert all(memory == [] for memory in memories.values())
+    assert all(memory is None for memory in memories.values())
 
 
 def test_a_handed_over_move_the_state_already_tracks_is_reported_once():
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, finished_snapshot(10_000, [1, 2]))]
-    _, out = track_all(frames)
+    out = reported(track_all(frames)[1])
     assert out.groupby("poll_id").size().to_dict() == {1: 6, 2: 6}
     assert set(out.loc[out["poll_id"] == 2, "state"]) == {"COMPLETED"}
 
@@ -245,7 +259,7 @@ def test_the_output_frame_carries_a_report_row_to_spark_unchanged():
     _, out = track_all([source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))])
     _, rows = batch_rows(pa.Table.from_pandas(out, preserve_index=False))
     report = [{**row, "previous_state": None, "numerator": None} for row in rows]
-    frame = replica_frame(report, 3, 20_000)
+    frame = replica_frame(as_report(report), 3, 20_000)
     assert list(frame.columns) == OUTPUT_COLUMNS
     _, back = batch_rows(pa.Table.from_pandas(frame, preserve_index=False))
     assert back == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
@@ -254,9 +268,9 @@ def test_the_output_frame_carries_a_report_row_to_spark_unchanged():
 
 def test_a_poll_combined_from_its_parts_tracks_exactly_like_one_made_whole():
     snapshots = [cluster_snapshot(0, 0), cluster_snapshot(10_000, 500), cluster_snapshot(20_000, 1000, moving=False)]
-    _, whole = track_all([source_frame(i, s) for i, s in enumerate(snapshots)])
+    whole = reported(track_all([source_frame(i, s) for i, s in enumerate(snapshots)])[1])
     combined = [combine([cluster, *brokers], s.ts_ms, 0.3) for s in snapshots for cluster, brokers in [split_into_parts(s)]]
-    _, from_parts = track_all([source_frame(i, s) for i, s in enumerate(combined)])
+    from_parts = reported(track_all([source_frame(i, s) for i, s in enumerate(combined)])[1])
     key = ["poll_id", "topic", "partition", "broker"]
     pd.testing.assert_frame_equal(from_parts.sort_values(key).reset_index(drop=True),
                                   whole.sort_values(key).reset_index(drop=True))

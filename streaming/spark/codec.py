@@ -12,6 +12,9 @@ from streaming.vocabulary.snapshot import BOOL, FLOAT64, INT32, INT64, INT_LIST,
 
 ARROW_TYPES = {STRING: pa.string(), INT32: pa.int32(), INT64: pa.int64(), FLOAT64: pa.float64(), BOOL: pa.bool_(),
                INT_LIST: pa.list_(pa.int32())}
+# The Spark SQL type names the replica row is declared with (streaming.vocabulary.replica_row.FIELDS).
+SPARK_ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64(),
+                     "boolean": pa.bool_()}
 
 
 def arrow_schema(columns):
@@ -41,6 +44,22 @@ def encode(rows, columns):
 def decode(payload):
     """The row dicts of an Arrow IPC stream (any writer's: a blob written from a pandas frame decodes the same)."""
     return pa.ipc.open_stream(payload).read_all().to_pylist()
+
+
+def fields_schema(fields):
+    """The Arrow schema of {name: (Spark SQL type, nullable)}."""
+    return pa.schema([pa.field(name, SPARK_ARROW_TYPES[kind], nullable) for name, (kind, nullable) in fields.items()])
+
+
+def encode_columns(columns, schema):
+    """Columns ({name: Arrow array}) as one Arrow IPC stream with `schema` (its names and order)."""
+    return _ipc(pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema))
+
+
+def decode_concatenated(payloads, fields):
+    """One Arrow table of IPC streams of the declared `fields`, in order (empty when there are none)."""
+    tables = [pa.ipc.open_stream(payload).read_all() for payload in payloads]
+    return pa.concat_tables(tables) if tables else fields_schema(fields).empty_table()
 
 
 def encode_table(name, rows):

@@ -24,8 +24,8 @@ from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.rollup import partition_rollups
 from streaming.watch.plan_report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
-from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, STATE_SCHEMA, collector_paused,
-                                     make_tracker)
+from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_FIELDS, REPLICA_KIND, STATE_SCHEMA,
+                                     collector_paused, make_tracker)
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
@@ -89,8 +89,9 @@ def build_session(config):
 
 
 def replica_table(batch):
-    """The replica rows of a batch of the stateful output (an Arrow table), with only their own columns."""
-    return batch.filter(pc.equal(batch["kind"], REPLICA_KIND)).drop_columns(["kind", "table", "payload"])
+    """The replica rows of a batch of the stateful output (an Arrow table): each bucket's blob, in order."""
+    blobs = batch.filter(pc.equal(batch["kind"], REPLICA_KIND))["payload"].to_pylist()
+    return codec.decode_concatenated(blobs, REPLICA_FIELDS)
 
 
 def batch_rows(batch):

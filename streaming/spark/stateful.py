@@ -2,7 +2,7 @@
 
 Runs on executors inside `applyInPandasWithState` (grouped by the source's `bucket`). One call per bucket
 per batch handles all of that bucket's replica moves at once: the bucket's tables are decoded to row
-dicts, the core runs on them, and the report goes back to Spark as one pandas frame. The bucket's memory
+dicts, the core runs on them, and the report goes back to Spark as one Arrow IPC blob in a one-row frame. The bucket's memory
 (one row per tracked move, streaming.core.history) is one Arrow IPC blob in the group state. MEASURED.md:
 per-replica keys cost ~1 ms each in Python; per-bucket blobs keep 10k moves around a second.
 
@@ -16,43 +16,36 @@ import warnings
 from contextlib import contextmanager
 
 import pandas as pd
+import pyarrow as pa
 
 from streaming.spark import codec
 from streaming.vocabulary.replica_row import FIELDS
-from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory, step
+from streaming.core.history import MEMORY_SCHEMA, Settings, empty_memory
+from streaming.spark.history_columns import step_columns
 from streaming.core.progress import finished_replicas, replica_progress, unreported_moves
 from streaming.vocabulary.snapshot import Snapshot
 from streaming.spark.source import CLUSTER_BUCKET
 
 STATE_SCHEMA = "memory binary"
-# One frame carries both kinds of rows: replica rows (streaming.vocabulary.replica_row) and the cluster
-# bucket's tables passed through as (table, payload). name -> (Spark SQL type, nullable).
-OUTPUT_FIELDS = {"kind": ("string", False), "poll_id": ("long", False), "ts_ms": ("long", False), **FIELDS,
+# One frame carries both kinds of rows, each a blob: the cluster bucket's tables passed through as (table,
+# payload), and a bucket's replica rows (streaming.vocabulary.replica_row) as one Arrow IPC stream in
+# `payload`. As 25,000 rows of 19 columns a bucket, Spark converted the replica rows from Arrow to its own rows
+# and back to Arrow for the driver's toArrow: the largest part of Spark's own time at 100,000 moving replicas
+# (bench/RESULTS.md, "Where a synthetic batch's wall time goes in Spark"). name -> (Spark SQL type, nullable).
+OUTPUT_FIELDS = {"kind": ("string", False), "poll_id": ("long", False), "ts_ms": ("long", False),
                  "table": ("string", True), "payload": ("binary", True)}
 OUTPUT_SCHEMA = ", ".join(f"{name} {spark}" for name, (spark, _) in OUTPUT_FIELDS.items())
 OUTPUT_COLUMNS = list(OUTPUT_FIELDS)
 REPLICA_KIND = "replica"
 CLUSTER_KIND = "cluster"
+# The columns of the replica rows in a blob: the poll's, then the replica row's.
+REPLICA_FIELDS = {"poll_id": OUTPUT_FIELDS["poll_id"], "ts_ms": OUTPUT_FIELDS["ts_ms"], **FIELDS}
 
 # pyspark's worker pads each group's output with an all-null frame before concatenating (pyspark/worker.py),
 # which pandas 2 warns about once per batch in the job's terminal. The padding is Spark's, not ours: silenced
 # in every worker process, which imports this module to run the tracker.
 warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA entries",
                         category=FutureWarning)
-
-# The pandas dtype Spark's Arrow conversion takes for each Spark SQL type. A nullable integer or flag
-# needs pandas' masked dtype: a plain one cannot hold a null, and a float column would round big longs.
-PANDAS_DTYPES = {"string": "object", "binary": "object", "int": "int32", "long": "int64", "double": "float64",
-                 "boolean": "bool"}
-MASKED_DTYPES = {"int32": "Int32", "int64": "Int64", "bool": "boolean"}
-
-
-def pandas_dtype(spark_type, nullable):
-    dtype = PANDAS_DTYPES[spark_type]
-    return MASKED_DTYPES.get(dtype, dtype) if nullable else dtype
-
-
-OUTPUT_DTYPES = {name: pandas_dtype(*field) for name, field in OUTPUT_FIELDS.items()}
 
 
 def _passthrough(rows):
@@ -61,18 +54,25 @@ def _passthrough(rows):
     return out.reindex(columns=OUTPUT_COLUMNS)
 
 
+REPLICA_ARROW = codec.fields_schema(REPLICA_FIELDS)
+MEMORY_ARROW = codec.arrow_schema(MEMORY_SCHEMA)
+
+
 def replica_frame(report, poll_id, ts_ms):
-    """The output frame of a bucket's report rows (dicts with the replica row's fields)."""
-    constants = {"kind": REPLICA_KIND, "poll_id": poll_id, "ts_ms": ts_ms, "table": None, "payload": None}
-    return pd.DataFrame({
-        name: pd.Series([constants[name]] * len(report) if name in constants else [row[name] for row in report],
-                        dtype=dtype)
-        for name, dtype in OUTPUT_DTYPES.items()})
+    """The output frame of a bucket's report ({column: Arrow array} of the replica row's fields): one row,
+    the poll's rows in its payload (streaming.spark.job.replica_table reads them back)."""
+    rows = len(report["topic"])
+    columns = {"poll_id": pa.repeat(pa.scalar(poll_id, pa.int64()), rows),
+               "ts_ms": pa.repeat(pa.scalar(ts_ms, pa.int64()), rows), **report}
+    return pd.DataFrame({"kind": [REPLICA_KIND], "poll_id": [poll_id], "ts_ms": [ts_ms], "table": [None],
+                         "payload": [codec.encode_columns(columns, REPLICA_ARROW)]}, columns=OUTPUT_COLUMNS)
 
 
 def track_bucket(rows, memory, settings):
-    """(new memory, output frame) for one bucket's source rows (a frame) of one poll and its memory (row
-    dicts). Pure; the Spark wrapper below only moves bytes in and out of the group state."""
+    """(new memory, output frame) for one bucket's source rows (a frame) of one poll and its memory (the
+    group state's blob: an Arrow IPC stream of MEMORY_SCHEMA; None when nothing is tracked, in and out).
+    Pure; the Spark wrapper below only moves the blob in and out of the group state."""
+    memory = codec.decode(memory) if memory is not None else empty_memory()
     ts_ms = int(rows["ts_ms"].max())
     poll_id = int(rows["poll_id"].max())
     snapshot = Snapshot(ts_ms=ts_ms, cluster_id="", tables=codec.decode_tables(rows["table"], rows["payload"]))
@@ -80,8 +80,9 @@ def track_bucket(rows, memory, settings):
     tracked = memory + unreported_moves(snapshot, memory)
     if tracked:
         current = current + finished_replicas(tracked, snapshot, current)
-    memory, report = step(memory, current, ts_ms, settings)
-    return memory, replica_frame(report, poll_id, ts_ms)
+    memory, report = step_columns(memory, current, ts_ms, settings)
+    return (codec.encode_columns(memory, MEMORY_ARROW) if len(memory["topic"]) else None,
+            replica_frame(report, poll_id, ts_ms))
 
 
 @contextmanager
@@ -106,10 +107,9 @@ def make_tracker(settings=Settings()):
             yield _passthrough(rows)
             return
         with collector_paused():
-            memory = codec.decode(state.get[0]) if state.exists else empty_memory()
-            memory, out = track_bucket(rows, memory, settings)
-        if memory:
-            state.update((codec.encode(memory, MEMORY_SCHEMA),))
+            memory, out = track_bucket(rows, state.get[0] if state.exists else None, settings)
+        if memory is not None:
+            state.update((memory,))
         else:
             state.remove()
         yield out
