@@ -49,8 +49,11 @@ THROTTLED_0 = {"topic_throttles": [{"topic": "t", "kind": "leader", "value": "0:
     (["done", "done", "done", "in_flight"], [], {}, MB, MB, None),  # no row yet (submitted after the poll): unknown
     (["pending"] * 4, [], {}, None, 4 * MB, None),  # unthrottled and nothing copies into broker 2: unknown
     (["done", "done", "left_alone", "cancelled"], [], {}, MB, 0, 0.0),  # finished: its last record
+    # the batch polled before partition 0's end that the plan's step read: the plan's view is the newer
+    (["done", "done", "done", "done"], [copying(0, MB - 4e5, 1e6)], THROTTLED_0, MB, 0, 0.0),
     (["failed", "pending", "pending", "pending"], [], {}, MB, 3 * MB, 3.0),  # a failed one copies nothing, holds nothing
-], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished", "one-failed"])
+], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished", "done-after-the-poll",
+        "one-failed"])
 def test_plan_row(states, rows, tables, throttle, remaining, eta):
     row = plan_row(status(states, throttle), rows, tables, NOW_MS)
     assert (row["bytes_total"], row["bytes_remaining"]) == (4 * MB, remaining)

@@ -92,7 +92,8 @@ def plan_row(status, rows, tables, now_ms):
         rates.update({b: float(plan.throttle) for m in pending for b in m.budgets})
     ongoing = {(r["topic"], r["partition"]): frozenset(r["replicas"]) | frozenset(r["adding"])
                for r in tables.get("reassignments", ())}
-    ours = {m.key for m in running if m.key[:2] in keys} | {m.key for m in pending}
+    # The plan's moves still copying: in flight by the step's read, which may be newer than the batch's poll.
+    ours = {m.key for m in running if states.get(m.key[:2]) == IN_FLIGHT} | {m.key for m in pending}
     unseen = {key for key, state in states.items() if state == IN_FLIGHT} - {partition_of(r) for r in mine}
     finish_s = None if unseen else simulate_admitted(  # a partition submitted after the batch's poll: not modelled
         running, pending, _admit(plan, sizes, ongoing), budget_rates(rates, running + pending), now_ms / 1000.0,
