@@ -2,9 +2,9 @@
 
 Runs on executors inside `applyInPandasWithState` (grouped by the source's `bucket`). One call per bucket
 per batch handles all of that bucket's replica moves at once: the bucket's tables are decoded to row
-dicts, the core runs on them, and the report goes back to Spark as one Arrow IPC blob in a one-row frame. The bucket's memory
-(one row per tracked move, streaming.core.history) is one Arrow IPC blob in the group state. MEASURED.md:
-per-replica keys cost ~1 ms each in Python; per-bucket blobs keep 10k moves around a second.
+dicts, the core runs on them, and the report goes back to Spark as one Arrow IPC blob in a one-row frame. The
+bucket's memory (one row per tracked move, streaming.core.history) is one Arrow IPC blob in the group state.
+MEASURED.md: per-replica keys cost ~1 ms each in Python; per-bucket blobs keep 10k moves around a second.
 
 The cluster bucket passes its tables through untouched (kind "cluster", with table and payload) for the
 driver's sinks.
