@@ -39,6 +39,7 @@ from streaming.spark import job, outputs, stateful  # noqa: E402
 from streaming.spark.source import ROW_SCHEMA, STATE_BUCKETS, snapshot_rows, to_batch  # noqa: E402
 
 WARMUP = 2
+# Not streaming.spark.codec's table: this file also runs against older trees (--before) whose codec has none.
 SPARK_TYPES = {"string": pa.string(), "binary": pa.binary(), "int": pa.int32(), "long": pa.int64(),
                "double": pa.float64(), "boolean": pa.bool_()}
 OUTPUT_ARROW = pa.schema([(name, SPARK_TYPES[kind]) for name, (kind, _) in stateful.OUTPUT_FIELDS.items()])

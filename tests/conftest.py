@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
         return any(name in item.fixturenames for name in names)
 
     items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES), not uses(item, FIRST_ON_THE_CLUSTER)))  # stable
-    used = [name for name in WARM_ORDER if any(name in item.fixturenames for item in items)]
+    used = [name for name in WARM_ORDER if any(uses(item, (name,)) for item in items)]
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
@@ -103,9 +103,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session):
     """Stop what the background thread started that no fixture stopped (the session ended before its first
     user, or that user failed to set up). Stopping twice is harmless; a job before the cluster it polls."""
-    stops = {"polling_job": "stop", "default_trigger_job": "stop", "fault_job": "stop", "secure_cluster": "down",
-             "fault_cluster": "down", "cluster": "down"}
-    for name, stop in stops.items():
+    for name, stop in {**STOPPED_AFTER_LAST_USE, "cluster": "down"}.items():
         if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
             getattr(WARMED[name].value, stop)()
 

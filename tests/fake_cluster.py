@@ -31,7 +31,7 @@ class FakeCluster:
     hidden: set = field(default_factory=set)  # topics the principal may not describe: absent from Metadata
     refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
-    deleted: set = field(default_factory=set)  # topics deleted after the last read: their alters are refused so
+    deleted: set = field(default_factory=set)  # topics deleted after the last read: alters refused, configs gone
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
     gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)

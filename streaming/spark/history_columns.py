@@ -30,7 +30,7 @@ _IN_SYNC, _COMPLETED = ReplicaState.IN_SYNC.name, ReplicaState.COMPLETED.name
 # The current row's columns passed to the report as they are.
 _PASSED = ("topic", "partition", "broker", "intra_broker", "in_isr", "leader", "offset_lag", "messages_behind_estimate")
 _MEMORY_TYPES = {name: codec.ARROW_TYPES[kind] for name, kind in MEMORY_SCHEMA}
-_REPORT_TYPES = {name: codec.SPARK_ARROW_TYPES[kind] for name, (kind, _) in FIELDS.items()}
+_REPORT_SCHEMA = codec.fields_schema(FIELDS)
 
 
 def _column(values, dtype):
@@ -171,7 +171,7 @@ def step_columns(previous, current, now_ms, settings=Settings()):
     transition = np.array([before != state for before, state in zip(previous_states, states)], dtype=bool)
     state_since_ms = np.where(transition, now_ms, np.where(since[1], since[0], now_ms))
 
-    report = {name: pa.array([row[name] for row in current], type=_REPORT_TYPES[name]) for name in _PASSED}
+    report = {name: pa.array([row[name] for row in current], type=_REPORT_SCHEMA.field(name).type) for name in _PASSED}
     report.update(
         numerator=_arrow(reported_numerator, pa.int64()), denominator=_arrow(reported_denominator, pa.int64()),
         progress=_arrow(progress, pa.float64()), copy_rate=_arrow(copy_rate, pa.float64()),

@@ -140,6 +140,12 @@ def with_unreported(snapshot, unreported):
                                      "unreported_reassignments": table("unreported_reassignments", unreported)})
 
 
+def _row_key(row):
+    """A handed-over row as a set member: up to streaming.watch.watch.HANDOVER_LIMIT rows on each side, too many
+    to compare pairwise."""
+    return json.dumps(row, sort_keys=True)
+
+
 class PollPartition(InputPartition):
     def __init__(self, poll_id, unreported=()):
         super().__init__(poll_id)
@@ -164,7 +170,8 @@ class PollStreamReader(DataSourceStreamReader):
         end = {"poll": int(start["poll"]) + 1}
         # The batch that ended at `start` reported what it carried; the watch learns that only after it
         # (Watch.batch_done), so its gate may still hand those moves over: not a second time.
-        handed = [row for row in decision.unreported if row not in start.get(UNREPORTED, ())]
+        carried = {_row_key(row) for row in start.get(UNREPORTED, ())}
+        handed = [row for row in decision.unreported if _row_key(row) not in carried]
         if handed:
             end[UNREPORTED] = handed
         return end
