@@ -3,7 +3,9 @@ collector, the dashboards, the alert-rule tests and the contract tests (DESIGN.m
 
 from dataclasses import dataclass
 
+from streaming.vocabulary.config_keys import THROTTLE_SCOPES  # noqa: F401 (label values of THROTTLE_ACTIONS)
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
+from streaming.vocabulary.throttle_actions import THROTTLE_ACTION_NAMES  # noqa: F401 (label values)
 
 
 @dataclass(frozen=True)
@@ -77,5 +79,3 @@ ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLI
        COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 
-THROTTLE_ACTION_NAMES = ("removed", "restored", "dry_run", "failed", "raised", "lowered")  # the last two: --throttle auto
-THROTTLE_SCOPES = ("topic", "broker")

@@ -39,7 +39,7 @@ class Picture:
     broker_throttles: tuple = ()
     topic_throttles: tuple = ()
     last_poll_s: float | None = None
-    plans: tuple = ()  # active plans' rows, and finished ones until reported once (streaming.watch.plan_report.plan_row)
+    plans: tuple = ()  # active plans' rows, and finished ones until reported once (streaming.control.plans.report.plan_row)
 
 
 # Per --metrics-detail: the rows of the picture and which column each per-replica gauge reads. Coarser
@@ -120,7 +120,7 @@ class SnapshotCollector:
 
     def touch(self, poll_s):
         """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no
-        batch runs, streaming.watch). Liveness never moves back: a batch's poll may predate the watch's."""
+        batch runs, streaming.control). Liveness never moves back: a batch's poll may predate the watch's."""
         with self._lock:
             self._picture = replace(self._picture, last_poll_s=_later(self._picture.last_poll_s, poll_s))
 

@@ -157,7 +157,7 @@ def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=
 
 
 def plan_record(row, ts_ms, batch_id, cluster_id):
-    """A plan's progress (streaming.watch.plan_report.plan_row); `message`: why the job does not advance it."""
+    """A plan's progress (streaming.control.plans.report.plan_row); `message`: why the job does not advance it."""
     return record(PLAN_KIND, ts_ms, batch_id, cluster_id, message=row["not_advanced"], state=row["state"],
                   request_id=row["request_id"], partitions=row["partitions"],
                   partitions_total=row["partitions_total"], partitions_completed=row["partitions_completed"],

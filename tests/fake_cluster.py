@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import kafka.errors
 
-from sinks.throttles import entries as te
-from sinks.throttles.read import read_cluster
+from streaming.vocabulary import throttle_entries as te
+from streaming.control.throttles.read import read_cluster
 from streaming.vocabulary.errors import TOPIC_DELETED, NotAuthorized
 
 NO_REASSIGNMENT = "NoReassignmentInProgressError"

@@ -10,7 +10,7 @@ import time
 
 from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
-from streaming.watch.watch import LOG_PREFIX, SLOW_TICK_LINE, WATCH_INTERVAL_S
+from streaming.control.watch import LOG_PREFIX, SLOW_TICK_LINE, WATCH_INTERVAL_S
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
 from tests.kafka_fixtures import wait_for

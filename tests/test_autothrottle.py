@@ -1,12 +1,12 @@
-"""`--throttle auto`'s decision (sinks.throttles.autothrottle): one table of cases, one row per rule and guard
+"""`--throttle auto`'s decision (streaming.control.throttles.autothrottle): one table of cases, one row per rule and guard
 against flapping, then properties over generated signals, rates, bounds and clocks. Pure."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sinks.throttles import autothrottle as at
-from sinks.throttles.autothrottle import BrokerSignals, Bounds, Window
+from streaming.control.throttles import autothrottle as at
+from streaming.control.throttles.autothrottle import BrokerSignals, Bounds, Window
 
 MB = 1_000_000
 BOUNDS = Bounds(floor=1 * MB, ceiling=100 * MB, min_interval_s=30)

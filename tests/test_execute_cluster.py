@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from sinks.throttles.ownership import DONE, STARTED
-from sinks.throttles.ownership_store import KafkaOwnershipStore
+from streaming.control.ownership.records import DONE, STARTED
+from streaming.control.ownership.store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)

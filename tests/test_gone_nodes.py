@@ -4,7 +4,7 @@ data, the clock an argument. The real kill is in tests/test_faults_broker_cluste
 
 import pytest
 
-from sinks.throttles.read import read_cluster
+from streaming.control.throttles.read import read_cluster
 from streaming.cluster.gone import GoneNodes
 from streaming.cluster.poller import poll
 from streaming.vocabulary.snapshot import without_gone

@@ -1,4 +1,4 @@
-"""The janitor's I/O flow (sinks.throttles.janitor) on an in-memory cluster and store: steady state costs nothing,
+"""The janitor's I/O flow (streaming.control.throttles.janitor) on an in-memory cluster and store: steady state costs nothing,
 removal is planned on a fresh read, read back, recorded as done, reported once in dry run, survives a
 restart, and every output is a valid progress-topic record."""
 
@@ -10,11 +10,11 @@ import jsonschema
 import pytest
 
 from sinks.records import SCHEMA_PATH
-from sinks.throttles import actions as ta
-from sinks.throttles import plan as tp
-from sinks.throttles.janitor import Janitor
-from sinks.throttles.ownership import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
-from sinks.throttles.report import throttle_record
+from streaming.vocabulary import throttle_actions as ta
+from streaming.control.throttles import removal as tp
+from streaming.control.throttles.janitor import Janitor
+from streaming.control.ownership.records import DONE, PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership, RateClaim
+from sinks.throttle_records import throttle_record
 from streaming.vocabulary import config_keys as ck
 from tests.fake_cluster import FakeCluster
 

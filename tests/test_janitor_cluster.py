@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from sinks.throttles import actions as ta
-from sinks.throttles.janitor import Janitor
-from sinks.throttles.ownership import DONE
-from sinks.throttles.ownership_store import KafkaOwnershipStore
+from streaming.vocabulary import throttle_actions as ta
+from streaming.control.throttles.janitor import Janitor
+from streaming.control.ownership.records import DONE
+from streaming.control.ownership.store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster.poller import poll
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from streaming.watch.rules import left_unreported
-from streaming.watch.watch import BATCHES_LINE
+from streaming.control.batch_rules import left_unreported
+from streaming.control.watch import BATCHES_LINE
 from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running, watch_decision
 from tests.kafka_fixtures import wait_for
 from tests.test_job_janitor_cluster import (FOREIGN_RATE, cleanup, configs, entries, execute, moving, setup_topic,

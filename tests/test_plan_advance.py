@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sinks.plans.advance import advance_once, still_throttled
-from sinks.plans.plan import CANCELLED, DONE, PAUSED, RUNNING, Plan
-from sinks.plans.plan_store import MemoryPlanStore
-from sinks.plans.scheduler import Limits
-from sinks.throttles.ownership import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
+from streaming.control.plans.advance import advance_once, still_throttled
+from streaming.control.ownership.plans import CANCELLED, DONE, PAUSED, RUNNING, Plan
+from streaming.control.ownership.plan_store import MemoryPlanStore
+from streaming.control.plans.scheduler import Limits
+from streaming.control.ownership.records import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
 from streaming.cluster.poller import poll
 from streaming.vocabulary.errors import NotAuthorized
 from tests.fake_cluster import FakeCluster

@@ -13,11 +13,11 @@ from collections import Counter
 
 import pytest
 
-from sinks.plans.advance import advance_once
-from sinks.plans.plan import DONE
-from sinks.plans.plan_store import KafkaPlanStore, find
-from sinks.throttles.ownership import PENDING
-from sinks.throttles.ownership_store import KafkaOwnershipStore
+from streaming.control.plans.advance import advance_once
+from streaming.control.ownership.plans import DONE
+from streaming.control.ownership.plan_store import KafkaPlanStore, find
+from streaming.control.ownership.records import PENDING
+from streaming.control.ownership.store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.commands.reassign_common import strict_poll
 from streaming.vocabulary.config_keys import TOPIC_THROTTLE_KEYS

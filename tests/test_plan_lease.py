@@ -1,10 +1,10 @@
-"""One advancer per plan (sinks.plans.lease): the replay that decides who holds a plan, as a table of cases,
+"""One advancer per plan (streaming.control.ownership.leases): the replay that decides who holds a plan, as a table of cases,
 and `claim` on the in-memory plan store."""
 
 import pytest
 
-from sinks.plans.lease import LEASE_MS, Lease, claim, holder_of, release
-from sinks.plans.plan_store import MemoryPlanStore
+from streaming.control.ownership.leases import LEASE_MS, Lease, claim, holder_of, release
+from streaming.control.ownership.plan_store import MemoryPlanStore
 
 A, B = "job h:1", "execute --wait h:2"
 
@@ -45,7 +45,7 @@ def test_cancel_steps_a_plan_whoever_holds_its_lease(leased, cancels):
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from sinks.plans.plan import CANCELLED
+    from streaming.control.ownership.plans import CANCELLED
     from streaming.commands.plan_execute import advance
     from tests.test_plan_advance import PLAN_ID, setup, step
 

@@ -1,13 +1,13 @@
-"""The plan's records in the ownership topic (sinks.plans.plan, plan_store) and the waves' `plan_id`:
+"""The plan's records in the ownership topic (streaming.control.ownership.plans, plan_store) and the waves' `plan_id`:
 what is written reads back the same, parts and header apart, through the fake cluster's topic log."""
 
 import pytest
 
-from sinks.plans.plan import PART_MOVES, PAUSED, RUNNING, Plan
-from sinks.plans.plan_store import KafkaPlanStore, find
-from sinks.plans.scheduler import Limits
-from sinks.throttles.ownership import ABORTED, STARTED, Move, Ownership, Refusal, decode, encode
-from sinks.throttles.ownership_store import KafkaOwnershipStore
+from streaming.control.ownership.plans import PART_MOVES, PAUSED, RUNNING, Plan
+from streaming.control.ownership.plan_store import KafkaPlanStore, find
+from streaming.control.plans.scheduler import Limits
+from streaming.control.ownership.records import ABORTED, STARTED, Move, Ownership, Refusal, decode, encode
+from streaming.control.ownership.store import KafkaOwnershipStore
 from tests.fake_cluster import FakeCluster
 
 TOPIC = "own"
@@ -71,7 +71,7 @@ def test_a_waves_refusals_round_trip(state, refused):
 
 
 def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():
-    from sinks.plans.lease import Lease, holder_of
+    from streaming.control.ownership.leases import Lease, holder_of
 
     fake = FakeCluster()
     store = KafkaPlanStore(fake, TOPIC, create=True)

@@ -1,4 +1,4 @@
-"""A plan's progress row, record and gauges (streaming.watch.plan_report, sinks.records, sinks.prometheus) on
+"""A plan's progress row, record and gauges (streaming.control.plans.report, sinks.records, sinks.prometheus) on
 plain data: bytes from the step's sizes and the batch's rows, the ETA from the one budget model with the
 pending partitions admitted under the plan's limits."""
 
@@ -8,14 +8,14 @@ import jsonschema
 import pytest
 
 from sinks import metric_names as m
-from sinks.plans.advance import Step
-from sinks.plans.plan import RUNNING, Plan
-from sinks.plans.scheduler import Limits
+from streaming.control.plans.advance import Step
+from streaming.control.ownership.plans import RUNNING, Plan
+from streaming.control.plans.scheduler import Limits
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, plan_key, plan_record
-from sinks.throttles.ownership import Move
-from streaming.watch.plan_report import plan_row
-from streaming.watch.plans import PlanStatus
+from streaming.control.ownership.records import Move
+from streaming.control.plans.report import plan_row
+from streaming.control.plans.advancer import PlanStatus
 
 ID = "20261123T180000.000Z-abcd"
 NOW_MS = 100_000

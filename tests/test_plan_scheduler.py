@@ -1,4 +1,4 @@
-"""The plan scheduler and the plan's partition states (sinks.plans), pure: tables of cases, then
+"""The plan scheduler and the plan's partition states (streaming.control.plans), pure: tables of cases, then
 properties over generated plans: limits never exceeded, progress whenever something can move, and no
 partition starved while moves keep completing."""
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sinks.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
-from sinks.plans.states import CANCELLED, DONE, FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, not_moved, settled
-from sinks.throttles.ownership import Move
+from streaming.control.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
+from streaming.control.plans.partition_states import CANCELLED, DONE, FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, not_moved, settled
+from streaming.control.ownership.records import Move
 
 
 def c(key, brokers, size=0):

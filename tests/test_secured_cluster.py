@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from sinks.throttles.ownership import DONE, Ownership
-from sinks.throttles.ownership_store import KafkaOwnershipStore
+from streaming.control.ownership.records import DONE, Ownership
+from streaming.control.ownership.store import KafkaOwnershipStore
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
@@ -258,7 +258,7 @@ PLAN, RESUME, CANCEL_PLAN = "execute --max-partitions-in-flight", "resume", "can
 # The plans here live in an ownership topic of their own: the job's test (default topic) must not find them.
 PLAN_OWN = "sec-plan-ownership"
 PLAN_OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + PLAN_OWN)
-# The first refusal of a step's read (sinks.plans.advance) is its first call whose grant an absent one implies.
+# The first refusal of a step's read (streaming.control.plans.advance) is its first call whose grant an absent one implies.
 LIST_REFUSED = ("not authorized", "lacks Describe on Cluster")  # Alter implies it: ListPartitionReassignments
 BROKER_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Cluster")  # Cluster AlterConfigs implies it
 TOPIC_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Topic")  # Topic AlterConfigs implies it
@@ -303,7 +303,7 @@ def plan_argv(cluster, command, config, request_id=None, plan=None):
 def plan_picture(cluster, topic):
     """What a plan command may change: every plan and wave in the ownership topic (state, moves), what
     reassigns, the replicas of `topic`'s partitions, and the throttles."""
-    from sinks.plans.plan_store import KafkaPlanStore
+    from streaming.control.ownership.plan_store import KafkaPlanStore
 
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
@@ -326,7 +326,7 @@ def standing_plans(secure_cluster, tmp_path_factory):
     made, created, directory = {}, [], tmp_path_factory.mktemp("standing-plans")
 
     def plan(state):
-        from sinks.plans.plan_store import KafkaPlanStore, find
+        from streaming.control.ownership.plan_store import KafkaPlanStore, find
 
         if state in made:
             admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))

@@ -1,5 +1,5 @@
-"""`run --throttle auto` around the decision (sinks.throttles.steer) on the in-memory cluster: which rates are
-steered, the signals, the claims following the rate, the records; and the guard (sinks.throttles.guard)
+"""`run --throttle auto` around the decision (streaming.control.throttles.steer) on the in-memory cluster: which rates are
+steered, the signals, the claims following the rate, the records; and the guard (streaming.control.throttles.guard)
 against a real HTTP server answering the Prometheus query API."""
 
 import json
@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from sinks.records import SCHEMA_PATH
-from sinks.throttles import steer
-from sinks.throttles.guard import PrometheusGuard
-from sinks.throttles.ownership import STARTED, MemoryStore, Move, Ownership, RateClaim, Steering
+from streaming.control.throttles import steer
+from streaming.control.throttles.guard import PrometheusGuard
+from streaming.control.ownership.records import STARTED, MemoryStore, Move, Ownership, RateClaim, Steering
 from tests.fake_cluster import FakeCluster
 from tests.test_throttle_ownership import World
 
@@ -179,7 +179,7 @@ def test_guard_unreachable_is_stress():
 
 def test_the_record_schema_names_every_signal_and_action_once_defined():
     from sinks.metric_names import THROTTLE_ACTION_NAMES
-    from sinks.throttles.autothrottle import SIGNALS
+    from streaming.control.throttles.autothrottle import SIGNALS
 
     throttle = SCHEMA["properties"]["throttle"]["properties"]
     assert throttle["signal"]["enum"] == list(SIGNALS)

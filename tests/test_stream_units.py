@@ -28,7 +28,7 @@ from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine,
 from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
                                     with_unreported)
 from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
-from streaming.watch import gate
+from streaming.control import gate
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 BUCKETS = 4
@@ -170,7 +170,7 @@ def finished_snapshot(ts_ms, replicas):
                          ids=["completed", "cancelled"])
 def test_a_move_the_watch_saw_but_no_batch_polled_is_reported_finished_once(replicas_after, state):
     """The idle job's first batch polls after a short move ended: the watch hands that move over with the
-    batch's offsets (streaming.watch.gate) and the batch reports its transition, then forgets it."""
+    batch's offsets (streaming.control.gate) and the batch reports its transition, then forgets it."""
     memories, blobs = track_all([source_frame(1, finished_snapshot(5_000, replicas_after))])
     out = reported(blobs)
     assert sorted(zip(out["topic"], out["broker"], out["state"])) == [(f"t{i}", 2, state) for i in range(6)]
@@ -467,14 +467,14 @@ def test_the_job_stops_once_the_batch_running_at_the_request_finished(finished_a
 
 
 def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
-    """The batch handler's plan rows (streaming.watch.plan_report) on a real batch's replica rows and tables:
+    """The batch handler's plan rows (streaming.control.plans.report) on a real batch's replica rows and tables:
     six partitions in flight (500 of 1000 bytes copied), one pending; the record follows the schema."""
-    from sinks.plans.advance import Step
-    from sinks.plans.plan import RUNNING, Plan
-    from sinks.plans.scheduler import Limits
-    from sinks.throttles.ownership import Move
+    from streaming.control.plans.advance import Step
+    from streaming.control.ownership.plans import RUNNING, Plan
+    from streaming.control.plans.scheduler import Limits
+    from streaming.control.ownership.records import Move
     from streaming.spark.job import BatchHandler
-    from streaming.watch.plans import PlanStatus
+    from streaming.control.plans.advancer import PlanStatus
 
     output = batch_output()
     moves = tuple(Move(f"t{i}", 0, (1,), (1, 2)) for i in range(7))

@@ -1,14 +1,14 @@
-"""What `execute` sets and claims (sinks.throttles.claims) and the ownership records (sinks.throttles.ownership). Pure."""
+"""What `execute` sets and claims (streaming.control.throttles.claims) and the ownership records (streaming.control.ownership.records). Pure."""
 
 from dataclasses import replace
 
 import pytest
 
-from sinks.throttles import entries as te
-from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
-from sinks.throttles.ownership import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, MemoryStore, Move,
+from streaming.vocabulary import throttle_entries as te
+from streaming.control.throttles.claims import log_dir_moves, moves_for, throttle_setting
+from streaming.control.ownership.records import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, MemoryStore, Move,
                                        Ownership, RateClaim, Refusal, accepted_moves, decode, encode, new_request_id)
-from sinks.throttles.view import ClusterView
+from streaming.control.throttles.view import ClusterView
 from streaming.vocabulary.reassignment_file import PartitionMove
 
 MB = 1_000_000

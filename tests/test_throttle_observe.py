@@ -1,17 +1,17 @@
-"""Throttles observed appearing together with a reassignment another tool started (sinks.throttles.observe)."""
+"""Throttles observed appearing together with a reassignment another tool started (streaming.control.throttles.adoption)."""
 
 import time
 
 import pytest
 
-from sinks.throttles import entries as te
-from sinks.throttles import view as tv
-from sinks.throttles.ownership import DONE, OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
-from sinks.throttles.janitor import Janitor
+from streaming.vocabulary import throttle_entries as te
+from streaming.control.throttles import view as tv
+from streaming.control.ownership.records import DONE, OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
+from streaming.control.throttles.janitor import Janitor
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor, request, throttled
 from tests.test_throttle_plan import cluster
-from sinks.throttles.observe import observe
+from streaming.control.throttles.adoption import observe
 
 MB = 1_000_000
 L, F = "leader", "follower"
@@ -136,7 +136,7 @@ def test_a_poll_older_than_the_last_removal_observes_nothing():
 
 from hypothesis import given  # noqa: E402
 
-from sinks.throttles.ownership import holders, rate_owners  # noqa: E402
+from streaming.control.ownership.records import holders, rate_owners  # noqa: E402
 from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
 
 

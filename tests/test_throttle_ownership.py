@@ -1,5 +1,5 @@
 """Ownership that never loses an operator's value (issue 19, part 1), on the in-memory cluster: the janitor
-(sinks.throttles.janitor) with the very claims `execute` computes (sinks.throttles.claims). Overlapping
+(streaming.control.throttles.janitor) with the very claims `execute` computes (streaming.control.throttles.claims). Overlapping
 requests, manual edits between them, throttles another tool set with its move; then a property test over
 generated interleavings of all of these."""
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sinks.throttles import view as tv
-from sinks.throttles.claims import throttle_setting
-from sinks.throttles.ownership import DONE, STARTED, MemoryStore, Move, Ownership
+from streaming.control.throttles import view as tv
+from streaming.control.throttles.claims import throttle_setting
+from streaming.control.ownership.records import DONE, STARTED, MemoryStore, Move, Ownership
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor
 

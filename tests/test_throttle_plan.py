@@ -1,4 +1,4 @@
-"""The throttle janitor's decision (sinks.throttles.plan): one table of cases per rule and policy, then
+"""The throttle janitor's decision (streaming.control.throttles.removal): one table of cases per rule and policy, then
 property tests over generated cluster states. Pure: snapshots and ownership records are plain data."""
 
 from dataclasses import replace
@@ -7,13 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sinks.throttles import actions as ta
-from sinks.throttles import bookkeeping as tb
-from sinks.throttles import entries as te
-from sinks.throttles import plan as tp
-from sinks.throttles import view as tv
-from sinks.throttles.ownership import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
-from sinks.throttles.apply import apply
+from streaming.vocabulary import throttle_actions as ta
+from streaming.control.throttles import bookkeeping as tb
+from streaming.vocabulary import throttle_entries as te
+from streaming.control.throttles import removal as tp
+from streaming.control.throttles import view as tv
+from streaming.control.ownership.records import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
+from streaming.control.throttles.apply import apply
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
 from tests.fake_cluster import FakeCluster

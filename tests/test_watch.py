@@ -1,5 +1,5 @@
 """The driver's watch: its rules as tables of cases, its gate file, and its ticks on the one admin fake with
-the real janitor (tests/fake_cluster.py, sinks.throttles.ownership.MemoryStore)."""
+the real janitor (tests/fake_cluster.py, streaming.control.ownership.records.MemoryStore)."""
 
 import json
 import time
@@ -10,11 +10,11 @@ import pytest
 
 from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
 from sinks.prometheus import MonitorMetrics
-from sinks.throttles.ownership import DONE, PENDING, STARTED, MemoryStore, Refusal
+from streaming.control.ownership.records import DONE, PENDING, STARTED, MemoryStore, Refusal
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, READ
-from streaming.watch import gate, rules
-from streaming.watch.rules import WatchView
-from streaming.watch.watch import Watch
+from streaming.control import gate, batch_rules as rules
+from streaming.control.batch_rules import WatchView
+from streaming.control.watch import Watch
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor, request, throttled
 
@@ -251,7 +251,7 @@ def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batc
 
 
 def test_moves_that_ended_unseen_are_handed_over_a_limited_number_per_batch(tmp_path, monkeypatch):
-    monkeypatch.setattr("streaming.watch.watch.HANDOVER_LIMIT", 1)
+    monkeypatch.setattr("streaming.control.watch.HANDOVER_LIMIT", 1)
     cluster = FakeCluster()
     watch, _, clock = a_watch(tmp_path, cluster)
     watch.batch_done(*batch())
@@ -294,7 +294,7 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
 def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_bound(tmp_path):
     """Kafka holds acks=all writes until it fenced a SIGKILLed broker (7-13.5 s): the batch is held, the watch's
     polls still succeed and are published - for no longer than the producer's delivery timeout."""
-    from streaming.watch.watch import WRITE_BOUND_S
+    from streaming.control.watch import WRITE_BOUND_S
 
     cluster = FakeCluster()
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
@@ -314,7 +314,7 @@ def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_b
 
 
 def test_a_slow_tick_is_logged_with_its_duration(tmp_path):
-    from streaming.watch.watch import SLOW_TICK_LINE
+    from streaming.control.watch import SLOW_TICK_LINE
 
     class Slow(FakeCluster):
         def list_reassignments(self):
@@ -452,8 +452,8 @@ def test_a_move_another_tool_starts_after_an_idle_stretch_is_adopted(tmp_path):
     """While no batch runs, the watch has the janitor observe once a trigger: the first batch after a long idle
     stretch compares against a fresh view, so another tool's throttles that came with its move are adopted
     (without it the batch's last view is older than the observer's gap bound, and nothing could be told)."""
-    from sinks.throttles.janitor import Janitor
-    from sinks.throttles.ownership import OBSERVED
+    from streaming.control.throttles.janitor import Janitor
+    from streaming.control.ownership.records import OBSERVED
     from tests.test_throttle_observe import foreign_throttled_move
 
     cluster, store = FakeCluster(), MemoryStore()

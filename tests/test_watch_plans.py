@@ -1,12 +1,12 @@
-"""The job advances plans from its driver's watch (streaming.watch.plans): on the admin fake with the plan
+"""The job advances plans from its driver's watch (streaming.control.plans.advancer): on the admin fake with the plan
 and ownership stores in memory, the same `advance_once` as tests/test_plan_advance.py."""
 
-from sinks.plans.lease import Lease, holder_of
-from sinks.plans.plan import PAUSED, RUNNING
-from sinks.plans.scheduler import Limits
+from streaming.control.ownership.leases import Lease, holder_of
+from streaming.control.ownership.plans import PAUSED, RUNNING
+from streaming.control.plans.scheduler import Limits
 from streaming.cluster.poller import poll
 from streaming.vocabulary.errors import ClusterError
-from streaming.watch.plans import MONITORING_ONLY, PlanAdvancer
+from streaming.control.plans.advancer import MONITORING_ONLY, PlanAdvancer
 from tests.test_plan_advance import PLAN_ID, setup
 
 ME = "job h:1"

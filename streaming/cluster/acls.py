@@ -7,7 +7,7 @@ A `Grant` is one operation on one resource, so "drop one" is well defined. Topic
 defaults (`--progress-topic`, `--ownership-topic`); `grants(command, progress_topic=..., ...)` renames
 them. Describe on the progress and ownership topics is covered by Describe on Topic `*`, which every
 command needs anyway (Metadata hides the topics a principal may not describe).
-No consumer group appears: the ownership topic is read by assignment without a group (sinks.throttles.ownership_store).
+No consumer group appears: the ownership topic is read by assignment without a group (streaming.control.ownership.store).
 
 The admin door (streaming.cluster.admin) words a refusal so that it names who lacked which operation on
 which resource; Kafka's answer names only the error.
@@ -116,7 +116,7 @@ def _plan_state(progress_topic, ownership_topic):
 
 
 def _plan_step(progress_topic, ownership_topic):
-    """One step of a plan (sinks.plans.advance): it reads the cluster as `execute` does, sweeps the throttles of
+    """One step of a plan (streaming.control.plans.advance): it reads the cluster as `execute` does, sweeps the throttles of
     finished partitions, submits (or, cancelled, reverts) partitions and sets each wave's throttles."""
     return _poll(progress_topic, ownership_topic) + (
         _cluster("Alter", "AlterPartitionReassignments: submitting each wave, or reverting a cancelled plan's "

@@ -3,7 +3,7 @@
 Refuses (exit 2, nothing changed) without --force when an original replica's broker is not alive:
 the cancel would shrink the partition to replicas that cannot serve it (KAFKA-14424).
 Partitions of the file that are not reassigning are reported and skipped. After the cancel, the
-throttle janitor (sinks.throttles.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
+throttle janitor (streaming.control.throttles.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
 for completed ones - also those executed with --no-auto-remove-throttle, unless --preserve-throttles.
 Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 `--request-id ID` cancels a plan (streaming.commands.plan_execute): in flight reverted, pending dropped.
@@ -70,8 +70,8 @@ def run(args, connect):
 
 def _cancel_plan(args, connect):
     """Mark the plan cancelled first (so no advancer submits more), then one step of it: its partitions in
-    flight are cancelled and the janitor removes their throttles (sinks.plans.advance)."""
-    from sinks.plans.plan import CANCELLED, PAUSED, RUNNING
+    flight are cancelled and the janitor removes their throttles (streaming.control.plans.advance)."""
+    from streaming.control.ownership.plans import CANCELLED, PAUSED, RUNNING
 
     admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED), steps=True)
     try:

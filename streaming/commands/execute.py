@@ -5,7 +5,7 @@ Order (each step only after the previous one succeeded):
    values, unknown topics / partitions / brokers, log dirs (absolute, present on the broker), and
    partitions already reassigning (allowed with --additional). Any problem: one line, exit 2.
 2. Write the ownership record (state `pending`): the exact entries and rates this request will set, each
-   prior rate it replaces, the moves, and whether auto-removal is off (sinks.throttles.ownership).
+   prior rate it replaces, the moves, and whether auto-removal is off (streaming.control.ownership.records).
 3. APPEND the throttled-replicas entries, SET the rates; read back until the cluster shows them.
 4. AlterPartitionReassignments. If nothing was accepted, or step 3 failed: mark the record `aborted`,
    take out exactly what step 3 set (the janitor's own code), exit 3.
@@ -16,11 +16,11 @@ Order (each step only after the previous one succeeded):
    a new replica does not exist yet, up to --timeout).
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
 A crash between 2 and 6 leaves a `pending` record: the janitor treats it as started after
-sinks.throttles.actions.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
+streaming.vocabulary.throttle_actions.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
 
-With --max-partitions-in-flight the file is a plan (streaming.commands.plan_execute, sinks.plans): step 1
+With --max-partitions-in-flight the file is a plan (streaming.commands.plan_execute, streaming.control.plans): step 1
 is the same, then the plan is recorded and submitted a wave at a time, each wave doing steps 2-6 for its
-partitions (sinks.plans.submit).
+partitions (streaming.control.plans.submit).
 """
 
 import sys
@@ -116,7 +116,7 @@ def _move_log_dirs(admin, log_dirs, timeout_s):
 
 
 def _throttle_lines(setting):
-    from sinks.throttles import entries as te
+    from streaming.vocabulary import throttle_entries as te
 
     config_key = throttle_config_key
     lines = [f"topic {t}: {config_key('topic', k)} += {te.format_entries(p)}" for (t, k), p in sorted(setting.appends.items())]
@@ -132,9 +132,9 @@ class Request(NamedTuple):
     """Everything execute will do, decided before anything is changed."""
     moves: tuple
     log_dirs: dict
-    setting: object  # sinks.throttles.claims.ThrottleSetting
+    setting: object  # streaming.control.throttles.claims.ThrottleSetting
     rollback: str  # the current assignment, in Kafka's reassignment JSON
-    record: object  # the sinks.throttles.ownership.Ownership record it writes first
+    record: object  # the streaming.control.ownership.records.Ownership record it writes first
     store: object
 
 
@@ -151,7 +151,7 @@ def run(args, connect):
     admin = connect(args)
     try:
         request = _request(args, admin, file_moves, steering)
-        if limits is not None:  # a plan: recorded, then advanced a wave at a time (sinks.plans)
+        if limits is not None:  # a plan: recorded, then advanced a wave at a time (streaming.control.plans)
             return plan_execute.execute_plan(args, admin, request, limits)
         _print_plan(args, request)
         if args.dry_run:
@@ -174,9 +174,9 @@ def _file_moves(path):
 
 def _request(args, admin, file_moves, steering=None):
     """Step 1: validate against the cluster, then decide the moves, throttles and ownership record."""
-    from sinks.throttles.claims import log_dir_moves, moves_for, throttle_setting
-    from sinks.throttles.ownership import PENDING, Ownership, new_request_id
-    from sinks.throttles.view import view_of
+    from streaming.control.throttles.claims import log_dir_moves, moves_for, throttle_setting
+    from streaming.control.ownership.records import PENDING, Ownership, new_request_id
+    from streaming.control.throttles.view import view_of
     from streaming.vocabulary.reassignment_file import to_json
 
     snapshot = common.strict_poll(admin, [m.topic for m in file_moves])
@@ -201,8 +201,8 @@ def _request(args, admin, file_moves, steering=None):
 
 def _carry_out(admin, request, timeout_s):
     """Steps 2-6 of the module docstring. Returns (started, failed, unmoved log dirs)."""
-    from sinks.throttles.ownership import STARTED
-    from sinks.throttles.setter import set_throttles
+    from streaming.control.ownership.records import STARTED
+    from streaming.control.throttles.setter import set_throttles
 
     setting, record, store = request.setting, request.record, request.store
     store.put(record)
@@ -263,10 +263,10 @@ def _print_outcome(args, request, started, failed, unmoved):
 def _abort(admin, store, record, error):
     """Take out exactly what this request set (its claims), through the janitor's own code. Returns what
     could not be taken out, in one line ("" when nothing is left); the janitor retries it later."""
-    from sinks.throttles.actions import FAILED, Policy
-    from sinks.throttles.janitor import Janitor
-    from sinks.throttles.ownership import ABORTED
-    from sinks.throttles.report import describe, describe_claims
+    from streaming.vocabulary.throttle_actions import FAILED, Policy
+    from streaming.control.throttles.janitor import Janitor
+    from streaming.control.ownership.records import ABORTED
+    from sinks.throttle_records import describe, describe_claims
 
     try:
         store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
@@ -282,7 +282,7 @@ def _abort(admin, store, record, error):
 def _document(request, started, failed, unmoved, dry_run):
     import json
 
-    from sinks.throttles import entries as te
+    from streaming.vocabulary import throttle_entries as te
 
     record, rollback, setting = request.record, request.rollback, request.setting
     return {

@@ -54,7 +54,7 @@ def positive_count(text):
 
 
 
-_REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{4}")  # sinks.throttles.ownership.new_request_id
+_REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{4}")  # streaming.control.ownership.records.new_request_id
 
 
 def request_id(text):

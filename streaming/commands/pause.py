@@ -13,7 +13,7 @@ def add_arguments(parser):
 
 
 def run(args, connect):
-    from sinks.plans.plan import PAUSED, RUNNING
+    from streaming.control.ownership.plans import PAUSED, RUNNING
 
     admin, _, _, plan = plan_execute.set_state(args, connect, PAUSED, (RUNNING,))
     admin.close()

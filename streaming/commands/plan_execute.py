@@ -1,10 +1,10 @@
 """Plans from the CLI: `execute --max-partitions-in-flight N ...` records a plan and submits its first
 wave; `--wait` (and `resume --wait`) advance it in the foreground without Spark until it is done.
 Not a subcommand (cli.COMMANDS does not list it); `execute`, `resume`, `pause` and `cancel --request-id`
-use it. The decisions are in sinks.plans; this wires them to the door, the clock and the terminal.
+use it. The decisions are in streaming.control.plans; this wires them to the door, the clock and the terminal.
 
 Resuming after the foreground executor was killed: `resume --request-id ID --wait` (a running plan
-stays running; a paused one is resumed). One advancer per plan at a time (sinks.plans.lease): a step is
+stays running; a paused one is resumed). One advancer per plan at a time (streaming.control.ownership.leases): a step is
 taken only under the plan's lease; without --wait the lease is released after the one step, so the job
 (`run`) carries the plan on; a killed `--wait` holds it until it runs out (LEASE_MS).
 """
@@ -27,7 +27,7 @@ PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-a
 
 
 def add_plan_arguments(parser):
-    from sinks.plans.scheduler import FILE, ORDERS
+    from streaming.control.plans.scheduler import FILE, ORDERS
 
     parser.add_argument("--max-partitions-in-flight", type=flags.positive_count, metavar="N",
                         help="run the file as a plan: at most N partitions reassign at once, the next submitted as each completes")
@@ -47,7 +47,7 @@ def add_wait(parser):
 def limits_of(args):
     """The plan's Limits, or None when the file is not run as a plan. BadInput for flags that need a plan or
     that a plan cannot honour (checked before anything is read or changed)."""
-    from sinks.plans.scheduler import Limits
+    from streaming.control.plans.scheduler import Limits
 
     if args.max_partitions_in_flight is None:
         used = [f"--{name.replace('_', '-')}" for name in PLAN_FLAGS if getattr(args, name) not in (None, False)]
@@ -62,23 +62,23 @@ def limits_of(args):
 
 def check_file(file_moves):
     """What a plan cannot honour in the file itself, checked before the cluster is asked anything."""
-    from sinks.throttles.claims import log_dir_moves
+    from streaming.control.throttles.claims import log_dir_moves
 
     if log_dir_moves(file_moves):
         raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
 
 
 def stores(args, admin, create=False):
-    from sinks.plans.plan_store import KafkaPlanStore
+    from streaming.control.ownership.plan_store import KafkaPlanStore
 
     return KafkaPlanStore(admin, args.ownership_topic, create=create), common.open_store(args, admin, create=create)
 
 
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
-    from sinks.plans.advance import candidate, sizes_of
-    from sinks.plans.plan import RUNNING, Plan
-    from sinks.plans.scheduler import FILE, ordered
+    from streaming.control.plans.advance import candidate, sizes_of
+    from streaming.control.ownership.plans import RUNNING, Plan
+    from streaming.control.plans.scheduler import FILE, ordered
 
     snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
     sizes = sizes_of(snapshot)
@@ -93,7 +93,7 @@ def record_plan(args, admin, request, limits):
 
 
 def step(args, admin, plans, owners, request_id):
-    from sinks.plans.advance import advance_once
+    from streaming.control.plans.advance import advance_once
 
     return advance_once(admin, lambda topics: common.strict_poll(admin, topics), plans, owners, request_id,
                         time.time() * 1000, args.timeout)
@@ -103,19 +103,19 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
     """One step, or with `wait` steps until the plan is finished, printing each step that changed
     something. Returns the exit code. `leased=False` (cancel): the step is taken whoever holds the plan's
     lease - a cancelled plan's step only cancels and sweeps, and a step that submitted while the cancel was
-    written cancels its own wave (sinks.plans.advance), so it needs no exclusivity; the job steps only
+    written cancels its own wave (streaming.control.plans.advance), so it needs no exclusivity; the job steps only
     running and paused plans."""
-    from sinks.plans import lease
-    from sinks.plans.plan import CANCELLED
-    from sinks.plans.plan import DONE as PLAN_DONE
-    from sinks.plans.plan_store import find
-    from sinks.plans.states import not_moved
+    from streaming.control.ownership import leases as lease
+    from streaming.control.ownership.plans import CANCELLED
+    from streaming.control.ownership.plans import DONE as PLAN_DONE
+    from streaming.control.ownership.plan_store import find
+    from streaming.control.plans.partition_states import not_moved
 
     me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
     last = waiting_for = None
     while True:
         claimed, holder = lease.claim(plans, request_id, me, time.time() * 1000) if leased else (True, None)
-        if not claimed:  # one advancer per plan (sinks.plans.lease): another one steps it
+        if not claimed:  # one advancer per plan (streaming.control.ownership.leases): another one steps it
             if holder.holder != waiting_for:
                 print(f"Plan {request_id} is advanced by {holder.holder}; "
                       f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
@@ -149,8 +149,8 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
 
 
 def print_step(args, result):
-    from sinks.plans.states import final_refusal
-    from sinks.throttles.report import describe
+    from streaming.control.plans.partition_states import final_refusal
+    from sinks.throttle_records import describe
 
     plan = result.plan
     if args.output == "json":  # one line per step (JSON lines): --wait prints many
@@ -184,8 +184,8 @@ def set_state(args, connect, state, wanted_from, steps=False):
     `steps`: a step follows (resume, cancel), so the cluster is read first as the step reads it - a principal
     lacking a grant the step needs is refused before the state is written (README "Kafka ACLs").
     Returns (admin, plans, owners, plan) with the admin open for the caller to close."""
-    from sinks.plans.advance import confirm_gone
-    from sinks.plans.plan_store import find
+    from streaming.control.plans.advance import confirm_gone
+    from streaming.control.ownership.plan_store import find
 
     admin = connect(args)
     try:

@@ -69,11 +69,11 @@ def _once(admin, moves, source, args):
 
 
 def _plan_row(admin, args, request_id, snapshot, rows, plans, owners):
-    """A plan's report row (streaming.watch.plan_report) as read now, without acting on it."""
-    from sinks.plans.advance import observe
-    from sinks.plans.lease import holder_of
-    from streaming.watch.plan_report import plan_row
-    from streaming.watch.plans import PlanStatus
+    """A plan's report row (streaming.control.plans.report) as read now, without acting on it."""
+    from streaming.control.plans.advance import observe
+    from streaming.control.ownership.leases import holder_of
+    from streaming.control.plans.report import plan_row
+    from streaming.control.plans.advancer import PlanStatus
 
     step = observe(lambda topics: common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False),
                    plans, owners, request_id)
@@ -88,9 +88,9 @@ def _plan_row(admin, args, request_id, snapshot, rows, plans, owners):
 def _active_plans(admin, args, snapshot, rows):
     """One line per running or paused plan after the report, when the ownership topic can be read (progress
     needs no grant on it: without one, a note says the plans are not shown)."""
-    from sinks.plans.plan import PAUSED, RUNNING
-    from sinks.plans.plan_store import KafkaPlanStore
-    from streaming.watch.plan_report import describe_plan
+    from streaming.control.ownership.plans import PAUSED, RUNNING
+    from streaming.control.ownership.plan_store import KafkaPlanStore
+    from streaming.control.plans.report import describe_plan
 
     try:
         plans = KafkaPlanStore(admin, args.ownership_topic)
@@ -104,16 +104,16 @@ def _active_plans(admin, args, snapshot, rows):
 
 
 def _plan_exit_code(row):
-    from sinks.plans.plan import PAUSED, RUNNING
+    from streaming.control.ownership.plans import PAUSED, RUNNING
 
     return EXIT_IN_PROGRESS if row["state"] in (RUNNING, PAUSED) else EXIT_OK
 
 
 def _plan(admin, args):
     """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
-    from sinks.plans.plan_store import KafkaPlanStore
+    from streaming.control.ownership.plan_store import KafkaPlanStore
     from streaming.core.report import diagnose
-    from streaming.watch.plan_report import describe_plan
+    from streaming.control.plans.report import describe_plan
 
     plans = KafkaPlanStore(admin, args.ownership_topic)
     owners = common.open_store(args, admin, create=False)
@@ -157,11 +157,11 @@ def _watch_plan(admin, args, interval_s):
     from rich.console import Group
     from rich.text import Text
 
-    from sinks.plans.plan_store import KafkaPlanStore, find
+    from streaming.control.ownership.plan_store import KafkaPlanStore, find
     from streaming.core import history
     from streaming.core.report import ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table, with_history
     from streaming.vocabulary.replica_row import partition_of
-    from streaming.watch.plan_report import describe_plan
+    from streaming.control.plans.report import describe_plan
 
     plans = KafkaPlanStore(admin, args.ownership_topic)
     owners = common.open_store(args, admin, create=False)

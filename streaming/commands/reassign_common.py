@@ -32,7 +32,7 @@ def connect(args):
 
 def open_store(args, admin, create):
     """The ownership store, read through the command's own admin door."""
-    from sinks.throttles.ownership_store import KafkaOwnershipStore
+    from streaming.control.ownership.store import KafkaOwnershipStore
 
     return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
 
@@ -52,8 +52,8 @@ def sweep_released(args, admin, partitions, dry_run=False):
     """The janitor's sweep with the records moving `partitions` released (an explicit verify or cancel of
     them overrides --no-auto-remove-throttle), its actions then written to the progress topic:
     (janitor outputs, note of that write or None)."""
-    from sinks.throttles.actions import Policy
-    from sinks.throttles.janitor import Janitor
+    from streaming.vocabulary.throttle_actions import Policy
+    from streaming.control.throttles.janitor import Janitor
 
     store = open_store(args, admin, create=False)
     policy = Policy(dry_run=dry_run, release=releasing(store.records(), partitions))
@@ -79,7 +79,7 @@ def action_json(action):
 
 
 def print_actions(actions, out=None):
-    from sinks.throttles.report import describe
+    from sinks.throttle_records import describe
 
     out = out or sys.stdout
     if not actions:
@@ -139,7 +139,7 @@ def add_auto_throttle_bounds(parser):
 def auto_throttle_bounds(args):
     """The Steering bounds of `--throttle auto` (None without it); BadInput for bounds without auto, a missing
     or inverted bound, or a schedule ceiling outside them."""
-    from sinks.throttles.ownership import Steering
+    from streaming.control.ownership.records import Steering
     from streaming.vocabulary.throttle_values import AUTO
 
     given = [f for f, v in (("--throttle-min", args.throttle_min), ("--throttle-max", args.throttle_max),

@@ -14,7 +14,7 @@ def add_arguments(parser):
 
 
 def run(args, connect):
-    from sinks.plans.plan import PAUSED, RUNNING
+    from streaming.control.ownership.plans import PAUSED, RUNNING
 
     admin, plans, owners, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,), steps=True)
     try:

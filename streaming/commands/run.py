@@ -183,7 +183,7 @@ def preflight(config):
 
 
 def run(args):
-    from sinks.throttles.janitor import janitor_factory
+    from streaming.control.throttles.janitor import janitor_factory
     from streaming.spark.driver import run as run_job
 
     config = config_from(args)

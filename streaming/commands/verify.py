@@ -5,7 +5,7 @@ Status per partition: `complete` (not reassigning, replicas equal the target), `
 Exit 1 while any partition is in progress, else 0 (a cancelled move is not "in progress": it never
 finishes). A file naming an unknown topic or partition is bad input: one line, exit 2, nothing removed.
 
-Then the janitor (sinks.throttles.janitor, `owned` policy, the same code the streaming job runs) removes every
+Then the janitor (streaming.control.throttles.janitor, `owned` policy, the same code the streaming job runs) removes every
 owned throttle that is due - for this file's partitions and any other finished request - restoring
 prior rates. Records of this file's partitions executed with --no-auto-remove-throttle are released
 too (an explicit verify asks for it), unless --preserve-throttles.

@@ -1,7 +1,7 @@
 """The job's driver: its configuration and `run`, what `reassign-monitor run` and
 `spark-submit streaming/job_main.py` both call.
 
-Light on purpose: /metrics, the admin door, the janitor and the driver's watch (streaming.watch) start
+Light on purpose: /metrics, the admin door, the janitor and the driver's watch (streaming.control) start
 before anything imports Spark, pyarrow or pandas (streaming.spark.job: seconds on a loaded machine), so
 liveness and removals that came due while the job was down do not wait for Spark. Everything here runs on
 the driver; nothing is pickled.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from streaming.vocabulary import defaults
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
-from streaming.watch.watch import Watch
+from streaming.control.watch import Watch
 
 QUERY_RESTART_FIRST_PAUSE_S = 1.0
 QUERY_RESTART_MAX_PAUSE_S = 30.0
@@ -42,19 +42,19 @@ class JobConfig:
     throttle_cleanup: str = defaults.THROTTLE_CLEANUP
     dry_run: bool = False
     quiet: bool = False
-    steering: object = None  # sinks.throttles.ownership.Steering: `--throttle auto` and its bounds, or None
+    steering: object = None  # streaming.control.ownership.records.Steering: `--throttle auto` and its bounds, or None
     throttle_interval_s: float = defaults.THROTTLE_INTERVAL_S
     guard_url: str | None = None
     guard_query: str | None = None
 
 
 def plan_advancer(config, admin, janitor):
-    """The watch's advancer of plans (streaming.watch.plans), with stores of its own on the ownership topic;
+    """The watch's advancer of plans (streaming.control.plans.advancer), with stores of its own on the ownership topic;
     None without a janitor (the job then knows no ownership topic)."""
-    from sinks.plans.plan_store import KafkaPlanStore
-    from sinks.throttles.ownership_store import KafkaOwnershipStore
+    from streaming.control.ownership.plan_store import KafkaPlanStore
+    from streaming.control.ownership.store import KafkaOwnershipStore
     from streaming.cluster.poller import strict_poll
-    from streaming.watch.plans import PlanAdvancer
+    from streaming.control.plans.advancer import PlanAdvancer
 
     if janitor is None:
         return None
@@ -68,13 +68,13 @@ def run(config, janitor_factory=None, out=sys.stderr):
 
     Start-up order: /metrics first (a taken port fails before anything is created), then the janitor
     (it reads the ownership records) and the progress topic (created through the admin door, which waits
-    until topics have leaders), then the driver's watch (streaming.watch: liveness, removals due while the
+    until topics have leaders), then the driver's watch (streaming.control: liveness, removals due while the
     job was down, whether batches are needed), then Spark, whose source asks the watch's gate each trigger.
     A query that fails mid-run (a batch's records could not be written in time) is restarted from the
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
-    from sinks.throttles.steer import steerer_factory
+    from streaming.control.throttles.steer import steerer_factory
     from streaming.cluster.admin import KafkaClusterAdmin
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))

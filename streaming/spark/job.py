@@ -22,7 +22,7 @@ from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.spark.rollup import partition_rollups
-from streaming.watch.plan_report import plan_row
+from streaming.control.plans.report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_FIELDS, REPLICA_KIND, STATE_SCHEMA,
                                      collector_paused, make_tracker)
@@ -79,7 +79,7 @@ def build_session(config):
                .config("spark.ui.enabled", "false")
                .config("spark.sql.streaming.minBatchesToRetain", "20")
                # No batch without new data: the stateful step has no timeout or watermark to advance, and
-               # while the watch holds the source's offset (streaming.watch.gate) nothing may run.
+               # while the watch holds the source's offset (streaming.control.gate) nothing may run.
                .config("spark.sql.streaming.noDataMicroBatches.enabled", "false"))
     if config.master:  # spark-submit passes the master (and sizes the driver) itself
         builder = builder.master(config.master).config("spark.driver.memory", DRIVER_MEMORY)
@@ -113,7 +113,7 @@ class BatchHandler:
         self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
         self.writing = writing  # around the durable write (the driver's watch: Watch.batch_writing)
-        self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
+        self.steerer = steerer  # streaming.control.throttles.steer.Steerer with --throttle auto, else None
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
@@ -218,7 +218,7 @@ def track(stream, settings):
 
 def poll_stream(spark, config, source=PollDataSource, gate_path=None):
     """The stream of source rows: one poll per trigger while the driver's watch wants a batch (`gate_path`,
-    streaming.watch.gate; None: every trigger). bench/stream.py passes its alternative sources."""
+    streaming.control.gate; None: every trigger). bench/stream.py passes its alternative sources."""
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())
             .option("bootstrap", config.bootstrap)

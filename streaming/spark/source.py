@@ -13,7 +13,7 @@ Where things run:
   RESULTS.md has the table. The reader is pickled to executors, so it holds only its options; the admin
   client is created on first use and cached per worker process (module global), so consecutive batches
   reuse one connection.
-Idle: `latestOffset` asks the driver's watch (streaming.watch.gate) whether a batch is wanted; while none
+Idle: `latestOffset` asks the driver's watch (streaming.control.gate) whether a batch is wanted; while none
 is, it returns the offset the last planned batch ended at, so Spark plans no batch, writes nothing to its
 offset or commit log and leaves the state as the last batch left it. Offsets stay dense (every planned
 batch ends one poll after the one before it), and without the `gate` option every trigger is a batch.
@@ -47,7 +47,7 @@ from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
 from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot, table
-from streaming.watch import gate
+from streaming.control import gate
 
 SOURCE_NAME = "kafka_reassignment_poll"
 SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
@@ -141,7 +141,7 @@ def with_unreported(snapshot, unreported):
 
 
 def _row_key(row):
-    """A handed-over row as a set member: up to streaming.watch.watch.HANDOVER_LIMIT rows on each side, too many
+    """A handed-over row as a set member: up to streaming.control.watch.HANDOVER_LIMIT rows on each side, too many
     to compare pairwise."""
     return json.dumps(row, sort_keys=True)
 

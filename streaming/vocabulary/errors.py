@@ -113,7 +113,7 @@ PROTOCOL_CODES = {
 }
 
 # AlterPartitionReassignments' per-partition refusals that no retry changes (kafka-python's class names, as
-# the door answers them): a plan's partition refused so is FAILED (sinks.plans.states); any other refusal
+# the door answers them): a plan's partition refused so is FAILED (streaming.control.plans.partition_states); any other refusal
 # (a reassignment someone started meanwhile, a timeout) leaves it pending, submitted again later.
 FINAL_REASSIGNMENT_REFUSALS = frozenset({
     "InvalidReplicationAssignmentError",  # INVALID_REPLICA_ASSIGNMENT: a target broker is not registered

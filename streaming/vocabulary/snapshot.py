@@ -39,7 +39,7 @@ SCHEMAS = {
     "broker_throttles": (("broker", INT32), ("kind", STRING), ("rate", INT64)),
 }
 # Not a poll's: moves the job's driver watch saw in ListPartitionReassignments that left the list before the
-# batch's poll and that no batch reported yet (streaming.watch.gate), handed to that batch with its offsets.
+# batch's poll and that no batch reported yet (streaming.control.gate), handed to that batch with its offsets.
 SCHEMAS["unreported_reassignments"] = SCHEMAS["reassignments"]
 
 PARTITION_KEYED = ("reassignments", "partitions", "log_dirs", "offsets", "unreported_reassignments")

@@ -1,5 +1,5 @@
 """Reading the `partition:broker` lists of the topic throttle configs (KIP-73), in one place: the throttle
-janitor (sinks.throttles.entries) and the budget model (streaming.core.budget_view) both read them.
+janitor (streaming.control.throttles) and the budget model (streaming.core.budget_view) both read them.
 
 A value is `*` (every replica of the topic), a comma-separated list of `p:b` entries, or empty.
 Entries are (partition, broker) int pairs inside the project; strings only at the Kafka edge.
@@ -27,3 +27,16 @@ def parse(value):
         if item.strip():
             pairs.add(parse_entry(item))
     return frozenset(pairs)
+
+
+def entry(partition, broker):
+    return f"{int(partition)}:{int(broker)}"
+
+
+def format_entries(pairs):
+    """`p:b,p:b` sorted by partition then broker: the value Kafka gets and reports show."""
+    return ",".join(entry(p, b) for p, b in sorted(pairs))
+
+
+def entry_strings(pairs):
+    return [entry(p, b) for p, b in sorted(pairs)]

@@ -1,0 +1,149 @@
+"""What the driver's watch decides each tick. Pure: plain values in, the clock an argument.
+
+- `batch_reason(view)`: whether the job needs a Spark batch, as the name of the first rule that holds
+  (BATCH_RULES, in order) or None. No batch runs only while nothing reassigns, no move is tracked in the
+  stateful operator's state or left the list before a batch saw it, no owned throttle or pending removal exists, and the watch itself could read.
+- `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
+  moment the watch runs the throttle janitor); `ended_unseen(...)`: moves of our requests that came and went
+  between two looks (the janitor runs then too, and the next batch is handed them); `peeks(...)`: whether
+  to look at the list between ticks.
+- `publishes_liveness(...)`: whether the watch's poll is the job's liveness now (`batch_held_by_write`: a
+  batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late).
+
+A driver-side duty adds its own predicate to BATCH_RULES and its own step to streaming.control.watch.Watch.tick,
+reading the same `WatchView` (plans: `plans_active`, streaming.control.plans.advancer).
+"""
+
+from dataclasses import dataclass
+
+# Liveness stops advancing when a wanted batch is this many trigger intervals late: the alert rule's 30 s
+# threshold is three default intervals (deploy/prometheus/alerts.yml, KafkaReassignmentMonitorDown).
+LATE_AFTER_TRIGGERS = 3
+# Before the first batch, Spark's start-up is allowed on top: measured 20-46 s on the loaded 2-core machine.
+SPARK_START_ALLOWANCE_S = 120.0
+
+
+@dataclass(frozen=True)
+class WatchView:
+    """One tick's knowledge. `listed`: whether ListPartitionReassignments answered (`reassigning` is then
+    what it returned); `owned`: partitions of active ownership records; the rest is what the last
+    successful batch left (`batches_done` counts them since start)."""
+    listed: bool
+    reassigning: frozenset = frozenset()
+    owned: frozenset = frozenset()
+    owned_unread: bool = False  # the last read of the ownership records failed: `owned` may miss a request
+    batches_done: int = 0
+    tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
+    throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
+    active_plans: int = 0  # plans running or paused in the ownership topic (streaming.control.plans.advancer)
+    left_unreported: bool = False  # a move the watch saw left the list before any batch reported it
+
+
+def watch_blind(view):
+    """The watch could not list the reassignments: let Spark's poll see (and report) what it can."""
+    return not view.listed
+
+
+def first_batch(view):
+    """No batch yet since start: the checkpoint's state may track moves that finished while the job was down,
+    whose COMPLETED or CANCELLED transition only a batch reports."""
+    return view.batches_done == 0
+
+
+def reassigning(view):
+    """Partitions are reassigning: progress to compute."""
+    return bool(view.reassigning)
+
+
+def left_unreported(view):
+    """A move the watch saw left the list before any batch polled it (shorter than the wait for a batch): the
+    next batch is handed it (streaming.control.gate) and reports it finished."""
+    return view.left_unreported
+
+
+def tracked_in_state(view):
+    """A move is tracked in state: its last transition (COMPLETED or CANCELLED) is still to be reported,
+    so the batch after a move leaves the list always runs."""
+    return view.tracks_moves
+
+
+def owned_throttles(view):
+    """Owned throttles or pending removals exist: the batch's janitor observes, retries and reports."""
+    return bool(view.owned)
+
+
+def ownership_unread(view):
+    """The ownership records could not be read: a request written meanwhile may own throttles whose move
+    already ended (the topic's leader SIGKILLed mid-move), so batches run, their janitor reading again."""
+    return view.owned_unread
+
+
+def throttles_to_clear(view):
+    """Under --throttle-cleanup all, throttles remain for the batch's janitor to clear."""
+    return view.throttles_to_clear
+
+
+def plans_active(view):
+    """A plan is running or paused (even with nothing moving, e.g. paused between waves): batches write its
+    `plan` records and metrics, so its progress and a stuck plan stay visible."""
+    return view.active_plans > 0
+
+
+BATCH_RULES = (watch_blind, first_batch, reassigning, left_unreported, tracked_in_state, owned_throttles,
+               ownership_unread, throttles_to_clear, plans_active)
+
+
+def batch_reason(view):
+    """The name of the first rule in BATCH_RULES that holds, or None: no batch needed."""
+    return next((rule.__name__ for rule in BATCH_RULES if rule(view)), None)
+
+
+def partitions_left(before, now, owned):
+    """Owned partitions that were reassigning at the last tick and are not now (completed or cancelled)."""
+    return (set(before) & set(owned)) - set(now)
+
+
+def ended_unseen(accepted_before, accepted_now, before, now):
+    """Partitions of requests Kafka accepted since the last read of the ownership records that do not reassign
+    now and did not at the last tick: their move started and ended between two looks (a move of a few MB
+    under an idle broker's quota takes less than a second), so only their record tells the watch it ran."""
+    return set(accepted_now) - set(accepted_before) - set(before) - set(now)
+
+
+# While an owned partition is reassigning, the watch looks at the reassignment list this often between its
+# ticks (one ListPartitionReassignments each), so the janitor runs within a quarter second of a completion
+# instead of up to a second; it spends at most PEEK_SHARE of its time looking (a long list is looked at less).
+PEEK_INTERVAL_S = 0.25
+PEEK_SHARE = 0.2
+
+
+def peeks(reassigning, owned, acts):
+    """Look between ticks: the janitor acts and a partition it owns is reassigning (its completion is near)."""
+    return acts and bool(set(reassigning) & set(owned))
+
+
+def peek_interval_s(last_peek_s):
+    return max(PEEK_INTERVAL_S, last_peek_s / PEEK_SHARE)
+
+
+def late_after_s(trigger_interval_s, batches_done):
+    return LATE_AFTER_TRIGGERS * trigger_interval_s + (SPARK_START_ALLOWANCE_S if batches_done == 0 else 0.0)
+
+
+def batch_held_by_write(writing_since_s, now_s, write_bound_s):
+    """A batch polled, computed, and is waiting for Kafka to acknowledge its records (acks=all), for no
+    longer than the write itself may take (`write_bound_s`: the producer's delivery timeout). Kafka holds
+    such a write until it has fenced a broker that died (7-13.5 s measured after a SIGKILL, README contract
+    change 12): that batch is late through no fault of the job, whose watch still polls every second. A write
+    held longer has failed (the query restarts from its checkpoint), and lateness counts again."""
+    return writing_since_s is not None and now_s - writing_since_s <= write_bound_s
+
+
+def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s=None, write_bound_s=0.0):
+    """The watch's poll is the job's liveness when it answered and either no batch is needed (then there is
+    nothing else to report), or the batch the job waits for is not late (`waiting_since_s`: the later of the
+    last batch's end and the moment a batch became wanted), or that batch is held by its durable write
+    (`batch_held_by_write`). A job whose batches stall while something moves stops advancing liveness, and
+    KafkaReassignmentMonitorDown fires as it did before the watch."""
+    return listed and (not wanted or now_s - waiting_since_s <= late_s
+                       or batch_held_by_write(writing_since_s, now_s, write_bound_s))

@@ -1,0 +1,253 @@
+"""One step of a plan: `advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s) -> Step`.
+
+What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's driver-side watch is
+meant to call for every active plan (one advancer per plan at a time). Each step:
+
+1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster; a plan's
+   topic the read does not show must be unknown to the cluster asked by name (`confirm_gone`), else the step
+   stops there (a principal without Describe on it must not fail its partitions);
+2. settle a wave left `pending` by an advancer that died mid-submission: its partitions that reassign
+   to our target or reached it were accepted, the others were not (pending again), and the wave is
+   marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
+3. classify every partition of the plan (streaming.control.plans.partition_states), with the refusals its waves recorded;
+4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
+   their throttles; nothing is submitted;
+5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
+   are set. A partition that finishes after the sweep's read keeps its entries until the next step's
+   sweep, and holds its slot until then (streaming.control.plans.scheduler.load_of): so a throttled-replicas list
+   names only partitions in flight or finished since this advancer's last step began, never more than
+   --max-partitions-in-flight of them (README "Plans"). When the sweep removed something the cluster is read again, so the next wave records as prior rate what is there after the
+   sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
+6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
+   partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
+   nothing is submitted;
+7. schedule (streaming.control.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
+   (streaming.control.plans.submit) with throttles for exactly its partitions;
+8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
+   cancel racing a step never leaves a partition moving.
+
+For the job (not wired yet): on the driver, for every plan of a KafkaPlanStore on the ownership topic whose
+state is RUNNING or PAUSED, call `advance_once(admin, read, plans, janitor.store, plan.request_id, now_ms,
+timeout_s)` with the driver's admin door, `read` a poll of the given topics that raises when a decision
+API failed (streaming.commands.reassign_common.strict_poll does this for the CLI), and the janitor's own
+ownership store, then turn the Step into `plan` records and metrics. A principal without Alter on the
+Cluster gets a ClusterError from the step: report the plan as not advanced instead of failing the batch.
+
+A partition reassigned by someone else is never submitted or cancelled here: it is LEFT_ALONE and
+reported in `Step.left_alone`. A partition that is gone or that Kafka refused for good is FAILED, reported in
+`Step.failed`, and never submitted again. Crash-safe: every decision is taken again from the plan, its waves and
+the cluster, so a step may be cut off anywhere; nothing is submitted that reassigns at the read.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from streaming.control.ownership.plans import CANCELLED, DONE, RUNNING
+from streaming.control.ownership.plan_store import find
+from streaming.control.plans.scheduler import Candidate, load_of, schedule
+from streaming.control.plans.partition_states import CANCELLED as REVERTED
+from streaming.control.plans.partition_states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal, refusal_reason,
+                                settled)
+from streaming.control.plans.submit import quiet, submit_wave
+from streaming.vocabulary.throttle_actions import Policy
+from streaming.control.throttles.janitor import Janitor
+from streaming.control.ownership.records import PENDING as WAVE_PENDING
+from streaming.control.ownership.records import STARTED
+from streaming.vocabulary.throttle_entries import parse
+from streaming.vocabulary.errors import BadInput, ClusterError
+
+
+@dataclass(frozen=True)
+class Step:
+    plan: object  # streaming.control.ownership.plans.Plan, as it is after the step
+    counts: dict  # partition state -> number of partitions (streaming.control.plans.partition_states), after the step's submissions
+    submitted: tuple = ()  # (topic, partition) submitted in this step
+    refused: tuple = ()  # ((topic, partition), error) refused by AlterPartitionReassignments in this step
+    cancelled: tuple = ()  # (topic, partition) cancelled in this step
+    left_alone: tuple = ()  # ((topic, partition), reason): moved or moving by someone else
+    failed: tuple = ()  # ((topic, partition), reason): gone, or refused by Kafka for good
+    throttle_actions: tuple = ()  # streaming.vocabulary.throttle_actions.ThrottleAction taken by the sweep
+    states: dict = field(default_factory=dict)  # (topic, partition) -> its state as read (streaming.control.plans.partition_states)
+    sizes: dict = field(default_factory=dict)  # (topic, partition) -> its leader's log bytes as read (sizes_of)
+
+    @property
+    def finished(self):
+        """Nothing more will happen: the plan is done, or cancelled with nothing of it moving."""
+        return self.plan.state == DONE or (self.plan.state == CANCELLED and not self.counts.get(IN_FLIGHT))
+
+
+def sizes_of(snapshot):
+    """(topic, partition) -> bytes of its leader's current log (DescribeLogDirs); absent when unknown."""
+    leaders = {(r["topic"], r["partition"]): r["leader"] for r in snapshot["partitions"]}
+    return {(r["topic"], r["partition"]): r["size"] for r in snapshot["log_dirs"]
+            if not r["is_future"] and leaders.get((r["topic"], r["partition"])) == r["broker"]}
+
+
+def candidate(move, sizes):
+    return Candidate((move.topic, move.partition), frozenset(move.sources) | frozenset(move.target),
+                     sizes.get((move.topic, move.partition), 0) * len(move.destinations))
+
+
+def classified(plan, snapshot, submitted, refusals):
+    """(topic, partition) -> (state, reason) for every partition of the plan."""
+    current = {(r["topic"], r["partition"]): r["replicas"] for r in snapshot["partitions"]}
+    ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
+    return {key: classify(m, key in submitted, current.get(key), ongoing.get(key), refusals.get(key))
+            for m in plan.moves for key in [(m.topic, m.partition)]}
+
+
+def refusals_of(waves):
+    """(topic, partition) -> the error of its latest refused submission, from the waves (in the store's order)."""
+    return {(r.topic, r.partition): r.error for w in waves for r in w.refused}
+
+
+def _named(states, wanted):
+    return tuple((key, reason) for key, (state, reason) in states.items() if state == wanted)
+
+
+def still_throttled(waves, snapshot):
+    """(topic, partition) of the plan's active waves not reassigning whose claimed throttled-replicas entries
+    are still set: they finished after the sweep's read, and the next step's sweep removes them. (A wave the
+    janitor marked done claims nothing any more: an entry of its left in a list is someone else's now.)"""
+    ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    listed = {(r["topic"], r["kind"]): parse(r["value"]) for r in snapshot["topic_throttles"]}
+    return frozenset((c.topic, c.partition) for w in waves if w.active for c in w.entries
+                     if (c.topic, c.partition) not in ongoing
+                     and (c.partition, c.broker) in listed.get((c.topic, c.kind), ()))
+
+
+def _settle_pending_waves(owners, waves, snapshot, now_ms):
+    """Step 2: waves an advancer left `pending` become `started` with the moves the cluster shows accepted."""
+    current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
+    ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    for wave in waves:
+        if wave.state != WAVE_PENDING:
+            continue
+        accepted = tuple(m for m in wave.moves if (m.topic, m.partition) in ongoing
+                         or current.get((m.topic, m.partition)) == tuple(m.target))
+        owners.put(replace(wave.with_state(STARTED, now_ms, note="settled after its advancer stopped mid-submission"),
+                           moves=accepted))
+
+
+def _waves(owners, plan):
+    return [r for r in owners.records() if r.plan_id == plan.request_id]
+
+
+def _submitted(waves):
+    return {(m.topic, m.partition) for w in waves if w.state != WAVE_PENDING for m in w.moves}
+
+
+def _read_plan(read, plans, owners, request_id):
+    """(plan, snapshot of its topics, its waves), after reading what others wrote to the stores."""
+    plans.refresh()
+    owners.refresh()
+    plan = find(plans, request_id)
+    if plan is None:
+        raise BadInput(f"no plan with request id {request_id}")
+    return plan, read(sorted({m.topic for m in plan.moves})), _waves(owners, plan)
+
+
+def confirm_gone(admin, plan, snapshot):
+    """Before a step acts on partitions the snapshot does not show (states.gone: FAILED): their topics must be
+    unknown to the cluster when asked by name. A Metadata of every topic hides a topic the principal may not
+    describe, which must not fail the plan's partitions: NotAuthorized (nothing written yet). A topic shown by
+    name but not in the snapshot (Metadata not yet caught up) is a ClusterError: the next step reads again."""
+    shown = {r["topic"] for r in snapshot["partitions"]}
+    missing = {m.topic for m in plan.moves} - shown
+    if missing:
+        still_there = missing - admin.unknown_topics(sorted(missing))
+        if still_there:
+            raise ClusterError(f"topic {sorted(still_there)[0]} exists but Metadata did not show it: not stepped")
+
+
+def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
+    """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
+    those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
+    the door the writes and the janitor go through; `plans`: streaming.control.ownership.plan_store.PlanStore; `owners`:
+    streaming.control.ownership.records.OwnershipStore."""
+    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    confirm_gone(admin, plan, snapshot)
+    if any(w.state == WAVE_PENDING for w in waves):
+        _settle_pending_waves(owners, waves, snapshot, now_ms)
+        waves = _waves(owners, plan)
+    refusals = refusals_of(waves)
+    states = classified(plan, snapshot, _submitted(waves), refusals)
+    left_alone, failed = _named(states, LEFT_ALONE), _named(states, FAILED)
+    if plan.state == CANCELLED:
+        cancelled = _cancel(admin, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
+        actions = _sweep(admin, owners, waves)
+        return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
+                    failed=failed, throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
+    actions = _sweep(admin, owners, ())
+    counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
+    if plan.state != DONE and settled(counts):
+        plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
+        plans.put(plan)
+    if plan.state != RUNNING:
+        return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions,
+                    states=_bare(states), sizes=sizes_of(snapshot))
+    fresh = states
+    if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
+        snapshot = read(sorted({m.topic for m in plan.moves}))
+        confirm_gone(admin, plan, snapshot)
+        fresh = classified(plan, snapshot, _submitted(waves), refusals)
+    sizes = sizes_of(snapshot)
+    pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
+    ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
+    chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
+    if not chosen:
+        return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions, states=_bare(fresh),
+                    sizes=sizes)
+    started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
+                                   snapshot, now_ms, timeout_s)
+    submitted = tuple((m.topic, m.partition) for m in started)
+    plans.refresh()
+    latest = find(plans, request_id)
+    cancelled = ()
+    if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
+        cancelled, plan = _cancel(admin, submitted), latest
+    refused = tuple(((m.topic, m.partition), e) for m, e in refused)
+    newly_failed = {key: (FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
+    after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled},
+             **newly_failed}
+    counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}, **newly_failed}, cancelled=cancelled)
+    return Step(plan, counts, submitted, refused, cancelled, left_alone, failed + tuple(
+        (key, reason) for key, (_, reason) in newly_failed.items()), actions, _bare(after), sizes)
+
+
+def observe(read, plans, owners, request_id):
+    """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
+    reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
+    submitted (its partitions are not taken for someone else's). A topic Metadata does not show counts as
+    gone without asking it by name (`confirm_gone`): this only reports, and every reader holds Describe on
+    Topic `*` (README "Kafka ACLs")."""
+    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
+    return Step(plan, _counts(states), left_alone=_named(states, LEFT_ALONE), failed=_named(states, FAILED),
+                states=_bare(states), sizes=sizes_of(snapshot))
+
+
+def _bare(states):
+    return {key: state for key, (state, _) in states.items()}
+
+
+def _counts(states, cancelled=()):
+    counts = Counter(state for state, _ in states.values())
+    if cancelled:
+        counts[IN_FLIGHT] -= len(cancelled)
+        counts[REVERTED] += len(cancelled)
+    return dict(counts)
+
+
+def _cancel(admin, keys):
+    """Cancel `keys` (KIP-455): those the cluster accepted (or that finished meanwhile) are returned."""
+    if not keys:
+        return ()
+    answers = admin.cancel_reassignments(list(keys))
+    return tuple(k for k in keys if answers.get(k) is None)
+
+
+def _sweep(admin, owners, released_waves):
+    """The janitor's sweep (owned policy), releasing `released_waves`; its actions."""
+    policy = Policy(release=frozenset(w.request_id for w in released_waves))
+    return tuple(output.action for output in Janitor(admin, owners, policy, log=quiet).sweep())
