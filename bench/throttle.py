@@ -44,7 +44,7 @@ from bench.results import markdown_table, write_section  # noqa: E402
 from bench.sessions import session_cpu_by_pid  # noqa: E402
 from tests.job_process import BATCHES, CLI, JobProcess  # noqa: E402
 from tests.kafka_fixtures import LocalCluster, wait_for  # noqa: E402
-from streaming.control.watch import SWEPT_LINE  # noqa: E402
+from streaming.control.controller import SWEPT_LINE  # noqa: E402
 
 CLUSTER_DIR = ROOT / ".local-cluster" / "bench-throttle"
 BASE_PORT = 43090

@@ -1,6 +1,6 @@
 """The one admin fake: a cluster made of plain data that answers the whole ClusterAdmin protocol
 (streaming.cluster.admin), reads and writes alike. Tests build it from rows and pass it where the code
-takes an admin (`Janitor(admin, ...)`, `cli.main(argv, connect=lambda args: fake)`); nothing is patched.
+takes an admin (`Controller(admin, ...)`, `cli.main(argv, connect=lambda args: fake)`); nothing is patched.
 
 Writes follow Kafka's semantics: IncrementalAlterConfigs SUBTRACT leaves an empty list and APPEND merges,
 a cancel ends a reassignment back on its original replicas, produce appends to an in-memory topic log.

@@ -10,7 +10,7 @@ import time
 
 from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
-from streaming.control.watch import LOG_PREFIX, SLOW_TICK_LINE, WATCH_INTERVAL_S
+from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, TICK_INTERVAL_S
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
 from tests.kafka_fixtures import wait_for
@@ -116,7 +116,7 @@ def liveness_since(watch, killed, log_offset, until=float("inf")):
     kill (monotonic `killed`; `log_offset`: the job log's length then)."""
     slow, failed, unread = watch_ticks(watch.job.log()[log_offset:])
     return {"published_gap_s": watch.longest_published_gap(killed, until),
-            "watch_gap_s": max(slow, default=WATCH_INTERVAL_S), "watch_failures": failed,
+            "watch_gap_s": max(slow, default=TICK_INTERVAL_S), "watch_failures": failed,
             "ownership_reads_failed": len(unread)}
 
 

@@ -172,9 +172,9 @@ def failures_after(log_text, batch_id):
 
 
 def watch_decision(log_text):
-    """The driver watch's last logged decision (streaming.control.watch): IDLE_LINE, or the line saying why
+    """The driver watch's last logged decision (streaming.control.controller): IDLE_LINE, or the line saying why
     batches run; None before the first."""
-    from streaming.control.watch import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
+    from streaming.control.controller import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
 
     lines = [line[len(LOG_PREFIX):] for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
     decisions = [line for line in lines if line == IDLE_LINE or line.startswith(BATCHES_LINE)]
@@ -182,7 +182,7 @@ def watch_decision(log_text):
 
 
 def idle(log_text):
-    from streaming.control.watch import IDLE_LINE
+    from streaming.control.controller import IDLE_LINE
 
     return watch_decision(log_text) == IDLE_LINE
 

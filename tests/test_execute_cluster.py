@@ -6,7 +6,7 @@ import json
 import pytest
 
 from streaming.control.ownership.records import DONE, STARTED
-from streaming.control.ownership.store import KafkaOwnershipStore
+from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)
@@ -37,7 +37,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     during = {(topic, L): frozenset({"1:2", "0:1"}), (topic, F): frozenset({"0:3"}),
               (1, L): MB, (1, F): MB, (3, L): MB, (3, F): MB, (2, L): 3 * MB}
     expect_throttles(cluster, [topic], during)
-    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
+    store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     [record] = store.records()
     assert record.request_id == result["request_id"] and record.state == STARTED and record.auto_remove
     assert {(c.broker, c.kind): c.prior for c in record.rates} == {(1, L): None, (1, F): None, (3, L): None, (3, F): 7 * MB}
@@ -104,7 +104,7 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
     assert "already being reassigned" in cli("execute", *common, "--reassignment-json-file", tmp_path / "a.json", "--throttle", MB)[2]
     assert throttles(cluster, [topic]) == before
     assert reassigning(cluster) == ongoing
-    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
+    store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     assert len(store.records()) == 1  # only the request that did start
     store.admin.close()
 
@@ -155,7 +155,7 @@ def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, cl
                        connect=lambda args: RefusingStart(connect(args), throttles_were_set))
     assert code == 3 and "refused (simulated)" in err
     expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
-    store = KafkaOwnershipStore(KafkaClusterAdmin(cluster.bootstrap), own)
+    store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     assert [r.state for r in store.records()] == [DONE]
     store.admin.close()
 

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from streaming.vocabulary import throttle_actions as ta
-from streaming.control.throttles.janitor import Janitor
 from streaming.control.ownership.records import DONE
-from streaming.control.ownership.store import KafkaOwnershipStore
+from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster.poller import poll
+from tests.controller_support import a_controller, findings
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, replicas, throttles, wait_done, write_plan)
 from tests.kafka_fixtures import wait_for
@@ -101,7 +101,7 @@ def test_cancel_mid_move_reverts_replicas_and_the_throttles_go(cluster, clean, t
 
 
 def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
-    """The job was killed after the move completed and before it removed the throttles: a new Janitor
+    """The job was killed after the move completed and before it removed the throttles: a new controller
     reading the ownership topic removes them on its first batch, and a further instance finds nothing."""
     topic = cluster.create_topic(cluster.unique_topic("restart"), {0: [2], 1: [3]}, megabytes=2)
     own = ownership_topic()
@@ -118,10 +118,10 @@ def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
 
     def batch(batch_id):
         admin = KafkaClusterAdmin(cluster.bootstrap)
-        store = KafkaOwnershipStore(admin, own, create=True)
+        store = KafkaLedger(admin, own, create=True)
         try:
-            janitor = Janitor(admin, store, ta.Policy(), log=lambda _line: None)
-            return [o.action for o in janitor.on_batch(poll(admin, all_partitions=True), batch_id)], store.records()
+            controller = a_controller(admin, store)[0]
+            return controller.on_batch(findings(poll(admin, all_partitions=True), batch_id)), store.records()
         finally:
             admin.close()
 

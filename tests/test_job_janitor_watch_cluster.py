@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from streaming.control.batch_rules import left_unreported
-from streaming.control.watch import BATCHES_LINE
+from streaming.control.batch_rules import unreported
+from streaming.control.controller import BATCHES_LINE
 from tests.job_process import BATCHES, LAST_POLL, OWNED_JOB_TRIGGER_S, idle, read_topic, running, watch_decision
 from tests.kafka_fixtures import wait_for
 from tests.test_job_janitor_cluster import (FOREIGN_RATE, cleanup, configs, entries, execute, moving, setup_topic,
@@ -101,7 +101,7 @@ def test_a_move_over_before_the_next_batch_polled_is_still_reported_completed(cl
         with job.spark_stopped():
             execute(cluster, tmp_path, topic, 0, [1, 2], 1_000_000)
             wait_for(lambda: not moving(cluster, topic), 60, interval_s=0.2, message="the move to complete")
-            wait_for(lambda: watch_decision(job.log()) == f"{BATCHES_LINE}{left_unreported.__name__}", 20,
+            wait_for(lambda: watch_decision(job.log()) == f"{BATCHES_LINE}{unreported.__name__}", 20,
                      interval_s=0.2, message="the watch to hand the finished move over")
             wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 20, interval_s=0.2,
                      message="the owned throttles removed by the watch while Spark is stopped")

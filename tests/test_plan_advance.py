@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.control.plans.advance import advance_once, still_throttled
+from streaming.control.applier import Applier
 from streaming.control.ownership.plans import CANCELLED, DONE, PAUSED, RUNNING, Plan
-from streaming.control.ownership.plan_store import MemoryPlanStore
+from streaming.control.ownership.records import PENDING, STARTED, EntryClaim, Move, Ownership
+from streaming.control.ownership.store import MemoryLedger
 from streaming.control.plans.scheduler import Limits
-from streaming.control.ownership.records import PENDING, STARTED, EntryClaim, MemoryStore, Move, Ownership
+from streaming.control.plans.step import advance_once, still_throttled
 from streaming.cluster.poller import poll
 from streaming.vocabulary.errors import NotAuthorized
 from tests.fake_cluster import FakeCluster
@@ -23,30 +24,35 @@ def setup(partitions=4, limits=Limits(2), state=RUNNING, waves=()):
     fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(partitions)},
                        sizes={("t", p, 1): 1000 for p in range(partitions)})
     moves = tuple(Move("t", p, (1,), (2,)) for p in range(partitions))
-    plans = MemoryPlanStore()
-    plans.put(Plan(PLAN_ID, state, 0, 0, limits, moves, throttle=5000))
-    return fake, plans, MemoryStore.of(*waves)
+    ledger = MemoryLedger.of(*waves)
+    ledger.put_plan(Plan(PLAN_ID, state, 0, 0, limits, moves, throttle=5000))
+    return fake, ledger
 
 
-def step(fake, plans, owners):
-    return advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), plans, owners, PLAN_ID,
+def writer(fake, ledger):
+    """The one writer over the fake cluster and the in-memory ledger."""
+    return Applier(fake, ledger, readback_timeout_s=0.5)
+
+
+def step(fake, ledger):
+    return advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), writer(fake, ledger), PLAN_ID,
                         10_000, 1.0)
 
 
 def test_first_step_submits_up_to_the_limit_with_throttles_for_exactly_those():
-    fake, plans, owners = setup()
-    result = step(fake, plans, owners)
+    fake, ledger = setup()
+    result = step(fake, ledger)
     assert result.submitted == (("t", 0), ("t", 1)) and fake.starts == [{("t", 0): [2], ("t", 1): [2]}]
-    [wave] = owners.records()
+    [wave] = ledger.records()
     assert wave.plan_id == PLAN_ID and wave.state == STARTED and [m.partition for m in wave.moves] == [0, 1]
     assert {(c.partition, c.broker) for c in wave.entries} == {(0, 1), (1, 1), (0, 2), (1, 2)}
     assert fake.topics == {("t", "leader"): "0:1,1:1", ("t", "follower"): "0:2,1:2"}
 
 
 def test_a_partition_someone_else_reassigns_is_left_alone_reported_and_counted_against_the_limit():
-    fake, plans, owners = setup()
+    fake, ledger = setup()
     fake.reassigning[("t", 1)] = ([3, 1], [3], [1])
-    result = step(fake, plans, owners)
+    result = step(fake, ledger)
     assert result.left_alone == ((("t", 1), "reassigned by someone else (to 3)"),)
     assert fake.starts == [{("t", 0): [2]}]  # one slot of two: the foreign move holds the other
 
@@ -62,67 +68,67 @@ REFUSAL_CASES = [
 @pytest.mark.parametrize("error, state, again", [case[1:] for case in REFUSAL_CASES],
                          ids=[case[0] for case in REFUSAL_CASES])
 def test_a_refused_partition_is_failed_for_good_or_pending_again(error, state, again):
-    fake, plans, owners = setup(partitions=2, limits=Limits(1))
+    fake, ledger = setup(partitions=2, limits=Limits(1))
     fake.refuse_moves[("t", 0)] = error
-    result = step(fake, plans, owners)
+    result = step(fake, ledger)
     assert result.refused == ((("t", 0), error),) and result.states[("t", 0)] == state
     assert result.counts == ({"pending": 2} if state == "pending" else {"pending": 1, state: 1})
-    [wave] = owners.records()  # the refusal is recorded on the wave, so a restarted advancer decides the same
+    [wave] = ledger.records()  # the refusal is recorded on the wave, so a restarted advancer decides the same
     assert [(r.topic, r.partition, r.error) for r in wave.refused] == [("t", 0, error)]
     del fake.refuse_moves[("t", 0)]
-    result = step(fake, plans, owners)
+    result = step(fake, ledger)
     assert (("t", 0) in result.submitted) is again
     if not again:  # a failed partition never holds a slot: the next one goes
         assert result.submitted == (("t", 1),) and result.failed == ((("t", 0), f"refused by Kafka: {error}"),)
 
 
 def test_failed_partitions_never_hold_the_plan_it_ends_done():
-    fake, plans, owners = setup(partitions=3)
+    fake, ledger = setup(partitions=3)
     fake.refuse_moves[("t", 2)] = "InvalidReplicationAssignmentError"
     del fake.partitions[("t", 1)]  # its topic's partition deleted before it was submitted
     fake.sizes.pop(("t", 1, 1))
-    step(fake, plans, owners)
+    step(fake, ledger)
     fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
-    result = step(fake, plans, owners)
+    result = step(fake, ledger)
     assert result.plan.state == DONE and result.finished
     assert result.counts == {"done": 1, "failed": 2}
     assert {key for key, _ in result.failed} == {("t", 1), ("t", 2)}
 
 
 def test_a_topic_hidden_from_the_principal_is_not_taken_for_deleted_the_step_stops_before_writing():
-    fake, plans, owners = setup()
+    fake, ledger = setup()
     fake.hidden.add("t")  # no Describe on it: a Metadata of every topic leaves it out, as Kafka does
     with pytest.raises(NotAuthorized, match="lacks Describe on Topic t"):
-        step(fake, plans, owners)
-    assert fake.starts == [] and owners.records() == [] and plans.plans()[0].state == RUNNING
+        step(fake, ledger)
+    assert fake.starts == [] and ledger.records() == [] and ledger.plans()[0].state == RUNNING
 
 
 def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():
     wave = Ownership("20261123T180001.000Z-0001", PENDING, 1, 1, moves=(Move("t", 0, (1,), (2,)), Move("t", 1, (1,), (2,))),
                      plan_id=PLAN_ID)
-    fake, plans, owners = setup(waves=(wave,))
+    fake, ledger = setup(waves=(wave,))
     fake.reassigning[("t", 0)] = ([2, 1], [2], [1])  # accepted before the kill; t-1 was not
-    result = step(fake, plans, owners)
-    settled = next(r for r in owners.records() if r.request_id == wave.request_id)
+    result = step(fake, ledger)
+    settled = next(r for r in ledger.records() if r.request_id == wave.request_id)
     assert settled.state == STARTED and [m.partition for m in settled.moves] == [0]
     assert result.submitted == (("t", 1),)  # pending again, submitted once; t-0 never again
 
 
 def test_paused_submits_nothing_and_done_when_nothing_is_left():
-    fake, plans, owners = setup(state=PAUSED)
-    assert step(fake, plans, owners).submitted == () and fake.starts == []
+    fake, ledger = setup(state=PAUSED)
+    assert step(fake, ledger).submitted == () and fake.starts == []
     for p in range(4):
         fake.partitions[("t", p)] = {"replicas": [2], "isr": [2], "leader": 2}
-    result = step(fake, plans, owners)
+    result = step(fake, ledger)
     assert result.plan.state == DONE and result.finished and result.counts == {"done": 4}
 
 
 def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
-    fake, plans, owners = setup()
-    step(fake, plans, owners)
+    fake, ledger = setup()
+    step(fake, ledger)
     fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
-    plans.put(replace(plans.plans()[0], state=CANCELLED))
-    result = step(fake, plans, owners)
+    ledger.put_plan(replace(ledger.plans()[0], state=CANCELLED))
+    result = step(fake, ledger)
     assert result.cancelled == (("t", 0), ("t", 1)) and fake.cancels == [[("t", 0), ("t", 1)]]
     assert len(fake.starts) == 1 and result.finished
     assert fake.topics == {("t", "leader"): "", ("t", "follower"): ""}  # the janitor took its entries out
@@ -132,8 +138,8 @@ def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_
     """t-0 finished before the step (the sweep removes its entries), t-1 finishes between the sweep and the
     read the scheduler uses: its entries stay until the next step, so it holds its slot and the lists never
     name more partitions than the limit (README "Plans", the throttled-replicas invariant)."""
-    fake, plans, owners = setup()
-    step(fake, plans, owners)  # submits t-0 and t-1 (limit 2)
+    fake, ledger = setup()
+    step(fake, ledger)  # submits t-0 and t-1 (limit 2)
     fake.reassigning[("t", 1)] = ([2, 1], [2], [1])
     fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
     reads = []
@@ -145,11 +151,11 @@ def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_
             fake.partitions[("t", 1)] = {"replicas": [2], "isr": [2], "leader": 2}
         return poll(fake, topics=topics, throttles=True)
 
-    result = advance_once(fake, read, plans, owners, PLAN_ID, 20_000, 1.0)
+    result = advance_once(fake, read, writer(fake, ledger), PLAN_ID, 20_000, 1.0)
     assert len(reads) == 2 and result.submitted == (("t", 2),)  # one slot: t-1's entries still hold the other
     assert fake.topics == {("t", "leader"): "1:1,2:1", ("t", "follower"): "1:2,2:2"}
     fake.reassigning[("t", 2)] = ([2, 1], [2], [1])
-    result = step(fake, plans, owners)  # its sweep takes t-1's entries out; its slot is free again
+    result = step(fake, ledger)  # its sweep takes t-1's entries out; its slot is free again
     assert result.submitted == (("t", 3),)
     assert fake.topics == {("t", "leader"): "2:1,3:1", ("t", "follower"): "2:2,3:2"}
 
@@ -191,9 +197,9 @@ def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_ag
     steps go; every submitted one that is not deleted completes before the next step."""
     fake = FakeCluster(partitions={(f"t{p}", 0): {"replicas": [1], "isr": [1], "leader": 1} for p in range(len(fates))},
                        sizes={(f"t{p}", 0, 1): 1000 for p in range(len(fates))})
-    plans, owners = MemoryPlanStore(), MemoryStore.of()
-    plans.put(Plan(PLAN_ID, RUNNING, 0, 0, Limits(in_flight), tuple(Move(f"t{p}", 0, (1,), (2,)) for p in range(len(fates))),
-                   throttle=5000))
+    ledger = MemoryLedger()
+    ledger.put_plan(Plan(PLAN_ID, RUNNING, 0, 0, Limits(in_flight),
+                         tuple(Move(f"t{p}", 0, (1,), (2,)) for p in range(len(fates))), throttle=5000))
     fate_of = {(f"t{p}", 0): fate for p, fate in enumerate(fates)}
     for key, fate in fate_of.items():
         if fate == "deleted_before":
@@ -204,8 +210,8 @@ def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_ag
             fake.refuse_moves[key] = "ReassignmentInProgressError"
     failed_at = {}
     for number in range(2 * len(fates) + 3):
-        result = advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), plans, owners, PLAN_ID,
-                              10_000 + number, 1.0)
+        result = advance_once(fake, lambda topics: poll(fake, topics=topics, throttles=True), writer(fake, ledger),
+                              PLAN_ID, 10_000 + number, 1.0)
         assert not set(result.submitted) & set(failed_at), "a failed partition was submitted again"
         failed_at.update({key: number for key, _ in result.failed})
         for key, _ in result.refused:

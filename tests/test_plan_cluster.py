@@ -13,11 +13,11 @@ from collections import Counter
 
 import pytest
 
-from streaming.control.plans.advance import advance_once
+from streaming.control.applier import Applier
+from streaming.control.plans.step import advance_once
 from streaming.control.ownership.plans import DONE
-from streaming.control.ownership.plan_store import KafkaPlanStore, find
 from streaming.control.ownership.records import PENDING
-from streaming.control.ownership.store import KafkaOwnershipStore
+from streaming.control.ownership.store import KafkaLedger, find_plan
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.commands.reassign_common import strict_poll
 from streaming.vocabulary.config_keys import TOPIC_THROTTLE_KEYS
@@ -108,7 +108,7 @@ def spread_plan(cluster, tmp_path, prefix, partitions, megabytes):
 def waves_of(bootstrap, own, request_id):
     admin = KafkaClusterAdmin(bootstrap)
     try:
-        return [r for r in KafkaOwnershipStore(admin, own).records() if r.plan_id == request_id]
+        return [r for r in KafkaLedger(admin, own).records() if r.plan_id == request_id]
     finally:
         admin.close()
 
@@ -137,7 +137,7 @@ def sigkill(process):
 def plan_state(bootstrap, own, request_id):
     admin = KafkaClusterAdmin(bootstrap)
     try:
-        return find(KafkaPlanStore(admin, own), request_id).state
+        return find_plan(KafkaLedger(admin, own), request_id).state
     finally:
         admin.close()
 
@@ -228,10 +228,10 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
 
     admin = KafkaClusterAdmin(cluster.bootstrap)
     try:
-        plans, owners = KafkaPlanStore(admin, own), KafkaOwnershipStore(admin, own)
+        writer = Applier(admin, KafkaLedger(admin, own))
 
-        def paused_step():  # what the job's watch will call; paused, it submits nothing into the free slot
-            step = advance_once(admin, lambda topics: strict_poll(admin, topics), plans, owners, request_id,
+        def paused_step():  # what the job's controller calls; paused, it submits nothing into the free slot
+            step = advance_once(admin, lambda topics: strict_poll(admin, topics), writer, request_id,
                                 time.time() * 1000, 10)
             assert step.plan.state == "paused" and step.submitted == ()
             return step.counts.get("done") == 1 and step

@@ -1,10 +1,11 @@
-"""One advancer per plan (streaming.control.ownership.leases): the replay that decides who holds a plan, as a table of cases,
-and `claim` on the in-memory plan store."""
+"""One advancer per plan (streaming.control.ownership.leases): the replay that decides who holds a plan, as a table of
+cases, and `claim` through the one writer on the in-memory ledger."""
 
 import pytest
 
 from streaming.control.ownership.leases import LEASE_MS, Lease, claim, holder_of, release
-from streaming.control.ownership.plan_store import MemoryPlanStore
+from streaming.control.applier import Applier
+from streaming.control.ownership.store import MemoryLedger
 
 A, B = "job h:1", "execute --wait h:2"
 
@@ -28,13 +29,14 @@ def test_holder_of(leases, holder):
 
 
 def test_claim_writes_only_when_due_and_refuses_while_another_holds():
-    plans = MemoryPlanStore()
-    assert claim(plans, "p", A, 0) == (True, at(A, 0))
-    assert claim(plans, "p", A, 1000)[0] and len(plans.claims) == 1  # less than half used: no write
-    assert claim(plans, "p", B, 2000) == (False, at(A, 0)) and len(plans.claims) == 1
-    assert claim(plans, "p", A, LEASE_MS // 2 + 1)[0] and len(plans.claims) == 2  # renewed
-    release(plans, "p", A, 9000)
-    assert claim(plans, "p", B, 9000) == (True, at(B, 9000))
+    ledger = MemoryLedger()
+    writer = Applier(None, ledger)
+    assert claim(writer, "p", A, 0) == (True, at(A, 0))
+    assert claim(writer, "p", A, 1000)[0] and len(ledger.claims) == 1  # less than half used: no write
+    assert claim(writer, "p", B, 2000) == (False, at(A, 0)) and len(ledger.claims) == 1
+    assert claim(writer, "p", A, LEASE_MS // 2 + 1)[0] and len(ledger.claims) == 2  # renewed
+    release(writer, "p", A, 9000)
+    assert claim(writer, "p", B, 9000) == (True, at(B, 9000))
 
 
 @pytest.mark.parametrize("leased, cancels", [(True, []), (False, [[("t", 0), ("t", 1)]])],
@@ -47,13 +49,13 @@ def test_cancel_steps_a_plan_whoever_holds_its_lease(leased, cancels):
 
     from streaming.control.ownership.plans import CANCELLED
     from streaming.commands.plan_execute import advance
-    from tests.test_plan_advance import PLAN_ID, setup, step
+    from tests.test_plan_advance import PLAN_ID, setup, step, writer
 
-    fake, plans, owners = setup()
-    step(fake, plans, owners)  # t-0 and t-1 submitted
+    fake, ledger = setup()
+    step(fake, ledger)  # t-0 and t-1 submitted
     fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
-    plans.put_lease(Lease(PLAN_ID, A, 0, 10**15))
-    plans.put(replace(plans.plans()[0], state=CANCELLED))
+    ledger.put_lease(Lease(PLAN_ID, A, 0, 10**15))
+    ledger.put_plan(replace(ledger.plans()[0], state=CANCELLED))
     args = SimpleNamespace(timeout=1.0, output="table", command="cancel")
-    assert advance(args, fake, plans, owners, PLAN_ID, wait=False, leased=leased) == 0
+    assert advance(args, fake, writer(fake, ledger), PLAN_ID, wait=False, leased=leased) == 0
     assert fake.cancels == cancels

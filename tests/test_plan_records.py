@@ -1,13 +1,12 @@
-"""The plan's records in the ownership topic (streaming.control.ownership.plans, plan_store) and the waves' `plan_id`:
+"""The plan's records in the ownership topic (streaming.control.ownership.plans, .store) and the waves' `plan_id`:
 what is written reads back the same, parts and header apart, through the fake cluster's topic log."""
 
 import pytest
 
 from streaming.control.ownership.plans import PART_MOVES, PAUSED, RUNNING, Plan
-from streaming.control.ownership.plan_store import KafkaPlanStore, find
 from streaming.control.plans.scheduler import Limits
 from streaming.control.ownership.records import ABORTED, STARTED, Move, Ownership, Refusal, decode, encode
-from streaming.control.ownership.store import KafkaOwnershipStore
+from streaming.control.ownership.store import KafkaLedger, find_plan
 from tests.fake_cluster import FakeCluster
 
 TOPIC = "own"
@@ -21,36 +20,36 @@ def plan_of(partitions, limits=Limits(5, 3, 10**9)):
 @pytest.mark.parametrize("partitions", [1, PART_MOVES, PART_MOVES * 2 + 1], ids=["one", "one part", "three parts"])
 def test_a_plan_reads_back_whole(partitions):
     fake = FakeCluster()
-    KafkaPlanStore(fake, TOPIC, create=True).put(plan_of(partitions), with_parts=True)
-    assert KafkaPlanStore(fake, TOPIC).plans() == [plan_of(partitions)]
+    KafkaLedger(fake, TOPIC, create=True).put_plan(plan_of(partitions), with_parts=True)
+    assert KafkaLedger(fake, TOPIC).plans() == [plan_of(partitions)]
 
 
 def test_a_state_change_rewrites_only_the_header_and_the_latest_wins():
     fake = FakeCluster()
-    store = KafkaPlanStore(fake, TOPIC, create=True)
-    store.put(plan_of(3), with_parts=True)
+    store = KafkaLedger(fake, TOPIC, create=True)
+    store.put_plan(plan_of(3), with_parts=True)
     written = len(fake.logs[TOPIC])
-    store.put(plan_of(3).with_state(PAUSED, 2, note="pause"))
+    store.put_plan(plan_of(3).with_state(PAUSED, 2, note="pause"))
     assert len(fake.logs[TOPIC]) == written + 1
-    assert find(KafkaPlanStore(fake, TOPIC), plan_of(3).request_id).state == PAUSED
+    assert find_plan(KafkaLedger(fake, TOPIC), plan_of(3).request_id).state == PAUSED
 
 
 def test_a_header_without_its_parts_is_no_plan():
     fake = FakeCluster()
-    KafkaPlanStore(fake, TOPIC, create=True).put(plan_of(3), with_parts=True)
+    KafkaLedger(fake, TOPIC, create=True).put_plan(plan_of(3), with_parts=True)
     del fake.logs[TOPIC][0]  # the part: as if the header had been written first and the part lost
-    assert KafkaPlanStore(fake, TOPIC).plans() == []
+    assert KafkaLedger(fake, TOPIC).plans() == []
 
 
 def test_plans_and_ownership_records_share_the_topic_without_seeing_each_other():
     fake = FakeCluster()
     wave = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, moves=(Move("t", 0, (1,), (2,)),),
                      plan_id=plan_of(1).request_id)
-    owners = KafkaOwnershipStore(fake, TOPIC, create=True)
+    owners = KafkaLedger(fake, TOPIC, create=True)
     owners.put(wave)
-    KafkaPlanStore(fake, TOPIC).put(plan_of(1), with_parts=True)
-    assert KafkaOwnershipStore(fake, TOPIC).records() == [wave]
-    assert [p.request_id for p in KafkaPlanStore(fake, TOPIC).plans()] == [plan_of(1).request_id]
+    KafkaLedger(fake, TOPIC).put_plan(plan_of(1), with_parts=True)
+    assert KafkaLedger(fake, TOPIC).records() == [wave]
+    assert [p.request_id for p in KafkaLedger(fake, TOPIC).plans()] == [plan_of(1).request_id]
 
 
 @pytest.mark.parametrize("plan_id", [None, "20261123T180000.000Z-abcd"], ids=["execute", "wave of a plan"])
@@ -74,12 +73,12 @@ def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():
     from streaming.control.ownership.leases import Lease, holder_of
 
     fake = FakeCluster()
-    store = KafkaPlanStore(fake, TOPIC, create=True)
-    store.put(plan_of(3), with_parts=True)
+    store = KafkaLedger(fake, TOPIC, create=True)
+    store.put_plan(plan_of(3), with_parts=True)
     request_id = plan_of(3).request_id
     claims = [Lease(request_id, "job h:1", 0, 15_000), Lease(request_id, "execute --wait h:2", 1, 15_001)]
     for claim in claims:
         store.put_lease(claim)
-    again = KafkaPlanStore(fake, TOPIC)
+    again = KafkaLedger(fake, TOPIC)
     assert again.leases(request_id) == claims and holder_of(again.leases(request_id)).holder == "job h:1"
-    assert again.plans() == [plan_of(3)] and KafkaOwnershipStore(fake, TOPIC).records() == []
+    assert again.plans() == [plan_of(3)] and KafkaLedger(fake, TOPIC).records() == []

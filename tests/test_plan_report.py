@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from sinks import metric_names as m
-from streaming.control.plans.advance import Step
+from streaming.control.plans.step import Step
 from streaming.control.ownership.plans import RUNNING, Plan
 from streaming.control.plans.scheduler import Limits
 from sinks.prometheus import Picture, samples

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from streaming.control.ownership.records import DONE, Ownership
-from streaming.control.ownership.store import KafkaOwnershipStore
+from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
@@ -171,7 +171,7 @@ def seed_ownership_record(cluster, topic):
     is read without a Fetch)."""
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
-        KafkaOwnershipStore(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        KafkaLedger(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
     finally:
         admin.close()
 
@@ -258,7 +258,7 @@ PLAN, RESUME, CANCEL_PLAN = "execute --max-partitions-in-flight", "resume", "can
 # The plans here live in an ownership topic of their own: the job's test (default topic) must not find them.
 PLAN_OWN = "sec-plan-ownership"
 PLAN_OWNERSHIP_REFUSED = ("not authorized", "User:drop-{case} lacks {operation} on Topic " + PLAN_OWN)
-# The first refusal of a step's read (streaming.control.plans.advance) is its first call whose grant an absent one implies.
+# The first refusal of a step's read (streaming.control.plans.step) is its first call whose grant an absent one implies.
 LIST_REFUSED = ("not authorized", "lacks Describe on Cluster")  # Alter implies it: ListPartitionReassignments
 BROKER_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Cluster")  # Cluster AlterConfigs implies it
 TOPIC_CONFIGS_REFUSED = ("not authorized", "lacks DescribeConfigs on Topic")  # Topic AlterConfigs implies it
@@ -303,14 +303,14 @@ def plan_argv(cluster, command, config, request_id=None, plan=None):
 def plan_picture(cluster, topic):
     """What a plan command may change: every plan and wave in the ownership topic (state, moves), what
     reassigns, the replicas of `topic`'s partitions, and the throttles."""
-    from streaming.control.ownership.plan_store import KafkaPlanStore
+    from streaming.control.ownership.store import KafkaLedger
 
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
         names = cluster.confluent_admin().list_topics(timeout=10).topics
-        plans = sorted((p.request_id, p.state) for p in KafkaPlanStore(admin, PLAN_OWN).plans()) \
+        plans = sorted((p.request_id, p.state) for p in KafkaLedger(admin, PLAN_OWN).plans()) \
             if PLAN_OWN in names else []
-        waves = sorted((r.request_id, r.state, r.moves) for r in KafkaOwnershipStore(admin, PLAN_OWN).records()) \
+        waves = sorted((r.request_id, r.state, r.moves) for r in KafkaLedger(admin, PLAN_OWN).records()) \
             if PLAN_OWN in names else []
     finally:
         admin.close()
@@ -326,13 +326,13 @@ def standing_plans(secure_cluster, tmp_path_factory):
     made, created, directory = {}, [], tmp_path_factory.mktemp("standing-plans")
 
     def plan(state):
-        from streaming.control.ownership.plan_store import KafkaPlanStore, find
+        from streaming.control.ownership.store import KafkaLedger, find_plan
 
         if state in made:
             admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))
             try:
                 names = secure_cluster.confluent_admin().list_topics(timeout=10).topics
-                alive = PLAN_OWN in names and find(KafkaPlanStore(admin, PLAN_OWN), made[state][1]) is not None
+                alive = PLAN_OWN in names and find_plan(KafkaLedger(admin, PLAN_OWN), made[state][1]) is not None
             finally:
                 admin.close()
             if alive:

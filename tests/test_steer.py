@@ -1,6 +1,7 @@
-"""`run --throttle auto` around the decision (streaming.control.throttles.steer) on the in-memory cluster: which rates are
-steered, the signals, the claims following the rate, the records; and the guard (streaming.control.throttles.guard)
-against a real HTTP server answering the Prometheus query API."""
+"""`run --throttle auto` as the job's controller steers after a batch (streaming.control.throttles.steering, applied
+by the controller) on the in-memory cluster: which rates are steered, the signals, the claims following the rate,
+the records; and the guard (streaming.control.throttles.guard) against a real HTTP server answering the Prometheus
+query API."""
 
 import json
 import threading
@@ -10,9 +11,10 @@ import jsonschema
 import pytest
 
 from sinks.records import SCHEMA_PATH
-from streaming.control.throttles import steer
+from streaming.control.ownership.records import STARTED, Move, Ownership, RateClaim, Steering
+from streaming.control.ownership.store import MemoryLedger
 from streaming.control.throttles.guard import PrometheusGuard
-from streaming.control.ownership.records import STARTED, MemoryStore, Move, Ownership, RateClaim, Steering
+from tests.controller_support import Writer, a_controller, findings
 from tests.fake_cluster import FakeCluster
 from tests.test_throttle_ownership import World
 
@@ -22,9 +24,7 @@ SCHEMA = json.loads(SCHEMA_PATH.read_text())
 AUTO = Steering(MB, 8 * MB)
 
 
-def replica(state="COPYING", broker=2, leader=1, copy_rate=None, in_isr=False):
-    return {"topic": "t", "partition": 0, "broker": broker, "leader": leader, "intra_broker": False,
-            "state": state, "copy_rate": copy_rate, "in_isr": in_isr}
+BEHIND = frozenset({2, 1})  # a FALLING_BEHIND move of t-0 into broker 2 from its leader 1
 
 
 def moving_cluster(rate=MB, extra_rates=None):
@@ -40,9 +40,25 @@ def record(rid="A", steering=AUTO, rate=MB, prior=None, created=1):
                      rates=tuple(RateClaim(b, k, rate, prior) for b in (1, 2) for k in (L, F)))
 
 
-def steerer(cluster, store, guard=None, now=[1000.0]):
-    return steer.Steerer(cluster, store, Steering(MB, 100 * MB), interval_s=0, guard=guard, clock=lambda: now[0],
-                         readback_timeout_s=0.5, log=lambda line: None)
+class Steerer:
+    """The controller steering on `cluster` and `ledger` within the job's bounds (1 MB .. 100 MB, no interval)."""
+
+    def __init__(self, cluster, ledger, guard=None):
+        self.writer = Writer()
+        self.controller = a_controller(cluster, ledger, writer=self.writer, steering=Steering(MB, 100 * MB),
+                                       throttle_interval_s=0, guard=guard, wall=lambda: 1000.0)[0]
+
+    def on_batch(self, snapshot, falling_behind, binding, batch_id):
+        return self.controller._steer(findings(snapshot, batch_id, falling_behind=falling_behind,
+                                               throttles_binding=binding))
+
+    def records(self):
+        self.controller.write_records()
+        return [json.loads(value) for _, value in self.writer.written]
+
+
+def steerer(cluster, ledger, guard=None):
+    return Steerer(cluster, ledger, guard)
 
 
 def snapshot(cluster):
@@ -52,21 +68,25 @@ def snapshot(cluster):
 
 
 def test_falling_behind_raises_owned_auto_rates_and_the_claims_follow():
-    cluster, store = moving_cluster(), MemoryStore.of(record())
-    outputs = steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 7)
-    assert {(a.action.name, a.action.kind, a.action.action, a.action.signal) for a in outputs} == {
+    cluster, store = moving_cluster(), MemoryLedger.of(record())
+    auto = steerer(cluster, store)
+    outputs = auto.on_batch(snapshot(cluster), BEHIND, frozenset(), 7)
+    assert {(a.name, a.kind, a.action, a.signal) for a in outputs} == {
         (str(b), k, "raised", "falling_behind") for b in (1, 2) for k in (L, F)}
     assert cluster.rates == {(b, k): 2 * MB for b in (1, 2) for k in (L, F)}
     [updated] = store.records()
     assert {(c.rate, c.prior) for c in updated.rates} == {(2 * MB, None)}  # the prior stays for the janitor
-    for output in outputs:
-        jsonschema.validate(output.value, SCHEMA)
-        assert output.value["throttle"]["new_value"] == str(2 * MB) and output.value["throttle"]["value"] == str(MB)
+    written = auto.records()
+    assert len(written) == len(outputs)
+    for value in written:
+        jsonschema.validate(value, SCHEMA)
+        assert value["batch_id"] == 7
+        assert value["throttle"]["new_value"] == str(2 * MB) and value["throttle"]["value"] == str(MB)
 
 
 def test_the_records_bounds_narrow_the_jobs():
-    cluster, store = moving_cluster(rate=6 * MB), MemoryStore.of(record(rate=6 * MB))
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1)
+    cluster, store = moving_cluster(rate=6 * MB), MemoryLedger.of(record(rate=6 * MB))
+    steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1)
     assert set(cluster.rates.values()) == {8 * MB}  # the job allows 100 MB, the request 8 MB
 
 
@@ -75,15 +95,15 @@ def test_the_records_bounds_narrow_the_jobs():
     pytest.param(record(rate=3 * MB), id="value-not-ours-any-more"),
 ])
 def test_rates_it_does_not_steer_are_never_changed(owner):
-    cluster, store = moving_cluster(), MemoryStore.of(owner)
-    assert steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1) == []
+    cluster, store = moving_cluster(), MemoryLedger.of(owner)
+    assert steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1) == []
     assert cluster.alters == []
 
 
 def test_a_broker_no_move_uses_is_left_to_the_janitor():
-    cluster, store = moving_cluster(), MemoryStore.of(record())
+    cluster, store = moving_cluster(), MemoryLedger.of(record())
     cluster.reassigning.clear()
-    assert steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1) == []
+    assert steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1) == []
 
 
 @pytest.mark.parametrize("change, why", [
@@ -91,19 +111,19 @@ def test_a_broker_no_move_uses_is_left_to_the_janitor():
     pytest.param(lambda c: None, "guard", id="guard-fires"),
 ])
 def test_stress_cuts_the_rates(change, why):
-    cluster, store = moving_cluster(rate=4 * MB), MemoryStore.of(record(rate=4 * MB))
+    cluster, store = moving_cluster(rate=4 * MB), MemoryLedger.of(record(rate=4 * MB))
     change(cluster)
     outputs = steerer(cluster, store, guard=lambda: "guard 'x' returned 1 series").on_batch(
-        snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1)
-    assert {a.action.action for a in outputs} == {"lowered"} and set(cluster.rates.values()) == {2 * MB}
-    assert all(why in a.action.reason for a in outputs)
+        snapshot(cluster), BEHIND, frozenset(), 1)
+    assert {a.action for a in outputs} == {"lowered"} and set(cluster.rates.values()) == {2 * MB}
+    assert all(why in a.reason for a in outputs)
 
 
 def test_a_binding_throttle_is_raised_additively_and_a_slack_one_is_not():
-    cluster, store = moving_cluster(), MemoryStore.of(record())
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica()], frozenset(), 1)
+    cluster, store = moving_cluster(), MemoryLedger.of(record())
+    steerer(cluster, store).on_batch(snapshot(cluster), frozenset(), frozenset(), 1)
     assert cluster.alters == []
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica()], frozenset({1, 2}), 2)
+    steerer(cluster, store).on_batch(snapshot(cluster), frozenset(), frozenset({1, 2}), 2)
     assert set(cluster.rates.values()) == {MB + 700_000}  # a tenth of the request's span (1 MB .. 8 MB)
 
 
@@ -119,7 +139,7 @@ def test_completion_after_steering_restores_the_operators_value():
     world.cluster.partitions[("t", 0)] = {"replicas": [2, 1], "isr": [1], "leader": 1}
     auto = steerer(world.cluster, store)
     for batch in (1, 2):
-        auto.on_batch(snapshot(world.cluster), [replica("FALLING_BEHIND")], frozenset(), batch)
+        auto.on_batch(snapshot(world.cluster), BEHIND, frozenset(), batch)
     assert world.cluster.rates[(1, L)] == 4 * MB
     world.complete(0)
     world.settle()

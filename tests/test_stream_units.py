@@ -469,7 +469,9 @@ def test_the_job_stops_once_the_batch_running_at_the_request_finished(finished_a
 def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
     """The batch handler's plan rows (streaming.control.plans.report) on a real batch's replica rows and tables:
     six partitions in flight (500 of 1000 bytes copied), one pending; the record follows the schema."""
-    from streaming.control.plans.advance import Step
+    from types import SimpleNamespace
+
+    from streaming.control.plans.step import Step
     from streaming.control.ownership.plans import RUNNING, Plan
     from streaming.control.plans.scheduler import Limits
     from streaming.control.ownership.records import Move
@@ -481,7 +483,8 @@ def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
     plan = Plan("p1", RUNNING, 0, 0, Limits(6), moves, throttle=10**6)
     states = {**{(f"t{i}", 0): "in_flight" for i in range(6)}, ("t6", 0): "pending"}
     seen = Step(plan, {}, states=states, sizes={(f"t{i}", 0): 1000 for i in range(7)})
-    handler = BatchHandler(None, None, plans=lambda: {"p1": PlanStatus("p1", RUNNING, plan=plan, seen=seen)})
+    controller = SimpleNamespace(plan_statuses=lambda: {"p1": PlanStatus("p1", RUNNING, plan=plan, seen=seen)})
+    handler = BatchHandler(None, None, controller)
     [row] = handler._plan_rows(output, 10_000)
     assert (row["bytes_total"], row["bytes_remaining"], row["partitions"]["in_flight"]) == (7000, 4000, 6)
     assert row["eta_seconds"] is not None and row["rate_bytes_per_sec"] == pytest.approx(300.0)

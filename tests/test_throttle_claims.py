@@ -6,8 +6,10 @@ import pytest
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles.claims import log_dir_moves, moves_for, throttle_setting
-from streaming.control.ownership.records import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, MemoryStore, Move,
-                                       Ownership, RateClaim, Refusal, accepted_moves, decode, encode, new_request_id)
+from streaming.control.ownership.records import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, Move,
+                                               Ownership, RateClaim, Refusal, accepted_moves, decode, encode,
+                                               new_request_id)
+from streaming.control.ownership.store import MemoryLedger
 from streaming.control.throttles.view import ClusterView
 from streaming.vocabulary.reassignment_file import PartitionMove
 
@@ -115,7 +117,7 @@ def test_request_ids_are_monotonic_and_sortable():
 
 
 def test_memory_store_keeps_the_latest_per_request():
-    store = MemoryStore()
+    store = MemoryLedger()
     record = Ownership("a", STARTED, 0, 0)
     store.put(record)
     store.put(record.with_state(DONE, 5))

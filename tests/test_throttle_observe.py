@@ -6,11 +6,11 @@ import pytest
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles import view as tv
-from streaming.control.ownership.records import DONE, OBSERVED, STARTED, EntryClaim, MemoryStore, Ownership, RateClaim
-from streaming.control.throttles.janitor import Janitor
+from streaming.control.ownership.records import DONE, OBSERVED, STARTED, EntryClaim, Ownership, RateClaim
+from streaming.control.ownership.store import MemoryLedger
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor, request, throttled
-from tests.test_throttle_plan import cluster
+from tests.test_throttle_removal import cluster
 from streaming.control.throttles.adoption import observe
 
 MB = 1_000_000
@@ -80,7 +80,7 @@ def test_observe(history, now, records, expected):
 
 def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
     fake = FakeCluster(topics={("t", L): "5:1"}, rates={(2, L): 3 * MB})
-    store = MemoryStore()
+    store = MemoryLedger()
     j, _ = janitor(fake, store)
     assert j.on_batch(fake.snapshot(), 1) == []
     # Another tool (kafka-reassign-partitions) throttles and starts t-0: 1 -> 3.
@@ -92,7 +92,7 @@ def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
     assert record.origin == OBSERVED and {(c.partition, c.broker) for c in record.entries} == {(0, 1), (0, 3)}
     del fake.reassigning[("t", 0)]
     actions = j.on_batch(fake.snapshot(), 3)
-    assert sorted((a.action.scope, a.action.name, a.action.kind) for a in actions) == [
+    assert sorted((a.scope, a.name, a.kind) for a in actions) == [
         ("broker", "1", L), ("broker", "3", F), ("topic", "t", F), ("topic", "t", L)]
     assert fake.topics[("t", L)] == "5:1" and fake.rates == {(2, L): 3 * MB}
     assert te.parse(fake.topics[("t", F)]) == frozenset()
@@ -109,8 +109,8 @@ def test_polls_a_gap_apart_observe_nothing():
     """The job runs no batch while nothing moves: a throttle set during such a gap is not one set with the
     next reassignment, whatever the two polls around the gap show."""
     fake = FakeCluster(topics={("t", L): "5:1"})
-    store = MemoryStore()
-    j = Janitor(fake, store, readback_timeout_s=0.5, log=lambda line: None, observe_gap_ms=60_000)
+    store = MemoryLedger()
+    j, _ = janitor(fake, store)  # a 10 s trigger: views more than 60 s apart are a gap
     assert j.on_batch(fake.snapshot(now_ms=1_000_000), 1) == []
     foreign_throttled_move(fake)
     assert j.on_batch(fake.snapshot(now_ms=1_000_000 + 61_000), 2) == []
@@ -118,18 +118,18 @@ def test_polls_a_gap_apart_observe_nothing():
 
 
 def test_a_poll_older_than_the_last_removal_observes_nothing():
-    """A batch whose poll predates a removal the watch made on a fresher read shows `execute`'s throttles,
+    """A batch whose poll predates a removal the controller made on a fresher read shows `execute`'s throttles,
     since removed and their record done: they must not come back as an observed record."""
     fake = FakeCluster()
-    store = MemoryStore()
-    j = Janitor(fake, store, readback_timeout_s=0.5, log=lambda line: None)
+    store = MemoryLedger()
+    j, _ = janitor(fake, store)
     assert j.on_batch(fake.snapshot(), 1) == []  # idle
     executed = throttled(moving=True)  # `execute` recorded R1, throttled and started t-0: 1 -> 2
     fake.topics, fake.rates, fake.reassigning = executed.topics, executed.rates, executed.reassigning
     store.put(request())
     in_flight = fake.snapshot(now_ms=int(time.time() * 1000) - 1000)  # the poll of a batch still running
     del fake.reassigning[("t", 0)]
-    assert j.sweep(2)  # the driver watch, on a fresh read
+    assert j.sweep()  # the controller, on a fresh read
     assert [r.state for r in store.records()] == [DONE]
     assert j.on_batch(in_flight, 2) == []
     assert [r.request_id for r in store.records()] == [request().request_id]
@@ -137,7 +137,7 @@ def test_a_poll_older_than_the_last_removal_observes_nothing():
 from hypothesis import given  # noqa: E402
 
 from streaming.control.ownership.records import holders, rate_owners  # noqa: E402
-from tests.test_throttle_plan import PROPERTY, states  # noqa: E402
+from tests.test_throttle_removal import PROPERTY, states  # noqa: E402
 
 
 @PROPERTY

@@ -1,5 +1,5 @@
 """Ownership that never loses an operator's value (issue 19, part 1), on the in-memory cluster: the janitor
-(streaming.control.throttles.janitor) with the very claims `execute` computes (streaming.control.throttles.claims). Overlapping
+(the job's controller: streaming.control.controller, streaming.control.sweep) with the very claims `execute` computes (streaming.control.throttles.claims). Overlapping
 requests, manual edits between them, throttles another tool set with its move; then a property test over
 generated interleavings of all of these."""
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from streaming.control.throttles import view as tv
 from streaming.control.throttles.claims import throttle_setting
-from streaming.control.ownership.records import DONE, STARTED, MemoryStore, Move, Ownership
+from streaming.control.ownership.records import DONE, STARTED, Move, Ownership
+from streaming.control.ownership.store import MemoryLedger
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor
 
@@ -25,7 +26,7 @@ OPERATOR = 5 * MB  # a value somebody else set by hand
 class World:
     """The fake cluster, the ownership store and a janitor running on them, driven one step at a time."""
     cluster: FakeCluster = field(default_factory=lambda: FakeCluster(brokers={1: True, 2: True, 3: True}))
-    store: MemoryStore = field(default_factory=MemoryStore)
+    store: MemoryLedger = field(default_factory=MemoryLedger)
     batches: int = 0
     requests: int = 0
     now_ms: int = 0

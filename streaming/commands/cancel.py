@@ -3,7 +3,7 @@
 Refuses (exit 2, nothing changed) without --force when an original replica's broker is not alive:
 the cancel would shrink the partition to replicas that cannot serve it (KAFKA-14424).
 Partitions of the file that are not reassigning are reported and skipped. After the cancel, the
-throttle janitor (streaming.control.throttles.janitor, `owned` policy) removes the throttles of the cancelled moves exactly as
+throttle janitor (streaming.control.sweep, `owned` policy) removes the throttles of the cancelled moves exactly as
 for completed ones - also those executed with --no-auto-remove-throttle, unless --preserve-throttles.
 Exit 0 when every requested cancel was accepted, 3 when the cluster refused one.
 `--request-id ID` cancels a plan (streaming.commands.plan_execute): in flight reverted, pending dropped.
@@ -44,6 +44,7 @@ def offline_originals(ongoing, alive, partitions):
 
 
 def run(args, connect):
+    from streaming.control.applier import Applier
     from streaming.vocabulary.reassignment_file import load
 
     if args.request_id is not None:
@@ -59,12 +60,13 @@ def run(args, connect):
         offline = offline_originals(ongoing, snapshot.alive_brokers(), to_cancel)
         if offline and not args.force:
             raise BadInput(_refusal(offline))
-        rows = statuses(requested, ongoing, admin.cancel_reassignments(to_cancel) if to_cancel else {})
+        answers = Applier(admin, None).cancel_moves(to_cancel) if to_cancel else {}
+        rows = statuses(requested, ongoing, answers)
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
-        outputs, note = ([], None) if not cancelled or args.preserve_throttles else _remove_throttles(args, admin, cancelled)
+        actions, note = ([], None) if not cancelled or args.preserve_throttles else _remove_throttles(args, admin, cancelled)
     finally:
         admin.close()
-    _print(args, rows, bool(offline) and args.force, [o.action for o in outputs], note, cancelled)
+    _print(args, rows, bool(offline) and args.force, actions, note, cancelled)
     return EXIT_CLUSTER if any(status.startswith("failed") for _, status, _ in rows) else EXIT_OK
 
 
@@ -73,9 +75,9 @@ def _cancel_plan(args, connect):
     flight are cancelled and the janitor removes their throttles (streaming.control.plans.advance)."""
     from streaming.control.ownership.plans import CANCELLED, PAUSED, RUNNING
 
-    admin, plans, owners, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED), steps=True)
+    admin, applier, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED), steps=True)
     try:
-        return plan_execute.advance(args, admin, plans, owners, plan.request_id, wait=False, leased=False)
+        return plan_execute.advance(args, admin, applier, plan.request_id, wait=False, leased=False)
     finally:
         admin.close()
 
@@ -107,7 +109,7 @@ def statuses(requested, ongoing, results):
 
 
 def _remove_throttles(args, admin, cancelled):
-    """The janitor's sweep for the cancelled partitions' owners: (outputs, note)."""
+    """The janitor's sweep for the cancelled partitions' owners: (throttle actions, note)."""
     try:
         return common.sweep_released(args, admin, cancelled)
     except ClusterError as error:  # the cancel stands; the records in Kafka keep the removal due

@@ -20,7 +20,7 @@ streaming.vocabulary.throttle_actions.PENDING_GRACE_MS and removes its throttles
 
 With --max-partitions-in-flight the file is a plan (streaming.commands.plan_execute, streaming.control.plans): step 1
 is the same, then the plan is recorded and submitted a wave at a time, each wave doing steps 2-6 for its
-partitions (streaming.control.plans.submit).
+partitions (streaming.control.submission).
 """
 
 import sys
@@ -93,20 +93,13 @@ def _log_dirs_reader(admin):
     return log_dirs_of
 
 
-def _start(admin, moves):
-    results = admin.start_reassignments({(m.topic, m.partition): list(m.target) for m in moves})
-    started = [m for m in moves if results[(m.topic, m.partition)] is None]
-    failed = [(m, results[(m.topic, m.partition)]) for m in moves if results[(m.topic, m.partition)] is not None]
-    return started, failed
-
-
-def _move_log_dirs(admin, log_dirs, timeout_s):
+def _move_log_dirs(applier, log_dirs, timeout_s):
     """AlterReplicaLogDirs, retried while new replicas do not exist yet. Returns unfinished (replica, error)."""
     wanted = dict(log_dirs)
     deadline = time.monotonic() + timeout_s
     results = {}
     while wanted:
-        results = admin.alter_replica_log_dirs(wanted)
+        results = applier.move_log_dirs(wanted)
         wanted = {r: d for r, d in wanted.items() if results.get(r) is not None}
         retry = all(results.get(r) == REPLICA_NOT_AVAILABLE for r in wanted)
         if not wanted or not retry or time.monotonic() > deadline:
@@ -135,7 +128,7 @@ class Request(NamedTuple):
     setting: object  # streaming.control.throttles.claims.ThrottleSetting
     rollback: str  # the current assignment, in Kafka's reassignment JSON
     record: object  # the streaming.control.ownership.records.Ownership record it writes first
-    store: object
+    ledger: object  # streaming.control.ownership.store.Ledger
 
 
 def run(args, connect):
@@ -186,48 +179,40 @@ def _request(args, admin, file_moves, steering=None):
         raise BadInput(f"{problems[0]}{more}; nothing was changed")
     moves = moves_for(file_moves, common.replicas_of(snapshot), common.ongoing_of(snapshot))
     log_dirs = log_dir_moves(file_moves)
-    store = common.open_store(args, admin, create=not args.dry_run)
-    active = [r for r in store.records() if r.active]
+    ledger = common.open_ledger(args, admin, create=not args.dry_run)
+    active = [r for r in ledger.records() if r.active]
     setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
                                args.replica_alter_log_dirs_throttle)
     now_ms = int(time.time() * 1000)
-    record = Ownership(request_id=new_request_id([r.request_id for r in store.records()], now_ms), state=PENDING,
+    record = Ownership(request_id=new_request_id([r.request_id for r in ledger.records()], now_ms), state=PENDING,
                        created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
                        moves=moves, entries=setting.entries, rates=setting.rate_claims,
                        steering=steering if setting.rate_claims else None)
     rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
-    return Request(moves, log_dirs, setting, rollback, record, store)
+    return Request(moves, log_dirs, setting, rollback, record, ledger)
 
 
 def _carry_out(admin, request, timeout_s):
-    """Steps 2-6 of the module docstring. Returns (started, failed, unmoved log dirs)."""
-    from streaming.control.ownership.records import STARTED
-    from streaming.control.throttles.setter import set_throttles
+    """Steps 2-6 of the module docstring (streaming.control.submission). Returns (started, refused, unmoved log
+    dirs)."""
+    from streaming.control.applier import Applier
+    from streaming.control.submission import NotStarted, submit
 
-    setting, record, store = request.setting, request.record, request.store
-    store.put(record)
+    applier = Applier(admin, request.ledger, log=common.quiet)
     try:
-        if setting.appends or setting.rates:
-            set_throttles(admin, setting, timeout_s)  # step 3
-        started, failed = _start(admin, request.moves)
-        if not started:
-            raise ClusterError("no partition reassignment was accepted: " +
-                               ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in failed))
-    except Exception as error:
-        left = _abort(admin, store, record, error)
-        message = str(error) if isinstance(error, ClusterError) else f"{type(error).__name__}: {error}"
-        raise ClusterError(message + (f"; rolling back was refused too, left in place: {left}" if left else
-                                      "; every throttle it had set was rolled back")) from error
-    try:
-        if setting.appends or setting.rates:
-            set_throttles(admin, setting, timeout_s)  # step 5
-    except Exception as error:  # the moves run: record them started (the janitor cleans up), then report
-        store.put(record.with_state(STARTED, time.time() * 1000, note=f"re-applying throttles failed: {error}"))
-        raise ClusterError(f"reassignment started (request {record.request_id}) but re-applying its throttles "
-                           f"failed: {error}") from error
-    store.put(record.with_state(STARTED, time.time() * 1000))
-    unmoved = _move_log_dirs(admin, request.log_dirs, timeout_s) if request.log_dirs else []
-    return started, failed, unmoved
+        submitted = submit(admin, applier, request.record, request.setting, timeout_s, time.time() * 1000)
+    except NotStarted as error:
+        _print_rolled_back(error.rolled_back)
+        raise
+    if submitted.rolled_back is not None:
+        _print_rolled_back(submitted.rolled_back)
+        raise ClusterError("no partition reassignment was accepted: " +
+                           ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in submitted.refused) +
+                           f"; {submitted.rolled_back.summary()}")
+    if submitted.note is not None:
+        raise ClusterError(f"reassignment started (request {request.record.request_id}) but {submitted.note}")
+    unmoved = _move_log_dirs(applier, request.log_dirs, timeout_s) if request.log_dirs else []
+    return list(submitted.started), list(submitted.refused), unmoved
 
 
 def _print_plan(args, request):
@@ -260,23 +245,14 @@ def _print_outcome(args, request, started, failed, unmoved):
     print(f"Request id: {request.record.request_id}")
 
 
-def _abort(admin, store, record, error):
-    """Take out exactly what this request set (its claims), through the janitor's own code. Returns what
-    could not be taken out, in one line ("" when nothing is left); the janitor retries it later."""
-    from streaming.vocabulary.throttle_actions import FAILED, Policy
-    from streaming.control.throttles.janitor import Janitor
-    from streaming.control.ownership.records import ABORTED
-    from sinks.throttle_records import describe, describe_claims
+def _print_rolled_back(rolled_back):
+    """What taking a request's throttles out again did, a line each (stderr)."""
+    from sinks.throttle_records import describe
+    from streaming.vocabulary.throttle_actions import FAILED
 
-    try:
-        store.put(record.with_state(ABORTED, time.time() * 1000, note=f"execute failed: {error}"))
-        outputs = Janitor(admin, store, Policy(release=frozenset({record.request_id})), log=common.quiet).sweep()
-    except Exception as cleanup_error:  # nothing could be read or marked: every claim may still be set
-        return f"{describe_claims(record)} (rollback failed: {cleanup_error})"
-    for output in outputs:
-        print(f"Rolled back: {describe(output.action)}" if output.action.action != FAILED else
-              f"Not rolled back: {describe(output.action)}", file=sys.stderr)
-    return "; ".join(describe(o.action) for o in outputs if o.action.action == FAILED)
+    for action in rolled_back.actions:
+        print(f"Rolled back: {describe(action)}" if action.action != FAILED else
+              f"Not rolled back: {describe(action)}", file=sys.stderr)
 
 
 def _document(request, started, failed, unmoved, dry_run):

@@ -15,7 +15,7 @@ def add_arguments(parser):
 def run(args, connect):
     from streaming.control.ownership.plans import PAUSED, RUNNING
 
-    admin, _, _, plan = plan_execute.set_state(args, connect, PAUSED, (RUNNING,))
+    admin, _, plan = plan_execute.set_state(args, connect, PAUSED, (RUNNING,))
     admin.close()
     print(f"Plan {plan.request_id} {plan.state}: nothing more is submitted until `resume --request-id {plan.request_id}`")
     return EXIT_OK

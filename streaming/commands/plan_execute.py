@@ -68,15 +68,16 @@ def check_file(file_moves):
         raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
 
 
-def stores(args, admin, create=False):
-    from streaming.control.ownership.plan_store import KafkaPlanStore
+def writer(args, admin, create=False):
+    """The one writer (streaming.control.applier.Applier) over the ownership topic's ledger."""
+    from streaming.control.applier import Applier
 
-    return KafkaPlanStore(admin, args.ownership_topic, create=create), common.open_store(args, admin, create=create)
+    return Applier(admin, common.open_ledger(args, admin, create=create), log=common.quiet)
 
 
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
-    from streaming.control.plans.advance import candidate, sizes_of
+    from streaming.control.plans.step import candidate, sizes_of
     from streaming.control.ownership.plans import RUNNING, Plan
     from streaming.control.plans.scheduler import FILE, ordered
 
@@ -87,40 +88,39 @@ def record_plan(args, admin, request, limits):
     moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
     record = request.record
     plan = Plan(record.request_id, RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
-    plans, _ = stores(args, admin, create=True)
-    plans.put(plan, with_parts=True)
+    writer(args, admin, create=True).record_plan(plan, with_parts=True)
     return plan
 
 
-def step(args, admin, plans, owners, request_id):
-    from streaming.control.plans.advance import advance_once
+def step(args, admin, applier, request_id):
+    from streaming.control.plans.step import advance_once
 
-    return advance_once(admin, lambda topics: common.strict_poll(admin, topics), plans, owners, request_id,
+    return advance_once(admin, lambda topics: common.strict_poll(admin, topics), applier, request_id,
                         time.time() * 1000, args.timeout)
 
 
-def advance(args, admin, plans, owners, request_id, wait, leased=True):
+def advance(args, admin, applier, request_id, wait, leased=True):
     """One step, or with `wait` steps until the plan is finished, printing each step that changed
     something. Returns the exit code. `leased=False` (cancel): the step is taken whoever holds the plan's
     lease - a cancelled plan's step only cancels and sweeps, and a step that submitted while the cancel was
-    written cancels its own wave (streaming.control.plans.advance), so it needs no exclusivity; the job steps only
+    written cancels its own wave (streaming.control.plans.step), so it needs no exclusivity; the job steps only
     running and paused plans."""
     from streaming.control.ownership import leases as lease
     from streaming.control.ownership.plans import CANCELLED
     from streaming.control.ownership.plans import DONE as PLAN_DONE
-    from streaming.control.ownership.plan_store import find
+    from streaming.control.ownership.store import find_plan
     from streaming.control.plans.partition_states import not_moved
 
     me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
     last = waiting_for = None
     while True:
-        claimed, holder = lease.claim(plans, request_id, me, time.time() * 1000) if leased else (True, None)
+        claimed, holder = lease.claim(applier, request_id, me, time.time() * 1000) if leased else (True, None)
         if not claimed:  # one advancer per plan (streaming.control.ownership.leases): another one steps it
             if holder.holder != waiting_for:
                 print(f"Plan {request_id} is advanced by {holder.holder}; "
                       f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
                 waiting_for = holder.holder
-            state = find(plans, request_id).state
+            state = find_plan(applier.ledger, request_id).state
             if not wait or state in (PLAN_DONE, CANCELLED):
                 if wait:
                     print(f"Plan {request_id} {state}", flush=True)
@@ -128,7 +128,7 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
             time.sleep(STEP_INTERVAL_S)
             continue
         waiting_for = None
-        result = step(args, admin, plans, owners, request_id)
+        result = step(args, admin, applier, request_id)
         shown = (result.plan.state, tuple(sorted(result.counts.items())))
         if shown != last or result.submitted or result.throttle_actions or result.refused or result.cancelled:
             print_step(args, result)
@@ -138,7 +138,7 @@ def advance(args, admin, plans, owners, request_id, wait, leased=True):
         time.sleep(STEP_INTERVAL_S)
     if not wait:
         if leased:
-            lease.release(plans, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
+            lease.release(applier, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
         return EXIT_OK
     unfinished = not_moved(result.counts)
     if result.plan.state == CANCELLED or not unfinished:
@@ -183,14 +183,14 @@ def set_state(args, connect, state, wanted_from, steps=False):
     """pause / resume / cancel of a plan: write its new state (only from a state in `wanted_from`).
     `steps`: a step follows (resume, cancel), so the cluster is read first as the step reads it - a principal
     lacking a grant the step needs is refused before the state is written (README "Kafka ACLs").
-    Returns (admin, plans, owners, plan) with the admin open for the caller to close."""
-    from streaming.control.plans.advance import confirm_gone
-    from streaming.control.ownership.plan_store import find
+    Returns (admin, applier, plan) with the admin open for the caller to close."""
+    from streaming.control.ownership.store import find_plan
+    from streaming.control.plans.step import confirm_gone
 
     admin = connect(args)
     try:
-        plans, owners = stores(args, admin)
-        plan = find(plans, args.request_id)
+        applier = writer(args, admin)
+        plan = find_plan(applier.ledger, args.request_id)
         if plan is None:
             raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
         if plan.state not in wanted_from and plan.state != state:
@@ -199,11 +199,11 @@ def set_state(args, connect, state, wanted_from, steps=False):
             confirm_gone(admin, plan, common.strict_poll(admin, sorted({m.topic for m in plan.moves})))
         if plan.state != state:
             plan = plan.with_state(state, time.time() * 1000, note=f"{args.command} by the operator")
-            plans.put(plan)
+            applier.record_plan(plan)
     except BaseException:
         admin.close()
         raise
-    return admin, plans, owners, plan
+    return admin, applier, plan
 
 
 def execute_plan(args, admin, request, limits):
@@ -224,8 +224,7 @@ def execute_plan(args, admin, request, limits):
               (f", {limits.moves_per_broker} moves per broker" if limits.moves_per_broker else "") +
               (f", {limits.bytes_in_flight} bytes in flight" if limits.bytes_in_flight else ""))
         print(f"Request id: {plan.request_id}", flush=True)
-    plans, owners = stores(args, admin)
-    return advance(args, admin, plans, owners, plan.request_id, args.wait)
+    return advance(args, admin, writer(args, admin), plan.request_id, args.wait)
 
 
 def _json_line(document):

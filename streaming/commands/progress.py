@@ -68,16 +68,16 @@ def _once(admin, moves, source, args):
     return _exit_code(report)
 
 
-def _plan_row(admin, args, request_id, snapshot, rows, plans, owners):
+def _plan_row(admin, args, request_id, snapshot, rows, ledger):
     """A plan's report row (streaming.control.plans.report) as read now, without acting on it."""
-    from streaming.control.plans.advance import observe
+    from streaming.control.plans.step import observe
     from streaming.control.ownership.leases import holder_of
     from streaming.control.plans.report import plan_row
     from streaming.control.plans.advancer import PlanStatus
 
     step = observe(lambda topics: common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False),
-                   plans, owners, request_id)
-    lease = holder_of(plans.leases(request_id))
+                   ledger, request_id)
+    lease = holder_of(ledger.leases(request_id))
     holder = lease.holder if lease is not None and lease.until_ms > snapshot.ts_ms else None
     status = PlanStatus(request_id, step.plan.state, step.counts, advanced_by=holder, plan=step.plan, seen=step)
     # The model reads the copy rate under the history's name for it (streaming.core.report.diagnose).
@@ -89,16 +89,12 @@ def _active_plans(admin, args, snapshot, rows):
     """One line per running or paused plan after the report, when the ownership topic can be read (progress
     needs no grant on it: without one, a note says the plans are not shown)."""
     from streaming.control.ownership.plans import PAUSED, RUNNING
-    from streaming.control.ownership.plan_store import KafkaPlanStore
     from streaming.control.plans.report import describe_plan
 
     try:
-        plans = KafkaPlanStore(admin, args.ownership_topic)
-        active = [p.request_id for p in plans.plans() if p.state in (RUNNING, PAUSED)]
-        if active:
-            owners = common.open_store(args, admin, create=False)
-            for request_id in active:
-                print(describe_plan(_plan_row(admin, args, request_id, snapshot, rows, plans, owners)), flush=True)
+        ledger = common.open_ledger(args, admin, create=False)
+        for request_id in [p.request_id for p in ledger.plans() if p.state in (RUNNING, PAUSED)]:
+            print(describe_plan(_plan_row(admin, args, request_id, snapshot, rows, ledger)), flush=True)
     except Exception as error:  # reading plans is optional here: the report above stands
         print(f"Note: plans not shown ({args.ownership_topic}: {error})", file=sys.stderr, flush=True)
 
@@ -111,14 +107,12 @@ def _plan_exit_code(row):
 
 def _plan(admin, args):
     """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
-    from streaming.control.ownership.plan_store import KafkaPlanStore
     from streaming.core.report import diagnose
     from streaming.control.plans.report import describe_plan
 
-    plans = KafkaPlanStore(admin, args.ownership_topic)
-    owners = common.open_store(args, admin, create=False)
+    ledger = common.open_ledger(args, admin, create=False)
     snapshot, rows = _rows(admin, None)
-    row = _plan_row(admin, args, args.request_id, snapshot, diagnose(snapshot, rows), plans, owners)
+    row = _plan_row(admin, args, args.request_id, snapshot, diagnose(snapshot, rows), ledger)
     print(json.dumps(row, separators=(",", ":")) if args.output == "json" else describe_plan(row), flush=True)
     return _plan_exit_code(row)
 
@@ -157,14 +151,13 @@ def _watch_plan(admin, args, interval_s):
     from rich.console import Group
     from rich.text import Text
 
-    from streaming.control.ownership.plan_store import KafkaPlanStore, find
+    from streaming.control.ownership.store import find_plan
     from streaming.core import history
     from streaming.core.report import ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table, with_history
     from streaming.vocabulary.replica_row import partition_of
     from streaming.control.plans.report import describe_plan
 
-    plans = KafkaPlanStore(admin, args.ownership_topic)
-    owners = common.open_store(args, admin, create=False)
+    ledger = common.open_ledger(args, admin, create=False)
     memory = history.empty_memory()
 
     def frame(rows_that_fit):
@@ -172,12 +165,12 @@ def _watch_plan(admin, args, interval_s):
         snapshot, rows = _rows(admin, None)
         memory, rows = with_history(memory, rows, snapshot.ts_ms)
         rows = diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s)
-        row = _plan_row(admin, args, args.request_id, snapshot, rows, plans, owners)
+        row = _plan_row(admin, args, args.request_id, snapshot, rows, ledger)
         code = _plan_exit_code(row)
         done = code if code == EXIT_OK else None
         if rows_that_fit is None:
             return json.dumps(row, separators=(",", ":")), done
-        keys = {(m.topic, m.partition) for m in find(plans, args.request_id).moves}
+        keys = {(m.topic, m.partition) for m in find_plan(ledger, args.request_id).moves}
         report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
         table = to_table(report, title=_title(snapshot, f"plan {args.request_id}", interval_s),
                          max_rows=rows_that_fit - 1 - len(report.errors))

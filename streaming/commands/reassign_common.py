@@ -5,6 +5,7 @@ Not a subcommand (cli.COMMANDS does not list it). Imports stay light: no pyspark
 
 import json
 import sys
+import time
 
 from streaming.commands import flags
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
@@ -30,11 +31,11 @@ def connect(args):
     return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
 
 
-def open_store(args, admin, create):
-    """The ownership store, read through the command's own admin door."""
-    from streaming.control.ownership.store import KafkaOwnershipStore
+def open_ledger(args, admin, create):
+    """The ownership topic's one store (records, plans, leases), read through the command's own admin door."""
+    from streaming.control.ownership.store import KafkaLedger
 
-    return KafkaOwnershipStore(admin, args.ownership_topic, create=create)
+    return KafkaLedger(admin, args.ownership_topic, create=create)
 
 
 def replicas_of(snapshot):
@@ -49,16 +50,18 @@ def ongoing_of(snapshot):
 
 
 def sweep_released(args, admin, partitions, dry_run=False):
-    """The janitor's sweep with the records moving `partitions` released (an explicit verify or cancel of
-    them overrides --no-auto-remove-throttle), its actions then written to the progress topic:
-    (janitor outputs, note of that write or None)."""
+    """The janitor's sweep (streaming.control.sweep) with the records moving `partitions` released (an explicit
+    verify or cancel of them overrides --no-auto-remove-throttle), its actions then written to the progress topic:
+    (throttle actions, note of that write or None)."""
+    from streaming.control.applier import Applier
+    from streaming.control.sweep import sweep
     from streaming.vocabulary.throttle_actions import Policy
-    from streaming.control.throttles.janitor import Janitor
 
-    store = open_store(args, admin, create=False)
-    policy = Policy(dry_run=dry_run, release=releasing(store.records(), partitions))
-    outputs = Janitor(admin, store, log=quiet, policy=policy).sweep()
-    return outputs, publish_actions(args, admin, outputs)
+    ledger = open_ledger(args, admin, create=False)
+    records = ledger.records()
+    policy = Policy(dry_run=dry_run, release=releasing(records, partitions))
+    swept = sweep(admin, Applier(admin, ledger, log=quiet), records, policy)
+    return swept.actions, publish_actions(args, admin, swept.actions, swept.fresh.cluster_id)
 
 
 def releasing(records, partitions):
@@ -100,16 +103,20 @@ def table(rows, headers, out=None):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
 
 
-def publish_actions(args, admin, outputs):
-    """Best effort: the janitor's `throttle` records to the progress topic, when it exists (rule 6)."""
-    if not outputs:
+def publish_actions(args, admin, actions, cluster_id):
+    """Best effort: the `throttle` records of the janitor's actions to the progress topic, when it exists."""
+    if not actions:
         return None
     from sinks.records import encode
+    from sinks.throttle_records import throttle_record
+
+    ts_ms = int(time.time() * 1000)
+    outputs = [throttle_record(action, ts_ms, -1, cluster_id) for action in actions]
 
     try:
         if not admin.topic_exists(args.progress_topic):
             return f"progress topic {args.progress_topic} does not exist: throttle records not written"
-        admin.produce(args.progress_topic, [(output.key, encode(output.value)) for output in outputs], args.timeout)
+        admin.produce(args.progress_topic, [(key, encode(value)) for key, value in outputs], args.timeout)
     except ClusterError as error:  # reporting must not turn a successful cleanup into a failure
         return f"throttle records not written to {args.progress_topic}: {error}"
     return None

@@ -16,8 +16,8 @@ def add_arguments(parser):
 def run(args, connect):
     from streaming.control.ownership.plans import PAUSED, RUNNING
 
-    admin, plans, owners, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,), steps=True)
+    admin, applier, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,), steps=True)
     try:
-        return plan_execute.advance(args, admin, plans, owners, plan.request_id, args.wait)
+        return plan_execute.advance(args, admin, applier, plan.request_id, args.wait)
     finally:
         admin.close()

@@ -183,9 +183,8 @@ def preflight(config):
 
 
 def run(args):
-    from streaming.control.throttles.janitor import janitor_factory
     from streaming.spark.driver import run as run_job
 
     config = config_from(args)
     preflight(config)
-    return run_job(config, janitor_factory)
+    return run_job(config)

@@ -5,7 +5,7 @@ Status per partition: `complete` (not reassigning, replicas equal the target), `
 Exit 1 while any partition is in progress, else 0 (a cancelled move is not "in progress": it never
 finishes). A file naming an unknown topic or partition is bad input: one line, exit 2, nothing removed.
 
-Then the janitor (streaming.control.throttles.janitor, `owned` policy, the same code the streaming job runs) removes every
+Then the janitor (streaming.control.sweep, `owned` policy, the same code the streaming job runs) removes every
 owned throttle that is due - for this file's partitions and any other finished request - restoring
 prior rates. Records of this file's partitions executed with --no-auto-remove-throttle are released
 too (an explicit verify asks for it), unless --preserve-throttles.
@@ -67,16 +67,15 @@ def run(args, connect):
         while any(status == DIFFERS for _, status, _ in rows) and time.monotonic() < deadline:
             time.sleep(0.5)
             rows = statuses(file_moves, common.strict_poll(admin, topics))
-        outputs, note = [], None
+        actions, note = [], None
         if not args.preserve_throttles:
-            outputs, note = common.sweep_released(args, admin, [(m.topic, m.partition) for m, _, _ in rows],
+            actions, note = common.sweep_released(args, admin, [(m.topic, m.partition) for m, _, _ in rows],
                                                   dry_run=args.dry_run)
     finally:
         admin.close()
 
     found = {status for _, status, _ in rows}
     code = EXIT_IN_PROGRESS if IN_PROGRESS in found else EXIT_OK
-    actions = [o.action for o in outputs]
     if args.output == "json":
         common.print_json({
             "complete": found == {COMPLETE}, "in_progress": IN_PROGRESS in found,

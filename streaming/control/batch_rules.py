@@ -1,17 +1,19 @@
-"""What the driver's watch decides each tick. Pure: plain values in, the clock an argument.
+"""What the job's controller decides each tick about Spark batches and liveness. Pure: plain values in, the
+clock an argument.
 
 - `batch_reason(view)`: whether the job needs a Spark batch, as the name of the first rule that holds
   (BATCH_RULES, in order) or None. No batch runs only while nothing reassigns, no move is tracked in the
-  stateful operator's state or left the list before a batch saw it, no owned throttle or pending removal exists, and the watch itself could read.
+  stateful operator's state or was listed without a batch reporting it, no owned throttle or pending removal
+  exists, and the controller itself could read.
 - `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
-  moment the watch runs the throttle janitor); `ended_unseen(...)`: moves of our requests that came and went
+  moment the controller runs the throttle janitor); `ended_unseen(...)`: moves of our requests that came and went
   between two looks (the janitor runs then too, and the next batch is handed them); `peeks(...)`: whether
   to look at the list between ticks.
-- `publishes_liveness(...)`: whether the watch's poll is the job's liveness now (`batch_held_by_write`: a
+- `publishes_liveness(...)`: whether the controller's poll is the job's liveness now (`batch_held_by_write`: a
   batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late).
 
-A driver-side duty adds its own predicate to BATCH_RULES and its own step to streaming.control.watch.Watch.tick,
-reading the same `WatchView` (plans: `plans_active`, streaming.control.plans.advancer).
+A controller duty that needs batches adds its own predicate to BATCH_RULES, reading the same `BatchView`
+(plans: `plans_active`).
 """
 
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ SPARK_START_ALLOWANCE_S = 120.0
 
 
 @dataclass(frozen=True)
-class WatchView:
+class BatchView:
     """One tick's knowledge. `listed`: whether ListPartitionReassignments answered (`reassigning` is then
     what it returned); `owned`: partitions of active ownership records; the rest is what the last
     successful batch left (`batches_done` counts them since start)."""
@@ -36,11 +38,11 @@ class WatchView:
     tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
     throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
     active_plans: int = 0  # plans running or paused in the ownership topic (streaming.control.plans.advancer)
-    left_unreported: bool = False  # a move the watch saw left the list before any batch reported it
+    unreported: bool = False  # a move the controller listed that no batch has reported yet
 
 
-def watch_blind(view):
-    """The watch could not list the reassignments: let Spark's poll see (and report) what it can."""
+def controller_blind(view):
+    """The controller could not list the reassignments: let Spark's poll see (and report) what it can."""
     return not view.listed
 
 
@@ -55,10 +57,11 @@ def reassigning(view):
     return bool(view.reassigning)
 
 
-def left_unreported(view):
-    """A move the watch saw left the list before any batch polled it (shorter than the wait for a batch): the
-    next batch is handed it (streaming.control.gate) and reports it finished."""
-    return view.left_unreported
+def unreported(view):
+    """A move the controller listed that no batch has reported yet: the next batch is handed it
+    (streaming.control.gate) in its end offset, so that batch - or its replay after a crash, whose fresh poll may
+    no longer list it - reports it, finished if it left the list meanwhile."""
+    return view.unreported
 
 
 def tracked_in_state(view):
@@ -89,7 +92,7 @@ def plans_active(view):
     return view.active_plans > 0
 
 
-BATCH_RULES = (watch_blind, first_batch, reassigning, left_unreported, tracked_in_state, owned_throttles,
+BATCH_RULES = (controller_blind, first_batch, reassigning, unreported, tracked_in_state, owned_throttles,
                ownership_unread, throttles_to_clear, plans_active)
 
 
@@ -106,11 +109,11 @@ def partitions_left(before, now, owned):
 def ended_unseen(accepted_before, accepted_now, before, now):
     """Partitions of requests Kafka accepted since the last read of the ownership records that do not reassign
     now and did not at the last tick: their move started and ended between two looks (a move of a few MB
-    under an idle broker's quota takes less than a second), so only their record tells the watch it ran."""
+    under an idle broker's quota takes less than a second), so only their record tells the controller it ran."""
     return set(accepted_now) - set(accepted_before) - set(before) - set(now)
 
 
-# While an owned partition is reassigning, the watch looks at the reassignment list this often between its
+# While an owned partition is reassigning, the controller looks at the reassignment list this often between its
 # ticks (one ListPartitionReassignments each), so the janitor runs within a quarter second of a completion
 # instead of up to a second; it spends at most PEEK_SHARE of its time looking (a long list is looked at less).
 PEEK_INTERVAL_S = 0.25
@@ -134,16 +137,16 @@ def batch_held_by_write(writing_since_s, now_s, write_bound_s):
     """A batch polled, computed, and is waiting for Kafka to acknowledge its records (acks=all), for no
     longer than the write itself may take (`write_bound_s`: the producer's delivery timeout). Kafka holds
     such a write until it has fenced a broker that died (7-13.5 s measured after a SIGKILL, README contract
-    change 12): that batch is late through no fault of the job, whose watch still polls every second. A write
+    change 12): that batch is late through no fault of the job, whose controller still polls every second. A write
     held longer has failed (the query restarts from its checkpoint), and lateness counts again."""
     return writing_since_s is not None and now_s - writing_since_s <= write_bound_s
 
 
 def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s=None, write_bound_s=0.0):
-    """The watch's poll is the job's liveness when it answered and either no batch is needed (then there is
+    """The controller's poll is the job's liveness when it answered and either no batch is needed (then there is
     nothing else to report), or the batch the job waits for is not late (`waiting_since_s`: the later of the
     last batch's end and the moment a batch became wanted), or that batch is held by its durable write
     (`batch_held_by_write`). A job whose batches stall while something moves stops advancing liveness, and
-    KafkaReassignmentMonitorDown fires as it did before the watch."""
+    KafkaReassignmentMonitorDown fires as it did before the controller polled on its own."""
     return listed and (not wanted or now_s - waiting_since_s <= late_s
                        or batch_held_by_write(writing_since_s, now_s, write_bound_s))

@@ -1,13 +1,13 @@
-"""The gate between the driver's watch and the streaming source: should the next trigger run a batch, and
-which moves must it report although they left the reassignment list before its poll?
+"""The gate between the job's controller and the streaming source: should the next trigger run a batch, and
+which moves must it report whether or not its poll still lists them?
 
-The watch (streaming.control.watch, in the `run` process) writes it every tick; the source's `latestOffset`
+The controller (streaming.control.controller, in the `run` process) writes it every tick; the source's `latestOffset`
 (streaming.spark.source) reads it. Spark runs a Python streaming source's offset calls in a Python process
 of its own that the driver's JVM starts on the driver's machine, whatever the master: two processes on one
 machine, so the gate is a small file there, replaced atomically.
 
-It fails open: a missing, unreadable or stale gate (the watch stopped or is stuck in a long call) means
-"run a batch", which is what the job did before the watch existed.
+It fails open: a missing, unreadable or stale gate (the controller stopped or is stuck in a long call) means
+"run a batch", which is what the job would do without a controller.
 """
 
 import json
@@ -19,15 +19,16 @@ STALE_AFTER_MS = 30_000
 
 @dataclass(frozen=True)
 class Decision:
-    """`unreported`: ListPartitionReassignments rows (streaming.vocabulary.snapshot "reassignments") of moves
-    the watch saw that left the list before any batch reported them: a move shorter than the wait for a
-    batch (an idle job's first batch starts Spark's Python workers again) is still reported."""
+    """`unreported`: ListPartitionReassignments rows (streaming.vocabulary.snapshot "reassignments") of moves the
+    controller listed that no batch has reported yet. The batch they are handed to carries them in its end offset:
+    it reports each (finished, when its poll no longer lists it: a move shorter than the wait for a batch), and so
+    does its replay after a crash, whose fresh poll may find them ended and whose state never saw them."""
     wanted: bool
     unreported: tuple = ()
 
 
 def write(path, reason, now_ms, unreported=()):
-    """Record the watch's decision: `reason` is why a batch is wanted, None when none is."""
+    """Record the controller's decision: `reason` is why a batch is wanted, None when none is."""
     temporary = f"{path}.tmp"
     with open(temporary, "w") as out:
         json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported)}, out)

@@ -1,10 +1,10 @@
 """The job's driver: its configuration and `run`, what `reassign-monitor run` and
 `spark-submit streaming/job_main.py` both call.
 
-Light on purpose: /metrics, the admin door, the janitor and the driver's watch (streaming.control) start
-before anything imports Spark, pyarrow or pandas (streaming.spark.job: seconds on a loaded machine), so
-liveness and removals that came due while the job was down do not wait for Spark. Everything here runs on
-the driver; nothing is pickled.
+Light on purpose: /metrics, the admin door and the job's controller (streaming.control.controller: the only code of
+the job that changes the cluster) start before anything imports Spark, pyarrow or pandas (streaming.spark.job:
+seconds on a loaded machine), so liveness and removals that came due while the job was down do not wait for
+Spark. Everything here runs on the driver; nothing is pickled.
 """
 
 import os
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from streaming.vocabulary import defaults
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
-from streaming.control.watch import Watch
 
 QUERY_RESTART_FIRST_PAUSE_S = 1.0
 QUERY_RESTART_MAX_PAUSE_S = 30.0
@@ -48,59 +47,54 @@ class JobConfig:
     guard_query: str | None = None
 
 
-def plan_advancer(config, admin, janitor):
-    """The watch's advancer of plans (streaming.control.plans.advancer), with stores of its own on the ownership topic;
-    None without a janitor (the job then knows no ownership topic)."""
-    from streaming.control.ownership.plan_store import KafkaPlanStore
-    from streaming.control.ownership.store import KafkaOwnershipStore
+def controller_of(config, admin, metrics, writer, gate_path):
+    """The job's controller (streaming.control.controller), with the one ledger of the ownership topic."""
     from streaming.cluster.poller import strict_poll
-    from streaming.control.plans.advancer import PlanAdvancer
+    from streaming.control.controller import Controller
+    from streaming.control.ownership.store import KafkaLedger
+    from streaming.control.throttles.guard import PrometheusGuard
+    from streaming.vocabulary.throttle_actions import Policy
 
-    if janitor is None:
-        return None
-    return PlanAdvancer(admin, KafkaPlanStore(admin, config.ownership_topic),
-                        KafkaOwnershipStore(admin, config.ownership_topic),
-                        lambda topics: strict_poll(admin, topics), config.timeout_s, acts=janitor.policy.acts)
+    guard = PrometheusGuard(config.guard_url, config.guard_query) if config.guard_url else None
+    return Controller(admin, KafkaLedger(admin, config.ownership_topic, create=True), metrics, gate_path,
+                      config.trigger_interval_s, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run),
+                      writer=writer, read=lambda topics: strict_poll(admin, topics), timeout_s=config.timeout_s,
+                      steering=config.steering, throttle_interval_s=config.throttle_interval_s, guard=guard)
 
 
-def run(config, janitor_factory=None, out=sys.stderr):
+def run(config, out=sys.stderr):
     """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
 
-    Start-up order: /metrics first (a taken port fails before anything is created), then the janitor
-    (it reads the ownership records) and the progress topic (created through the admin door, which waits
-    until topics have leaders), then the driver's watch (streaming.control: liveness, removals due while the
-    job was down, whether batches are needed), then Spark, whose source asks the watch's gate each trigger.
+    Start-up order: /metrics first (a taken port fails before anything is created), then the progress topic
+    (created through the admin door, which waits until topics have leaders), then the controller (it reads the
+    ownership topic; its first tick is the first look: liveness, the throttle baseline, removals due while the
+    job was down, whether batches are needed), then Spark, whose source asks the controller's gate each trigger.
     A query that fails mid-run (a batch's records could not be written in time) is restarted from the
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
     from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
-    from streaming.control.throttles.steer import steerer_factory
     from streaming.cluster.admin import KafkaClusterAdmin
 
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
-    admin = janitor = spark = watch = None
-    gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (watch.gate)
+    admin = spark = controller = None
+    gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)
     try:
-        # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it.
+        # The driver's one door to the cluster: topics, progress records and the controller share it.
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
-        janitor = janitor_factory(config, admin) if janitor_factory else None
-        steerer = steerer_factory(config, admin, janitor.store) if janitor is not None else None
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
         gate_path = os.path.join(gate_directory, "gate.json")
-        watch = Watch(admin, metrics, gate_path, config.trigger_interval_s, janitor, writer,
-                      plans=plan_advancer(config, admin, janitor)).start()
-        from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the watch is up
+        controller = controller_of(config, admin, metrics, writer, gate_path).start()
+        from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the controller is up
 
         spark = job.build_session(config)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(job._batch_duration_listener(metrics))
-        handler = job.BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done,
-                                   steerer, pending_after_s=2 * config.trigger_interval_s, plans=watch.plan_statuses,
-                                   plans_reported=watch.plans_reported, writing=watch.batch_writing)
+        handler = job.BatchHandler(writer, metrics, controller, None if config.quiet else sys.stdout,
+                                   pending_after_s=2 * config.trigger_interval_s)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
@@ -121,8 +115,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
             stop.wait(pause_s)
             pause_s = min(pause_s * 2, QUERY_RESTART_MAX_PAUSE_S)
     finally:
-        if watch is not None:
-            watch.stop()
+        if controller is not None:
+            controller.stop()
         shutil.rmtree(gate_directory, ignore_errors=True)
         for closable in (admin, metrics):
             if closable is not None:

@@ -1,8 +1,8 @@
-"""The streaming job: source -> bucketed stateful progress -> foreachBatch sinks.
+"""The streaming job: source -> bucketed stateful progress -> foreachBatch sinks, its findings to the controller.
 
 Driver side only (building the session and query, the batch handler); the per-bucket work is in
 streaming.spark.stateful and runs on executors. The job's start-up and restart loop (`run`) are in
-streaming.spark.driver, which imports this module only once the driver's watch is running.
+streaming.spark.driver, which imports this module only once the job's controller is running.
 """
 
 import collections
@@ -18,15 +18,19 @@ from sinks import records
 from streaming.spark import codec
 from streaming.vocabulary import defaults
 from streaming.vocabulary.kafka_apis import PRODUCE
+from streaming.vocabulary.replica_row import partition_of
+from streaming.vocabulary.states import ReplicaState
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
-from streaming.spark.outputs import assemble, describe, poll_facts
+from streaming.spark.outputs import FINISHED_NAMES, assemble, describe, poll_facts
 from streaming.spark.rollup import partition_rollups
+from streaming.control.findings import BatchFindings
 from streaming.control.plans.report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_FIELDS, REPLICA_KIND, STATE_SCHEMA,
                                      collector_paused, make_tracker)
 
+FALLING_BEHIND = ReplicaState.FALLING_BEHIND.name
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
 
@@ -102,32 +106,28 @@ def batch_rows(batch):
 
 
 class BatchHandler:
-    """foreachBatch: decode the batch, write records, update Prometheus, run the throttle janitor.
-    A failed write raises: the query stops and a restart replays the batch (no transition is lost)."""
+    """foreachBatch: decode the batch, write records, update Prometheus, and hand the batch's findings to the job's
+    controller (streaming.control.controller), which alone acts on the cluster. A failed write raises: the query
+    stops and a restart replays the batch (no transition is lost). `controller` None (the benchmarks): the batch
+    only computes and writes."""
 
-    def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
-                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None,
-                 writing=contextlib.nullcontext):
-        self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
-        self.plans = plans  # () -> {request_id: PlanStatus} of the active plans (the driver's watch), or None
-        self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
-        self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
-        self.writing = writing  # around the durable write (the driver's watch: Watch.batch_writing)
-        self.steerer = steerer  # streaming.control.throttles.steer.Steerer with --throttle auto, else None
+    def __init__(self, writer, metrics, controller=None, out=sys.stdout,
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+        self.writer, self.metrics, self.controller, self.out = writer, metrics, controller, out
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
         self.timings = collections.deque(maxlen=1000)
 
     def _requests(self):
-        """Ongoing `execute` requests (from the janitor's ownership records): id -> its partitions."""
-        return {} if self.janitor is None else self.janitor.requests()
+        """Ongoing `execute` requests (from the controller's ledger): id -> its partitions."""
+        return {} if self.controller is None else self.controller.requests
 
     def _plan_rows(self, output, ts_ms):
         """The active plans' rows. A plan whose row cannot be computed is left out and logged: a replayed batch
         would fail the same way, so raising would stop every report, not only the plan's."""
         rows = []
-        for request_id, status in (self.plans() if self.plans is not None else {}).items():
+        for request_id, status in (self.controller.plan_statuses() if self.controller is not None else {}).items():
             try:
                 row = plan_row(status, output.replicas, output.snapshot.tables, ts_ms)
             except Exception as error:
@@ -165,26 +165,30 @@ class BatchHandler:
         plan_rows = self._plan_rows(output, facts.ts_ms)
         keyed += [(records.plan_key(row["request_id"]), records.encode(
             records.plan_record(row, facts.ts_ms, batch_id, facts.cluster_id))) for row in plan_rows]
-        steered = self.steerer.on_batch(output.snapshot, output.replicas, output.throttles_binding, batch_id) if self.steerer is not None else []
-        if self.janitor is not None:
-            for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
-                keyed.append((key, records.encode(value)))
-                self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
         try:
-            with self.writing():
+            with self.controller.batch_writing() if self.controller is not None else contextlib.nullcontext():
                 self.writer.write(keyed)
         except Exception:  # the query stops and run() restarts it: the batch is replayed from the checkpoint
             self.metrics.poll_errors.labels(api=PRODUCE).inc()
             raise
         self.metrics.snapshot.update(replace(output.picture, plans=tuple(plan_rows)))
-        if self.plans_reported is not None:
-            self.plans_reported([row["request_id"] for row in plan_rows])
         self.last_output = output
-        if self.after_batch is not None:
-            self.after_batch(output, batch_id)
+        if self.controller is not None:
+            self.controller.hand_over(findings_of(output, batch_id, [row["request_id"] for row in plan_rows]))
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
             print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
+
+
+def findings_of(output, batch_id, plans_reported=()):
+    """What the batch hands the controller (streaming.control.findings.BatchFindings)."""
+    return BatchFindings(
+        batch_id=batch_id, snapshot=output.snapshot,
+        tracks_moves=any(row["state"] not in FINISHED_NAMES for row in output.replicas),
+        reported=frozenset(partition_of(row) for row in output.replicas),
+        falling_behind=frozenset(b for row in output.replicas if row["state"] == FALLING_BEHIND
+                                 and not row["intra_broker"] for b in (row["broker"], row["leader"])),
+        throttles_binding=output.throttles_binding, plans_reported=tuple(plans_reported))
 
 
 def _batch_duration_listener(metrics):

@@ -13,14 +13,16 @@ Where things run:
   RESULTS.md has the table. The reader is pickled to executors, so it holds only its options; the admin
   client is created on first use and cached per worker process (module global), so consecutive batches
   reuse one connection.
-Idle: `latestOffset` asks the driver's watch (streaming.control.gate) whether a batch is wanted; while none
+Idle: `latestOffset` asks the job's controller (streaming.control.gate) whether a batch is wanted; while none
 is, it returns the offset the last planned batch ended at, so Spark plans no batch, writes nothing to its
 offset or commit log and leaves the state as the last batch left it. Offsets stay dense (every planned
 batch ends one poll after the one before it), and without the `gate` option every trigger is a batch.
-A batch's end offset also carries the moves the watch saw that left the reassignment list unreported
+A batch's end offset also carries the moves the controller listed that no batch has reported yet
 (`UNREPORTED`, ListPartitionReassignments rows): its poll adds them as the "unreported_reassignments"
-table, and the stateful step reports them finished. Carried in the offset, they are in the offset log, so a
-replayed batch reports them too; the next batch never carries them again.
+table, and the stateful step reports each (finished when the poll no longer lists it). Carried in the offset,
+they are in the offset log, so a replayed batch reports them too - after a crash its fresh poll may find a move
+ended that the checkpointed state never saw, while the crashed attempt wrote its first record: the replay then
+writes how it ended, so no record is left showing it in flight. The next batch never carries them again.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -61,7 +63,7 @@ POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, er
 POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), ("duration_s", FLOAT64),
                 ("errors", STRING), ("retries", STRING))
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
-UNREPORTED = "unreported"  # the offsets' key for the watch's unreported moves (module docstring)
+UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -133,7 +135,7 @@ def to_batch(rows):
 
 
 def with_unreported(snapshot, unreported):
-    """The poll with the watch's unreported moves as a table of its own (none: the poll as it is)."""
+    """The poll with the controller's unreported moves as a table of its own (none: the poll as it is)."""
     if not unreported:
         return snapshot
     return replace(snapshot, tables={**snapshot.tables,
@@ -141,7 +143,7 @@ def with_unreported(snapshot, unreported):
 
 
 def _row_key(row):
-    """A handed-over row as a set member: up to streaming.control.watch.HANDOVER_LIMIT rows on each side, too many
+    """A handed-over row as a set member: up to streaming.control.controller.HANDOVER_LIMIT rows on each side, too many
     to compare pairwise."""
     return json.dumps(row, sort_keys=True)
 
@@ -162,14 +164,14 @@ class PollStreamReader(DataSourceStreamReader):
         return {"poll": 0}
 
     def latestOffset(self, start, limit):
-        """One new poll per trigger while the watch wants a batch; the same offset (no batch) while it does not."""
+        """One new poll per trigger while the controller wants a batch; the same offset (no batch) while it does not."""
         gate_path = self.options.get("gate")
         decision = gate.read(gate_path, time.time() * 1000) if gate_path else gate.Decision(wanted=True)
         if not decision.wanted:
             return start  # unchanged, what it carries included: Spark plans no batch
         end = {"poll": int(start["poll"]) + 1}
-        # The batch that ended at `start` reported what it carried; the watch learns that only after it
-        # (Watch.batch_done), so its gate may still hand those moves over: not a second time.
+        # The batch that ended at `start` reported what it carried; the controller learns that only after it
+        # (Controller.hand_over), so its gate may still hand those moves over: not a second time.
         carried = {_row_key(row) for row in start.get(UNREPORTED, ())}
         handed = [row for row in decision.unreported if _row_key(row) not in carried]
         if handed:
@@ -196,7 +198,7 @@ class PollStreamReader(DataSourceStreamReader):
 
 class PollDataSource(DataSource):
     """Options: bootstrap (required), command_config, timeout (s), buckets (state buckets, fixed for
-    the life of a checkpoint), gate (the driver watch's gate file; absent: a batch every trigger)."""
+    the life of a checkpoint), gate (the controller's gate file; absent: a batch every trigger)."""
 
     @classmethod
     def name(cls):

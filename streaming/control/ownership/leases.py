@@ -1,5 +1,5 @@
-"""One advancer per plan: a lease in the ownership topic, first claim wins. Pure but for `claim`, which goes
-through the plan store (streaming.control.ownership.plan_store.PlanStore).
+"""One advancer per plan: a lease in the ownership topic, first claim wins. Pure but for `claim` and `release`, which
+write through the one writer (streaming.control.applier.Applier) and read its ledger.
 
 The job (every active plan, from its driver-side watch) and `execute|resume --wait` (one plan, in the
 foreground) both advance plans; two advancers stepping one plan at once could each fill the same free slot.
@@ -73,17 +73,19 @@ def needs_renewal(current, me, now_ms, lease_ms=LEASE_MS):
     return current is None or current.holder != me or current.until_ms - now_ms < lease_ms / 2
 
 
-def claim(plans, request_id, me, now_ms, lease_ms=LEASE_MS):
-    """(whether `me` may step the plan now, the lease in force). Writes a claim when one is due and reads
-    the store back, so of two simultaneous claims only the first wins."""
-    plans.refresh()
-    current = holder_of(plans.leases(request_id))
+def claim(applier, request_id, me, now_ms, lease_ms=LEASE_MS):
+    """(whether `me` may step the plan now, the lease in force). Writes a claim when one is due (through the one
+    writer, streaming.control.applier.Applier) and reads its ledger back, so of two simultaneous claims only the
+    first wins."""
+    ledger = applier.ledger
+    ledger.refresh()
+    current = holder_of(ledger.leases(request_id))
     if held_by_other(current, me, now_ms):
         return False, current
     if needs_renewal(current, me, now_ms, lease_ms):
-        plans.put_lease(Lease(request_id, me, int(now_ms), int(now_ms + lease_ms)))
-        plans.refresh()
-        current = holder_of(plans.leases(request_id))
+        applier.record_lease(Lease(request_id, me, int(now_ms), int(now_ms + lease_ms)))
+        ledger.refresh()
+        current = holder_of(ledger.leases(request_id))
     return current is not None and current.holder == me, current
 
 
@@ -92,9 +94,9 @@ def holder_name(role):
     return f"{role} {socket.gethostname()}:{os.getpid()}"
 
 
-def release(plans, request_id, me, now_ms):
+def release(applier, request_id, me, now_ms):
     """End `me`'s lease now (a one-step `execute` or `resume` without --wait): the job takes the plan over at
     its next tick instead of after LEASE_MS."""
-    current = holder_of(plans.leases(request_id))
+    current = holder_of(applier.ledger.leases(request_id))
     if current is not None and current.holder == me and current.until_ms > now_ms:
-        plans.put_lease(Lease(request_id, me, int(now_ms), int(now_ms)))
+        applier.record_lease(Lease(request_id, me, int(now_ms), int(now_ms)))

@@ -27,17 +27,15 @@ bumps the time past the newest id in the store, so ids sort in creation order (m
 store); the random suffix keeps two concurrent `execute` runs apart.
 
 `entry_owners` and `rate_owners` index active records by what they claim (the plan, `execute` and the
-observer ask who owns an entry or a rate). `OwnershipStore` is the small protocol the janitor needs;
-`MemoryStore` is the fake for tests. Value types and pure functions only: the Kafka I/O is in
-streaming.control.ownership.store.
+observer ask who owns an entry or a rate). Value types and pure functions only: the topic's reader and
+writer is streaming.control.ownership.store (one store for records, plans and leases).
 """
 
 import json
 import secrets
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Protocol
 
 from streaming.vocabulary.throttle_entries import entry, parse_entry
 
@@ -224,30 +222,3 @@ def prior_of(owned, value):
     """The value before any of our throttles, for a key holding `value`: the prior the newest claim saved
     when the value is ours (holders), else `value` itself (someone else's, or none)."""
     return owned[-1][1].prior if holders(owned, value) else value
-
-
-class OwnershipStore(Protocol):
-    def refresh(self) -> None: ...  # read what others wrote since the last call
-    def records(self) -> list[Ownership]: ...  # the latest record per request id, done ones included
-    def put(self, record: Ownership) -> None: ...  # durable (acknowledged by the cluster) when it returns
-
-
-@dataclass
-class MemoryStore:
-    """The in-memory store: for tests, and the shape every store keeps locally."""
-    latest: dict = field(default_factory=dict)
-    writes: list = field(default_factory=list)
-
-    @classmethod
-    def of(cls, *records):
-        return cls(latest={r.request_id: r for r in records})
-
-    def refresh(self):
-        pass
-
-    def records(self):
-        return sorted(self.latest.values(), key=lambda r: r.request_id)
-
-    def put(self, record):
-        self.latest[record.request_id] = record
-        self.writes.append(record)

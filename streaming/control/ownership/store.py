@@ -1,30 +1,57 @@
-"""The ownership records' store in Kafka: a compacted topic, read fully on open and incrementally on
-`refresh()`, written with acks=all (streaming.control.ownership.records has the records, their codec and the
-OwnershipStore protocol this implements). Every request goes through the admin door it is given."""
+"""The ownership topic, as one store: the ownership records (streaming.control.ownership.records), the plans
+(streaming.control.ownership.plans: their parts and headers) and the plans' advancer leases
+(streaming.control.ownership.leases) share one compacted, one-partition topic, so one reader replays it in
+one order for all three.
+
+`Ledger` is the small protocol everything that reads or writes ownership needs; `KafkaLedger` reads the topic
+fully on open and incrementally on `refresh()`, and writes with acks=all (durable when a put returns), every
+request through the admin door it is given (which retries transient errors and names the principal,
+operation and topic of a refusal). `MemoryLedger` is the fake. Writes are made by the one writer,
+streaming.control.applier.Applier: `LEDGER_WRITES` names them, for the test that holds it to that.
+"""
 
 import sys
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from streaming.control.ownership.records import PLAN_KEY_PREFIX, decode, encode
+from streaming.control.ownership import leases as leases_codec
+from streaming.control.ownership.leases import Lease
+from streaming.control.ownership.plans import Plan, decode_header, decode_part, records_of
+from streaming.control.ownership.records import PLAN_KEY_PREFIX, Ownership, decode, encode
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 
 OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # With acks=all a record is on two brokers before execute alters any config (capped at the replication
 # factor on smaller clusters, where Kafka would otherwise refuse every write).
 OWNERSHIP_MIN_INSYNC_REPLICAS = 2
+LEDGER_WRITES = ("put", "put_plan", "put_lease")
 
 
-class KafkaOwnershipStore:
-    """The compacted topic, read fully on open and incrementally on `refresh()`; `put()` waits for acks=all.
+class Ledger(Protocol):
+    def refresh(self) -> None: ...  # read what others wrote since the last call
+    def records(self) -> list[Ownership]: ...  # the latest ownership record per request id, done ones included
+    def plans(self) -> list[Plan]: ...  # every plan that can be read whole
+    def leases(self, request_id: str) -> list[Lease]: ...  # a plan's advancer claims, in log order
+    def put(self, record: Ownership) -> None: ...  # durable (acknowledged by the cluster) when it returns
+    def put_plan(self, plan: Plan, with_parts: bool = False) -> None: ...  # parts first, then the header
+    def put_lease(self, lease: Lease) -> None: ...  # read back by refresh(): the log's order decides
 
-    Every read and write goes through the caller's admin door (streaming.cluster.admin.ClusterAdmin:
-    ensure_topic, produce, read_log), which retries transient errors and names the principal, operation
-    and topic of a refusal. The store holds nothing of its own to close."""
 
+def find_plan(ledger, request_id):
+    """The plan `request_id`, or None."""
+    return next((p for p in ledger.plans() if p.request_id == request_id), None)
+
+
+def _skipping(topic, key, error):
+    print(f"ownership topic {topic}: skipping unreadable record {key}: {error}", file=sys.stderr)
+
+
+class KafkaLedger:
     PARTITION = 0
 
     def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
         self.admin, self.topic = admin, topic
-        self._latest = {}
+        self._records, self._headers, self._parts, self._leases = {}, {}, {}, {}
         self._next = 0
         if create:
             ensure_ownership_topic(admin, topic)
@@ -32,26 +59,97 @@ class KafkaOwnershipStore:
 
     def refresh(self):
         for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
-            self._apply(key.decode("utf-8"), value)
             self._next = offset + 1
+            self._apply(key.decode("utf-8"), value)
 
     def _apply(self, key, value):
-        if key.startswith(PLAN_KEY_PREFIX):
-            return  # a plan's record (streaming.control.ownership.plan_store), not an ownership record
-        if value is None:
-            self._latest.pop(key, None)  # tombstone
-            return
         try:
-            self._latest[key] = decode(value)
+            if key.startswith(PLAN_KEY_PREFIX):
+                self._apply_plan_key(key[len(PLAN_KEY_PREFIX):], value)
+            elif value is None:
+                self._records.pop(key, None)  # tombstone
+            else:
+                self._records[key] = decode(value)
         except (ValueError, KeyError) as error:  # a record we cannot read claims nothing we may touch
-            print(f"ownership topic {self.topic}: skipping unreadable record {key}: {error}", file=sys.stderr)
+            _skipping(self.topic, key, error)
+
+    def _apply_plan_key(self, rest, value):
+        if value is None:
+            return
+        if rest.endswith(leases_codec.LEASE_KEY_SUFFIX):
+            claim = leases_codec.decode(value)
+            self._leases.setdefault(claim.request_id, []).append(claim)
+        elif ":" in rest:
+            request_id, _ = rest.rsplit(":", 1)
+            index, moves = decode_part(value)
+            self._parts.setdefault(request_id, {})[index] = moves
+        else:
+            self._headers[rest] = value
 
     def records(self):
-        return sorted(self._latest.values(), key=lambda r: r.request_id)
+        return sorted(self._records.values(), key=lambda r: r.request_id)
+
+    def plans(self):
+        out = []
+        for request_id, header in sorted(self._headers.items()):
+            try:
+                out.append(decode_header(header, self._parts.get(request_id, {})))
+            except (ValueError, KeyError) as error:
+                _skipping(self.topic, f"{PLAN_KEY_PREFIX}{request_id}", error)
+        return out
+
+    def leases(self, request_id):
+        return list(self._leases.get(request_id, ()))
 
     def put(self, record):
         self.admin.produce(self.topic, [(record.request_id, encode(record))])
-        self._latest[record.request_id] = record
+        self._records[record.request_id] = record
+
+    def put_plan(self, plan, with_parts=False):
+        written = records_of(plan, with_parts)
+        if with_parts:
+            self.admin.produce(self.topic, written[:-1])
+            self._parts[plan.request_id] = dict(decode_part(value) for _, value in written[:-1])
+        self.admin.produce(self.topic, written[-1:])  # the header only after every part is acknowledged
+        self._headers[plan.request_id] = written[-1][1]
+
+    def put_lease(self, lease):
+        self.admin.produce(self.topic, [(leases_codec.lease_key(lease.request_id), leases_codec.encode(lease))])
+
+
+@dataclass
+class MemoryLedger:
+    """The in-memory ledger: for tests. `writes`: every ownership record put, in order; `claims`: every lease."""
+    latest: dict = field(default_factory=dict)
+    writes: list = field(default_factory=list)
+    plan_headers: dict = field(default_factory=dict)
+    claims: list = field(default_factory=list)
+
+    @classmethod
+    def of(cls, *records):
+        return cls(latest={r.request_id: r for r in records})
+
+    def refresh(self):
+        pass
+
+    def records(self):
+        return sorted(self.latest.values(), key=lambda r: r.request_id)
+
+    def plans(self):
+        return [self.plan_headers[k] for k in sorted(self.plan_headers)]
+
+    def leases(self, request_id):
+        return [claim for claim in self.claims if claim.request_id == request_id]
+
+    def put(self, record):
+        self.latest[record.request_id] = record
+        self.writes.append(record)
+
+    def put_plan(self, plan, with_parts=False):
+        self.plan_headers[plan.request_id] = plan
+
+    def put_lease(self, lease):
+        self.claims.append(lease)
 
 
 def ensure_ownership_topic(admin, topic):

@@ -1,8 +1,8 @@
-"""The throttle janitor's decision, pure: `plan(snapshot, owned_records, policy) -> [ThrottleAction]`.
+"""The throttle janitor's decision, pure: `decide(snapshot, owned_records, policy) -> [ThrottleAction]`.
 
 No I/O and no clock: the cluster comes in as a Snapshot (or the ClusterView made of it, streaming.control.throttles.view),
 ownership as `streaming.control.ownership.records.Ownership` records, "now" is the snapshot's `ts_ms`.
-`streaming.control.throttles.janitor` does the I/O (through streaming.control.throttles.read and streaming.control.throttles.apply).
+`streaming.control.sweep` reads the cluster and applies the actions through the one writer (streaming.control.applier).
 
 Safety rules (DESIGN.md "Throttle janitor: safety rules") and where each lives here:
 
@@ -157,7 +157,7 @@ def as_dry_run(action):
     return replace(action, action=DRY_RUN, reason=f"dry run, would {verb}: {action.reason}")
 
 
-def plan(snapshot, owned_records, policy=Policy()):
+def decide(snapshot, owned_records, policy=Policy()):
     """The throttle actions due now. Pure; `snapshot` is a Snapshot or a ClusterView."""
     view = view_of(snapshot)
     if not view.complete:

@@ -1,7 +1,8 @@
-"""One step of a plan: `advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s) -> Step`.
+"""One step of a plan: `advance_once(admin, read, applier, request_id, now_ms, timeout_s) -> Step`.
 
-What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's driver-side watch is
-meant to call for every active plan (one advancer per plan at a time). Each step:
+What `execute --wait` loops on (streaming.commands.plan_execute) and what the job's controller calls for every
+active plan whose lease it holds (one advancer per plan at a time). Reads go through `admin` and `read`; every
+write through the one writer (`applier`, streaming.control.applier.Applier) and its ledger. Each step:
 
 1. refresh the plans and the ownership records (both in the ownership topic) and read the cluster; a plan's
    topic the read does not show must be unknown to the cluster asked by name (`confirm_gone`), else the step
@@ -22,16 +23,9 @@ meant to call for every active plan (one advancer per plan at a time). Each step
    partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
    nothing is submitted;
 7. schedule (streaming.control.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
-   (streaming.control.plans.submit) with throttles for exactly its partitions;
+   (streaming.control.submission) with throttles for exactly its partitions;
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
    cancel racing a step never leaves a partition moving.
-
-For the job (not wired yet): on the driver, for every plan of a KafkaPlanStore on the ownership topic whose
-state is RUNNING or PAUSED, call `advance_once(admin, read, plans, janitor.store, plan.request_id, now_ms,
-timeout_s)` with the driver's admin door, `read` a poll of the given topics that raises when a decision
-API failed (streaming.commands.reassign_common.strict_poll does this for the CLI), and the janitor's own
-ownership store, then turn the Step into `plan` records and metrics. A principal without Alter on the
-Cluster gets a ClusterError from the step: report the plan as not advanced instead of failing the batch.
 
 A partition reassigned by someone else is never submitted or cancelled here: it is LEFT_ALONE and
 reported in `Step.left_alone`. A partition that is gone or that Kafka refused for good is FAILED, reported in
@@ -43,18 +37,20 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from streaming.control.ownership.plans import CANCELLED, DONE, RUNNING
-from streaming.control.ownership.plan_store import find
-from streaming.control.plans.scheduler import Candidate, load_of, schedule
-from streaming.control.plans.partition_states import CANCELLED as REVERTED
-from streaming.control.plans.partition_states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal, refusal_reason,
-                                settled)
-from streaming.control.plans.submit import quiet, submit_wave
-from streaming.vocabulary.throttle_actions import Policy
-from streaming.control.throttles.janitor import Janitor
 from streaming.control.ownership.records import PENDING as WAVE_PENDING
-from streaming.control.ownership.records import STARTED
-from streaming.vocabulary.throttle_entries import parse
+from streaming.control.ownership.records import STARTED, Ownership, new_request_id
+from streaming.control.ownership.store import find_plan
+from streaming.control.plans.partition_states import CANCELLED as REVERTED
+from streaming.control.plans.partition_states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal,
+                                                      refusal_reason, settled)
+from streaming.control.plans.scheduler import Candidate, load_of, schedule
+from streaming.control.submission import submit
+from streaming.control.sweep import sweep
+from streaming.control.throttles.claims import throttle_setting
+from streaming.control.throttles.view import view_of
 from streaming.vocabulary.errors import BadInput, ClusterError
+from streaming.vocabulary.throttle_actions import Policy
+from streaming.vocabulary.throttle_entries import parse
 
 
 @dataclass(frozen=True)
@@ -116,7 +112,7 @@ def still_throttled(waves, snapshot):
                      and (c.partition, c.broker) in listed.get((c.topic, c.kind), ()))
 
 
-def _settle_pending_waves(owners, waves, snapshot, now_ms):
+def _settle_pending_waves(applier, waves, snapshot, now_ms):
     """Step 2: waves an advancer left `pending` become `started` with the moves the cluster shows accepted."""
     current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
     ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
@@ -125,26 +121,25 @@ def _settle_pending_waves(owners, waves, snapshot, now_ms):
             continue
         accepted = tuple(m for m in wave.moves if (m.topic, m.partition) in ongoing
                          or current.get((m.topic, m.partition)) == tuple(m.target))
-        owners.put(replace(wave.with_state(STARTED, now_ms, note="settled after its advancer stopped mid-submission"),
-                           moves=accepted))
+        applier.record(replace(wave.with_state(STARTED, now_ms, note="settled after its advancer stopped mid-submission"),
+                               moves=accepted))
 
 
-def _waves(owners, plan):
-    return [r for r in owners.records() if r.plan_id == plan.request_id]
+def _waves(ledger, plan):
+    return [r for r in ledger.records() if r.plan_id == plan.request_id]
 
 
 def _submitted(waves):
     return {(m.topic, m.partition) for w in waves if w.state != WAVE_PENDING for m in w.moves}
 
 
-def _read_plan(read, plans, owners, request_id):
-    """(plan, snapshot of its topics, its waves), after reading what others wrote to the stores."""
-    plans.refresh()
-    owners.refresh()
-    plan = find(plans, request_id)
+def _read_plan(read, ledger, request_id):
+    """(plan, snapshot of its topics, its waves), after reading what others wrote to the ledger."""
+    ledger.refresh()
+    plan = find_plan(ledger, request_id)
     if plan is None:
         raise BadInput(f"no plan with request id {request_id}")
-    return plan, read(sorted({m.topic for m in plan.moves})), _waves(owners, plan)
+    return plan, read(sorted({m.topic for m in plan.moves})), _waves(ledger, plan)
 
 
 def confirm_gone(admin, plan, snapshot):
@@ -160,29 +155,29 @@ def confirm_gone(admin, plan, snapshot):
             raise ClusterError(f"topic {sorted(still_there)[0]} exists but Metadata did not show it: not stepped")
 
 
-def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
+def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     """One step of the plan `request_id` (see the module docstring). `read(topics) -> Snapshot`: a poll of
     those topics with every answer a decision needs (streaming.cluster.poller), raising otherwise; `admin`:
-    the door the writes and the janitor go through; `plans`: streaming.control.ownership.plan_store.PlanStore; `owners`:
-    streaming.control.ownership.records.OwnershipStore."""
-    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    the door the reads go through; `applier`: the one writer, with the ledger the plan is in."""
+    ledger = applier.ledger
+    plan, snapshot, waves = _read_plan(read, ledger, request_id)
     confirm_gone(admin, plan, snapshot)
     if any(w.state == WAVE_PENDING for w in waves):
-        _settle_pending_waves(owners, waves, snapshot, now_ms)
-        waves = _waves(owners, plan)
+        _settle_pending_waves(applier, waves, snapshot, now_ms)
+        waves = _waves(ledger, plan)
     refusals = refusals_of(waves)
     states = classified(plan, snapshot, _submitted(waves), refusals)
     left_alone, failed = _named(states, LEFT_ALONE), _named(states, FAILED)
     if plan.state == CANCELLED:
-        cancelled = _cancel(admin, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
-        actions = _sweep(admin, owners, waves)
+        cancelled = _cancel(applier, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
+        actions = _sweep(admin, applier, waves)
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
                     failed=failed, throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
-    actions = _sweep(admin, owners, ())
+    actions = _sweep(admin, applier, ())
     counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
     if plan.state != DONE and settled(counts):
         plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
-        plans.put(plan)
+        applier.record_plan(plan)
     if plan.state != RUNNING:
         return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions,
                     states=_bare(states), sizes=sizes_of(snapshot))
@@ -198,14 +193,14 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
     if not chosen:
         return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions, states=_bare(fresh),
                     sizes=sizes)
-    started, refused = submit_wave(admin, owners, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
+    started, refused = submit_wave(admin, applier, plan, [m for m in plan.moves if (m.topic, m.partition) in chosen],
                                    snapshot, now_ms, timeout_s)
     submitted = tuple((m.topic, m.partition) for m in started)
-    plans.refresh()
-    latest = find(plans, request_id)
+    ledger.refresh()
+    latest = find_plan(ledger, request_id)
     cancelled = ()
     if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
-        cancelled, plan = _cancel(admin, submitted), latest
+        cancelled, plan = _cancel(applier, submitted), latest
     refused = tuple(((m.topic, m.partition), e) for m, e in refused)
     newly_failed = {key: (FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
     after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled},
@@ -215,13 +210,13 @@ def advance_once(admin, read, plans, owners, request_id, now_ms, timeout_s):
         (key, reason) for key, (_, reason) in newly_failed.items()), actions, _bare(after), sizes)
 
 
-def observe(read, plans, owners, request_id):
+def observe(read, ledger, request_id):
     """The plan as it is, without acting (no settling, sweep or submission): a Step with nothing done, for
     reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
     submitted (its partitions are not taken for someone else's). A topic Metadata does not show counts as
     gone without asking it by name (`confirm_gone`): this only reports, and every reader holds Describe on
     Topic `*` (README "Kafka ACLs")."""
-    plan, snapshot, waves = _read_plan(read, plans, owners, request_id)
+    plan, snapshot, waves = _read_plan(read, ledger, request_id)
     states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
     return Step(plan, _counts(states), left_alone=_named(states, LEFT_ALONE), failed=_named(states, FAILED),
                 states=_bare(states), sizes=sizes_of(snapshot))
@@ -239,15 +234,29 @@ def _counts(states, cancelled=()):
     return dict(counts)
 
 
-def _cancel(admin, keys):
+def _cancel(applier, keys):
     """Cancel `keys` (KIP-455): those the cluster accepted (or that finished meanwhile) are returned."""
     if not keys:
         return ()
-    answers = admin.cancel_reassignments(list(keys))
+    answers = applier.cancel_moves(keys)
     return tuple(k for k in keys if answers.get(k) is None)
 
 
-def _sweep(admin, owners, released_waves):
-    """The janitor's sweep (owned policy), releasing `released_waves`; its actions."""
+def _sweep(admin, applier, released_waves):
+    """The janitor's sweep (owned policy) on a fresh read, releasing `released_waves`; its actions."""
+    applier.ledger.refresh()
     policy = Policy(release=frozenset(w.request_id for w in released_waves))
-    return tuple(output.action for output in Janitor(admin, owners, policy, log=quiet).sweep())
+    return tuple(sweep(admin, applier, applier.ledger.records(), policy).actions)
+
+
+def submit_wave(admin, applier, plan, moves, snapshot, now_ms, timeout_s):
+    """Submit `moves` (of `plan`) as one wave: an ownership record naming the plan, with the KIP-179 throttles
+    of exactly these moves (streaming.control.submission) -> (started moves, [(move, error)] refused). Raises
+    (after rolling back) when setting throttles or the request failed."""
+    records = applier.ledger.records()
+    setting = throttle_setting(moves, view_of(snapshot), [r for r in records if r.active], plan.throttle)
+    record = Ownership(request_id=new_request_id([r.request_id for r in records] + [plan.request_id], now_ms),
+                       state=WAVE_PENDING, created_ms=int(now_ms), updated_ms=int(now_ms), moves=tuple(moves),
+                       entries=setting.entries, rates=setting.rate_claims, plan_id=plan.request_id)
+    submitted = submit(admin, applier, record, setting, timeout_s, now_ms)
+    return submitted.started, list(submitted.refused)

@@ -13,7 +13,8 @@ from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles import removal as tp
 from streaming.control.throttles import view as tv
 from streaming.control.ownership.records import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
-from streaming.control.throttles.apply import apply
+from streaming.control.applier import Applier
+from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
 from tests.fake_cluster import FakeCluster
@@ -55,7 +56,7 @@ def applied(snapshot, actions):
     view = tv.view_of(snapshot)
     fake = FakeCluster(brokers={b: b in view.alive for b in view.registered},
                                topics=dict(view.topic_values), rates=dict(view.broker_rates))
-    apply(fake, actions, readback_timeout_s=0)
+    Applier(fake, MemoryLedger(), readback_timeout_s=0).apply(actions)
     return replace(view, topic_values=fake.topics, broker_rates=fake.rates)
 
 
@@ -182,8 +183,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("snapshot, records, policy, expected", CASES)
-def test_plan(snapshot, records, policy, expected):
-    assert brief(tp.plan(snapshot, records, policy)) == sorted(expected)
+def test_decide(snapshot, records, policy, expected):
+    assert brief(tp.decide(snapshot, records, policy)) == sorted(expected)
 
 
 SETTLED = [
@@ -225,7 +226,7 @@ def test_settled(snapshot, records, expected):
 def test_confirmed_and_applied_agree():
     snapshot = cluster(topics={("t", L): "0:1,0:3", ("t", F): "0:2"}, rates={(1, L): MB, (1, F): MB})
     records = [owned("A", moves=[("t", 0)], entries=A_SET, rates={(1, L): (MB, 5 * MB), (1, F): (MB, None)})]
-    actions = tp.plan(snapshot, records)
+    actions = tp.decide(snapshot, records)
     after = applied(snapshot, actions)
     assert after.topic_values == {("t", L): "0:3", ("t", F): ""}
     assert after.broker_rates == {(1, L): 5 * MB}
@@ -283,7 +284,7 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 def test_no_action_touches_what_an_ongoing_move_needs(state):
     snapshot, records, policy = state
     view = tv.view_of(snapshot)
-    for action in tp.plan(snapshot, records, policy):
+    for action in tp.decide(snapshot, records, policy):
         if action.scope == ck.TOPIC:
             if action.op == ck.DELETE:
                 assert not view.reassigning, "all-policy removal while something reassigns"
@@ -307,7 +308,7 @@ def test_owned_never_touches_star_foreign_or_unowned(state):
     active = [r for r in records if r.state != DONE]
     claimed = {(c.topic, c.kind, c.partition, c.broker) for r in active for c in r.entries}
     claimed_rates = {(c.broker, c.kind): c for r in active for c in r.rates}
-    for action in tp.plan(snapshot, records, policy):
+    for action in tp.decide(snapshot, records, policy):
         if action.scope == ck.TOPIC:
             assert action.op == ck.SUBTRACT
             assert not te.is_all(view.topic_values.get((action.name, action.kind)))
@@ -325,7 +326,7 @@ def test_owned_never_touches_star_foreign_or_unowned(state):
 def test_dry_run_and_off_only_report(state):
     snapshot, records, policy = state
     for quiet in (replace(policy, dry_run=True), replace(policy, cleanup=ta.OFF)):
-        assert all(a.action == ta.DRY_RUN for a in tp.plan(snapshot, records, quiet))
+        assert all(a.action == ta.DRY_RUN for a in tp.decide(snapshot, records, quiet))
 
 
 @PROPERTY
@@ -333,7 +334,7 @@ def test_dry_run_and_off_only_report(state):
 def test_applying_twice_removes_nothing_more(state):
     snapshot, records, policy = state
     policy = replace(policy, dry_run=False, cleanup=ta.ALL if policy.cleanup == ta.ALL else ta.OWNED)
-    first = tp.plan(snapshot, records, policy)
+    first = tp.decide(snapshot, records, policy)
     after = applied(snapshot, first)
     assert all(tb.confirmed(a, after) for a in first)
-    assert tp.plan(after, records, policy) == []
+    assert tp.decide(after, records, policy) == []

@@ -1,0 +1,155 @@
+"""The one writer: every change this project makes to the cluster's state and to the ownership topic.
+
+Decisions are pure (streaming.control.throttles.removal, .adoption, .steering, streaming.control.plans.step);
+`Applier` carries them out through the admin door and the ledger it is given, and is the only code that calls
+the door's writes of cluster state (`CLUSTER_WRITES`) or the ledger's writes
+(streaming.control.ownership.store.LEDGER_WRITES): tests/test_one_writer.py holds every module to that. The
+streaming job's controller and the CLI commands (`execute`, `verify`, `cancel`, `pause`, `resume`) each hold
+one. Reads are not here: anyone may read.
+
+- `apply(actions)`: throttle actions (SUBTRACT entries; DELETE or SET a rate) in one IncrementalAlterConfigs
+  per broker, then read back until the cluster shows each (broker configs propagate asynchronously). An action
+  refused or not confirmed by the deadline comes back `failed`, except a topic's action refused because the
+  topic was deleted meanwhile: its configs went with it, the action is done.
+- `set_throttles(setting)`: APPEND entries and SET rates (both idempotent) as `execute` and a plan's wave set
+  them, then wait until the cluster shows them.
+- `start_moves`, `cancel_moves`, `move_log_dirs`: AlterPartitionReassignments (to a target; KIP-455 cancel) and
+  AlterReplicaLogDirs, as the door answers them (per partition or replica: None, or the refusal's name).
+- `record`, `record_plan`, `record_lease`: the ledger's writes, durable when they return.
+"""
+
+import sys
+import time
+from dataclasses import replace
+
+from streaming.control.ownership.records import DONE
+from streaming.control.throttles.bookkeeping import confirmed
+from streaming.control.throttles.read import read_cluster
+from streaming.control.throttles.view import view_of
+from streaming.vocabulary import throttle_entries as te
+from streaming.vocabulary.config_keys import APPEND, BROKER, SET, SUBTRACT, TOPIC
+from streaming.vocabulary.errors import TOPIC_DELETED, ClusterError
+from streaming.vocabulary.throttle_actions import FAILED
+
+CLUSTER_WRITES = ("alter_throttles", "start_reassignments", "cancel_reassignments", "alter_replica_log_dirs")
+READBACK_TIMEOUT_S = 15.0
+READBACK_INTERVAL_S = 0.25
+MIN_READBACK_S = 5.0  # setting throttles: the read-back waits at least this long, whatever --timeout is
+
+
+def _stderr(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def failed(action, why):
+    return replace(action, action=FAILED, reason=f"{why} ({action.reason})")
+
+
+def some(items, shown=3):
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
+def missing_from(setting, snapshot):
+    """What of a ThrottleSetting (streaming.control.throttles.claims) the cluster does not show yet, one string each."""
+    view = view_of(snapshot)
+    missing = [f"{t} {k}: {te.format_entries(pairs - te.parse(view.topic_values.get((t, k))))}"
+               for (t, k), pairs in setting.appends.items() if pairs - te.parse(view.topic_values.get((t, k)))]
+    missing += [f"broker {b} {k}" for (b, k), rate in setting.rates.items() if view.broker_rates.get((b, k)) != rate]
+    return missing
+
+
+class Applier:
+    """`admin`: the door (streaming.cluster.admin.ClusterAdmin); `ledger`: streaming.control.ownership.store.Ledger."""
+
+    def __init__(self, admin, ledger, readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):
+        self.admin, self.ledger, self.readback_timeout_s, self.log = admin, ledger, readback_timeout_s, log
+
+    # -- throttles --
+
+    def apply(self, actions, records=(), timings=None):
+        """Carry out throttle `actions`, then read back until the cluster shows each (or the deadline: the action
+        comes back `failed`). Idempotent: SUBTRACT of absent entries and DELETE of absent keys are no-ops.
+        Returns the outcomes and the last read-back, which also covers the topics `records` claim (None when an
+        action was not confirmed). `timings` (a dict), if given, gets the seconds of the change ("alter") and of
+        the read-back ("read_back")."""
+        started = time.monotonic()
+        outcome = {}
+        changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == SUBTRACT else a.restored_value)
+                   for a in actions]
+        try:
+            refusals = self.admin.alter_throttles(changes)
+        except Exception as error:
+            refusals = [f"{type(error).__name__}: {error}"] * len(actions)
+        for action, refusal in zip(actions, refusals):
+            if refusal == TOPIC_DELETED and action.scope == TOPIC:  # deleted between the read and the alter
+                outcome[action] = replace(action, reason=f"{action.reason}; {TOPIC_DELETED}")
+            elif refusal is not None:
+                outcome[action] = failed(action, f"refused: {refusal}")
+        attempted = [a for a in actions if a not in outcome]
+        altered = time.monotonic()
+        topics = ({a.name for a in attempted if a.scope == TOPIC}
+                  | {c.topic for r in records if r.state != DONE for c in r.entries})
+        deadline, after = time.monotonic() + self.readback_timeout_s, None
+        while attempted:
+            try:
+                after = read_cluster(self.admin, topics)
+                attempted = [a for a in attempted if not confirmed(a, after)]
+            except Exception as error:
+                after = None
+                self.log(f"read-back failed: {type(error).__name__}: {error}")
+            if not attempted or time.monotonic() > deadline:
+                break
+            time.sleep(READBACK_INTERVAL_S)
+        for action in attempted:
+            outcome[action] = failed(action, f"not confirmed by read-back within {self.readback_timeout_s:g}s")
+        if timings is not None:
+            timings.update(alter=altered - started, read_back=time.monotonic() - altered)
+        return [outcome.get(a, a) for a in actions], (after if not attempted else None)
+
+    def set_throttles(self, setting, timeout_s):
+        """APPEND and SET (both idempotent), then wait until the cluster shows them. ClusterError when refused
+        or not visible within max(timeout_s, MIN_READBACK_S)."""
+        changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs))
+                   for (topic, kind), pairs in sorted(setting.appends.items())]
+        changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
+        refused = {}
+        for (scope, name, kind, _, _), error in zip(changes, self.admin.alter_throttles(changes)):
+            if error is not None:
+                refused.setdefault(error, []).append(f"{scope} {name} {kind}")
+        if refused:
+            raise ClusterError("setting throttles refused: " + "; ".join(
+                f"{error} ({some(where)})" for error, where in refused.items()))
+        deadline = time.monotonic() + max(timeout_s, MIN_READBACK_S)
+        while True:
+            missing = missing_from(setting, read_cluster(self.admin, {t for t, _ in setting.appends}))
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"throttles not visible after setting them: {'; '.join(missing)}")
+            time.sleep(READBACK_INTERVAL_S)
+
+    # -- reassignments --
+
+    def start_moves(self, targets):
+        """AlterPartitionReassignments of {(topic, partition): target replicas}: (topic, partition) -> None
+        (accepted) or the refusal's name."""
+        return self.admin.start_reassignments(targets)
+
+    def cancel_moves(self, partitions):
+        """KIP-455 cancel: (topic, partition) -> None (accepted) or the refusal's name."""
+        return self.admin.cancel_reassignments(list(partitions))
+
+    def move_log_dirs(self, wanted):
+        """AlterReplicaLogDirs of {(topic, partition, broker): log dir}: each replica -> None or the refusal's name."""
+        return self.admin.alter_replica_log_dirs(wanted)
+
+    # -- the ledger --
+
+    def record(self, ownership):
+        self.ledger.put(ownership)
+
+    def record_plan(self, plan, with_parts=False):
+        self.ledger.put_plan(plan, with_parts)
+
+    def record_lease(self, lease):
+        self.ledger.put_lease(lease)

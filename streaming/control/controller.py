@@ -1,0 +1,604 @@
+"""The job's controller: the one part of the streaming job that changes the cluster or the ownership topic.
+
+It runs on the driver, in one thread of the `run` process, from the moment `run` starts (before Spark is up).
+Every change goes through its one writer (streaming.control.applier.Applier) and its one ledger of the ownership
+topic; every decision is a pure function of what it knows (its one view of the cluster: its own looks, the
+reads its decisions need, and what each Spark batch hands it). The Spark batches only compute and write their
+records; they hand their findings over (`hand_over`) and never act.
+
+Start (`start`, before the first published poll): the first look - the reassignments listed, the ledger read, and
+the throttle baseline that adoption compares against (`ViewHistory`) read - then liveness is published and the
+thread runs. Each tick, about every second:
+1. ListPartitionReassignments, one request. A failure counts in
+   kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
+2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
+   a trigger interval: read what others wrote to the ledger since then, and take the owned partitions and the
+   moves Kafka accepted. A move accepted since the last read that is not listed now and was not at the last tick
+   started and completed between two looks (batch_rules.ended_unseen).
+3. The findings of each batch finished since the last tick, in order (`_on_batch`): `--throttle auto` steers the
+   rates it owns (streaming.control.throttles.steering); throttles that appeared with a move another tool started
+   are adopted (streaming.control.throttles.adoption, rule "observed"); when the batch's poll shows a removal due,
+   a record settled or a claim given up, the janitor sweeps on a fresh read (streaming.control.sweep). Under
+   `--dry-run` or `--throttle-cleanup off` the due actions are reported once as `dry_run` records instead.
+4. A move that is not ours appears in the list: the throttles of the whole cluster are read at once, so the
+   ones it brought are adopted however long the next batch takes.
+5. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
+   reassigns, the controller looks at the list every quarter second and ticks at once when one left: `_wait`),
+   or a move of ours came and went unseen - or at start, when ownership records are active (a removal due while
+   the job was down), and again after a failed sweep - the janitor sweeps (streaming.control.sweep).
+6. Plans: one step of every running or paused plan whose lease this job holds (streaming.control.plans.advancer),
+   at most once a second.
+7. The `throttle` records of what it did go to the progress topic (kept and written again next tick if that
+   write fails), with the id of the batch whose findings led to them, else of the batch after the last one this
+   run finished (the batch that reports the move finished), -1 before this run's first batch.
+8. Whether a Spark batch is needed (streaming.control.batch_rules), written to the gate the source reads
+   (streaming.control.gate) with every move listed that no batch has reported yet: a batch's end offset carries
+   them, so its replay after a crash reports them even if they ended meanwhile (their COMPLETED or CANCELLED is
+   never lost). While no batch is needed, once a trigger interval the throttles of the whole cluster are read
+   (adoption's view stays at most a trigger old).
+9. Liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when batch_rules.publishes_liveness.
+A tick longer than SLOW_TICK_S is logged with its steps' seconds ("slow tick: ...").
+
+Runs on the driver only; nothing here is pickled. The batch handler (Spark's foreachBatch thread) calls
+`hand_over` after each successful batch, writes its records inside `batch_writing()` and reads
+`plan_statuses()`; those are the only calls from another thread, and they touch only what the lock guards.
+The clock is injectable for tests.
+"""
+
+import contextlib
+import functools
+import sys
+import threading
+import time
+from collections import deque
+
+from sinks import records as progress_records
+from sinks.throttle_records import describe, describe_observed, throttle_record
+from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
+from streaming.control import batch_rules, gate
+from streaming.control.applier import Applier
+from streaming.control.ownership.records import EXECUTE, accepted_moves, new_request_id
+from streaming.control.plans.advancer import PlanAdvancer
+from streaming.control.sweep import given_up, settle_candidates, sweep
+from streaming.control.throttles.adoption import observe
+from streaming.control.throttles.bookkeeping import settled
+from streaming.control.throttles.read import read_cluster
+from streaming.control.throttles.removal import decide
+from streaming.control.throttles.steering import changed_brokers, followed, steer
+from streaming.control.throttles.view import after_actions, view_of
+from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
+from streaming.vocabulary.replica_row import partition_of
+from streaming.vocabulary.throttle_actions import ALL, REMOVED, RESTORED
+
+TICK_INTERVAL_S = 1.0
+# A batch's durable write is given up by the producer after this long (streaming.cluster.own_topics): while a
+# write is younger, the batch is held by Kafka, not late (batch_rules.batch_held_by_write).
+WRITE_BOUND_S = DELIVERY_OUTLASTS_FENCING_S
+SLOW_TICK_S = 2 * TICK_INTERVAL_S
+# At most this many moves no batch has reported yet are handed to one batch (they go into its end offset, in the
+# checkpoint's offset log): thousands of moves starting or ending at once are carried over several batches.
+HANDOVER_LIMIT = 10_000
+# The observer compares consecutive views of the whole cluster; views further apart than this many triggers (at
+# least a minute, so long batches at scale still observe) had a gap in between, and a throttle someone set
+# meanwhile must not pass for one set with the next foreign reassignment.
+OBSERVE_GAP_TRIGGERS = 3
+OBSERVE_GAP_MIN_S = 60.0
+
+LOG_PREFIX = "reassign-monitor: controller: "
+JANITOR_PREFIX = "throttle janitor: "
+STEERING_PREFIX = "throttle auto: "
+SLOW_TICK_LINE = "slow tick: "
+SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (ownership, read, alter, read_back, records)
+# The decision lines, logged when the decision changes (tests read them from the job's log).
+IDLE_LINE = "idle: no Spark batch until something moves"
+BATCHES_LINE = "Spark batches run: "
+
+
+def _log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def observe_gap_ms(trigger_interval_s):
+    return int(max(OBSERVE_GAP_TRIGGERS * trigger_interval_s, OBSERVE_GAP_MIN_S) * 1000)
+
+
+def _as_listed(move):
+    """An ownership Move as ListPartitionReassignments listed it while it ran (streaming.vocabulary.snapshot
+    "reassignments": the target, then the replicas it removes)."""
+    removing = [b for b in move.sources if b not in move.target]
+    return {"topic": move.topic, "partition": move.partition, "replicas": [*move.target, *removing],
+            "adding": list(move.destinations), "removing": removing}
+
+
+def _step(name):
+    """Adds the seconds a tick spent in the decorated method to `self._tick_steps[name]` (said with a slow tick)."""
+    def decorate(method):
+        @functools.wraps(method)
+        def timed(self, *args, **kwargs):
+            started = self.clock()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._tick_steps[name] = self._tick_steps.get(name, 0.0) + self.clock() - started
+        return timed
+    return decorate
+
+
+class ViewHistory:
+    """The controller's views of the whole cluster's throttles, as adoption compares them (the last two, newest
+    last). A view older than the newest one, or than the read the last removals were decided on, is not taken:
+    it would show throttles since removed as there, or our own restores as someone else's change."""
+
+    def __init__(self, gap_ms=None):
+        self.gap_ms = gap_ms
+        self.views = deque(maxlen=2)
+        self.acted_ms = -1  # the time of the fresh read the latest removals were decided on
+
+    def takes(self, view):
+        newest = self.views[-1].now_ms if self.views else -1
+        return view.now_ms >= newest and view.now_ms > self.acted_ms
+
+    def admit(self, view):
+        """The history to compare `view` with, or None when it is not comparable (a gap, or incomplete: then
+        what looks new after it may just have been unseen, and the history starts again)."""
+        stale = bool(self.views) and self.gap_ms is not None and view.now_ms - self.views[-1].now_ms > self.gap_ms
+        if not view.complete or stale:
+            self.views.clear()
+        return list(self.views) if view.complete else None
+
+    def after(self, actions):
+        """Our own removals and restores are nobody's new throttles: the newest view as it is after them."""
+        if self.views and actions:
+            self.views[-1] = after_actions(self.views[-1], actions)
+
+
+class Controller:
+    """`admin`: the driver's door; `ledger`: streaming.control.ownership.store.Ledger of the ownership topic;
+    `metrics`: sinks.prometheus.MonitorMetrics; `gate_path`: the file streaming.control.gate writes; `policy`:
+    the janitor's streaming.vocabulary.throttle_actions.Policy; `writer`: write(keyed records) to the progress
+    topic; `steering`: the job's `--throttle auto` Steering bounds (None: no steering) with `throttle_interval_s`
+    and `guard` (a callable, or None); `read(topics)`: a poll of those topics with every decision API answered
+    (plans)."""
+
+    def __init__(self, admin, ledger, metrics, gate_path, trigger_interval_s, policy, writer=None, read=None,
+                 timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
+                 clock=time.monotonic, wall=time.time, log=_log, plans=True):
+        self.admin, self.ledger, self.metrics, self.gate_path = admin, ledger, metrics, gate_path
+        self.trigger_interval_s, self.policy, self.writer = trigger_interval_s, policy, writer
+        self.steering, self.throttle_interval_s, self.guard = steering, throttle_interval_s, guard
+        self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
+        self.applier = Applier(admin, ledger, log=self._janitor_log)
+        self.plans = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
+        self.history = ViewHistory(observe_gap_ms(trigger_interval_s))
+        self._plan_lines = {}  # request_id -> the last line logged about it
+        self._plans_read_s = None  # when the plans were last read
+        self._lock = threading.Lock()  # what the batch handler (foreachBatch thread) hands over
+        self._findings = []  # BatchFindings handed over since the last tick, oldest first
+        self._wake = threading.Event()
+        self._batches_done = 0
+        self._last_batch_id = -1
+        self._tracks_moves = False
+        self._throttles_to_clear = False
+        self._last_batch_s = clock()
+        self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
+        self._tick_steps = {}  # seconds of the current tick's steps (_step)
+        self._viewed_s = None  # when adoption last took a view of the whole cluster (a batch's poll or a read)
+        self._reassigning = frozenset()
+        # Moves listed that no batch has reported yet ((topic, partition) -> ListPartitionReassignments row),
+        # and the partitions a batch reported while they are still listed (not handed over again).
+        self._unreported, self._reported = {}, set()
+        self._owned = frozenset()
+        self._accepted = {}  # (topic, partition) -> Move of the requests Kafka accepted, as last read
+        self._owned_unread = False  # the last read of the ledger failed
+        self._owned_read_s = None  # when the ledger was last read
+        # Ongoing `execute` requests as last read (request id -> its (topic, partition)s), for the batch's
+        # per-request records: replaced whole, never mutated, so the batch's thread may read it.
+        self.requests = {}
+        self._listed_once = False
+        self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
+        self._unwritten = []
+        self._dry_run_reported = set()  # dry-run actions already reported while they stay due
+        self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
+        self._last_change_s = {}  # --throttle auto: broker -> clock seconds of its last change
+        self._reason = "not decided"
+        self._wanted_since_s = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _janitor_log(self, line):
+        self.log(f"{JANITOR_PREFIX}{line}")
+
+    def _say(self, line):
+        self.log(f"{LOG_PREFIX}{line}")
+
+    # -- from the batch handler (foreachBatch thread) --
+
+    def hand_over(self, findings):
+        """After a successful batch (streaming.control.findings.BatchFindings): what its state still tracks and what
+        it reported; its poll is acted on by the next tick, at once."""
+        clear_all = self.policy.cleanup == ALL
+        snapshot = findings.snapshot
+        with self._lock:
+            self._batches_done += 1
+            self._last_batch_id = findings.batch_id
+            self._tracks_moves = findings.tracks_moves
+            self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
+            self._last_batch_s = self.clock()
+            self._reported |= findings.reported
+            for partition in findings.reported:
+                self._unreported.pop(partition, None)
+            self._findings.append(findings)
+        self._wake.set()
+
+    @contextlib.contextmanager
+    def batch_writing(self):
+        """Around a batch's durable write of its records (whether it succeeds or raises)."""
+        with self._lock:
+            self._writing_since_s = self.clock()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing_since_s = None
+
+    def plan_statuses(self):
+        """The active plans' streaming.control.plans.advancer.PlanStatus as of the last round (for the batch's
+        records): a dict the advancer replaces whole, never mutates, so it is safe to read from another thread."""
+        return self.plans.statuses if self.plans is not None else {}
+
+    # -- the thread --
+
+    def start(self):
+        """The thread, whose first tick is the first look (module docstring) and ends with the first published poll."""
+        self._thread = threading.Thread(target=self._run, name="reassign-monitor-controller", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def _run(self):
+        waited_from = None  # the first tick is at once
+        while not self._stop.is_set():
+            if waited_from is not None:
+                self._wait(waited_from)
+                if self._stop.is_set():
+                    return
+            started = waited_from = self.clock()
+            self._tick_steps = {}
+            try:
+                self.tick()
+            except Exception as error:  # a bug must not end the controller: the gate goes stale and fails open
+                self._say(f"tick failed: {type(error).__name__}: {error}")
+            took_s = self.clock() - started
+            if took_s > SLOW_TICK_S:
+                steps = ", ".join(f"{name} {s:.2f}" for name, s in self._tick_steps.items())
+                self._say(f"{SLOW_TICK_LINE}{took_s:.1f} s ({steps})")
+
+    def _wait(self, started):
+        """Until the next tick, or a batch's findings. While an owned partition is reassigning (batch_rules.peeks),
+        look at the reassignment list every batch_rules.peek_interval_s and end the wait as soon as an owned
+        partition left it - or the look failed: the tick then lists again, and counts and reports the failure."""
+        next_tick_s, took_s = started + self.interval_s, 0.0
+        while not self._stop.is_set():
+            left_s = next_tick_s - self.clock()
+            if left_s <= 0 or self._wake.is_set():
+                return
+            if not batch_rules.peeks(self._reassigning, self._owned, self.policy.acts):
+                self._wake.wait(left_s)
+                return
+            self._wake.wait(min(left_s, batch_rules.peek_interval_s(took_s)))
+            if self._wake.is_set() or self.clock() >= next_tick_s:
+                return
+            looked = self.clock()
+            try:
+                listed = {partition_of(r) for r in self.admin.list_reassignments()}
+            except Exception:
+                return
+            took_s = self.clock() - looked
+            if batch_rules.partitions_left(self._reassigning, listed, self._owned):
+                return
+
+    def tick(self):
+        """One round (module docstring); returns the reason a batch is wanted, or None."""
+        now_wall = self.wall()
+        listed = self._list()
+        # Before the first read, every request is new: the sweep due at start covers them, and their moves
+        # were reported, or not, by the run before.
+        accepted_before = self._accepted if self._owned_read_s is not None else None
+        ledger_read = None  # not read this tick
+        if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread
+                                   or self._a_trigger_since(self._owned_read_s)):
+            ledger_read = self._refresh_owned()
+        for findings in self._take_findings():
+            self.on_batch(findings)
+        unseen = {} if listed is None or accepted_before is None else {
+            p: self._accepted[p]
+            for p in batch_rules.ended_unseen(accepted_before, self._accepted, self._reassigning, listed)}
+        if listed is not None and (self._a_trigger_since(self._viewed_s) or self._foreign_move_appeared(listed)):
+            # Adoption must know every request of ours first, or it takes our own new move's throttles for another
+            # tool's: only on a ledger read this tick.
+            if ledger_read or (ledger_read is None and self._refresh_owned()):
+                self._observe_now()
+        if listed is not None and self.policy.acts:
+            left = batch_rules.partitions_left(self._reassigning, listed, self._owned)
+            if left or unseen or (self._sweep_due and self._owned):
+                self._sweep(sorted(left), sorted(unseen))
+            elif not self._owned and not self._owned_unread:
+                self._sweep_due = False
+        if listed is not None:
+            self._note_unreported(listed, unseen)
+            self._reassigning = frozenset(listed)
+            self._listed_once = True
+        if listed is not None and self.plans is not None and (
+                listed or self._owned or self.plans.statuses or self._a_trigger_since(self._plans_read_s)):
+            self._step_plans(now_wall)
+        self.write_records()
+        return self._decide(listed is not None, now_wall)
+
+    def _a_trigger_since(self, then_s):
+        """Whether a duty done at `then_s` (None: never) is due again: a trigger interval has passed."""
+        return then_s is None or self.clock() - then_s >= self.trigger_interval_s
+
+    def _take_findings(self):
+        self._wake.clear()  # before taking: findings handed over after this wake the next wait
+        with self._lock:
+            taken, self._findings = self._findings, []
+        return taken
+
+    @_step("list")
+    def _list(self):
+        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed."""
+        try:
+            return {partition_of(r): r for r in self.admin.list_reassignments()}
+        except Exception as error:
+            self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
+            self._say(f"{LIST_REASSIGNMENTS} failed: {error}")
+            return None
+
+    def _foreign_move_appeared(self, listed):
+        """A partition reassigns now that did not at the last tick and no record of ours moves."""
+        return bool(set(listed) - self._reassigning - self._owned)
+
+    def _note_unreported(self, listed, unseen):
+        """Moves adding a replica that no batch reported are kept until one does (hand_over), listed or not;
+        `unseen`: (topic, partition) -> ownership Move of the moves that came and went between two looks."""
+        with self._lock:
+            self._reported &= set(listed)  # a partition that left and moves again is a new move
+            for partition, row in [*listed.items(), *((p, _as_listed(m)) for p, m in unseen.items())]:
+                if row["adding"] and partition not in self._reported:
+                    self._unreported[partition] = row
+
+    @_step("ownership")
+    def _refresh_owned(self):
+        """Read the ledger; whether that read succeeded."""
+        try:
+            self.ledger.refresh()
+            records = self.ledger.records()
+            self._owned = frozenset((m.topic, m.partition) for r in records + self._observed if r.active for m in r.moves)
+            self._accepted = accepted_moves(records)
+            self.requests = {r.request_id: [(m.topic, m.partition) for m in r.moves]
+                             for r in records if r.active and r.origin == EXECUTE}
+            self._owned_unread = False
+            self._owned_read_s = self.clock()
+            return True
+        except Exception as error:  # keep what was known; read again every tick until a read succeeds
+            # A request written while the read failed (its move may end meanwhile: the ownership topic's leader
+            # was SIGKILLed mid-move) is unknown here: batches run and a sweep is due once it is read.
+            self._owned_unread = self._sweep_due = True
+            self.metrics.poll_errors.labels(api=READ).inc()
+            self._say(f"reading ownership records failed: {error}")
+            return False
+
+    # -- a batch's findings --
+
+    @_step("batch")
+    def on_batch(self, findings):
+        """Act on one batch's findings (module docstring, step 3); the throttle actions taken or reported."""
+        if self.plans is not None:
+            self.plans.reported(findings.plans_reported)
+        actions = self._steer(findings)
+        try:
+            self.ledger.refresh()
+            snapshot = findings.snapshot
+            if self.history.takes(view_of(snapshot)):
+                self._observe(snapshot)
+            records = self.ledger.records() + self._observed
+            due = decide(snapshot, records, self.policy)
+            if not self.policy.acts:
+                self._observed = [r for r in self._observed if not settled(snapshot, r, records, self.policy)]
+                actions += self._report(self._new_dry_runs(due), snapshot.cluster_id, findings.batch_id)
+            elif due or settle_candidates(snapshot, records, self.policy) or given_up(snapshot, records, self.policy):
+                actions += self._sweep_now(findings.batch_id, hint=due)
+        except Exception as error:  # the next batch's findings, or a completion, try again
+            self._janitor_log(f"batch {findings.batch_id}: skipped: {type(error).__name__}: {error}")
+        return actions
+
+    def _steer(self, findings):
+        """`--throttle auto`: the owned rates moved as the batch's findings say (streaming.control.throttles.steering)."""
+        if self.steering is None or not self.policy.acts:
+            return []
+        try:
+            view = view_of(findings.snapshot)
+            if not view.complete:
+                return []
+            self.ledger.refresh()
+            now_s = self.wall()
+            actions, steered = steer(view, self.ledger.records(), self.steering, self.throttle_interval_s,
+                                     findings.falling_behind, findings.throttles_binding,
+                                     findings.snapshot["partitions"], self.guard, now_s, self._last_change_s)
+            if not actions:
+                return []
+            done, _ = self.applier.apply(actions)
+            for record in followed(done, steered, now_s * 1000):
+                self.applier.record(record)
+            for broker, _ in changed_brokers(done):
+                self._last_change_s[broker] = now_s
+            return self._report(done, findings.snapshot.cluster_id, findings.batch_id, prefix=STEERING_PREFIX)
+        except Exception as error:  # steered next batch
+            self.log(f"{STEERING_PREFIX}batch {findings.batch_id}: skipped: {type(error).__name__}: {error}")
+            return []
+
+    def _new_dry_runs(self, actions):
+        """Dry run: each due action is reported once, and again only after it stopped being due for a batch."""
+        identities = {a: (a.scope, a.name, a.kind, a.op, a.entries, a.value, a.restored_value) for a in actions}
+        new = [a for a in actions if identities[a] not in self._dry_run_reported]
+        self._dry_run_reported = set(identities.values())
+        return new
+
+    # -- adoption --
+
+    def _observe(self, snapshot):
+        """Throttles that appeared together with a reassignment another tool started become an `observed` record."""
+        if self.policy.cleanup == ALL:
+            return
+        view = view_of(snapshot)
+        history = self.history.admit(view)
+        if history is None:
+            return
+        records = self.ledger.records()
+        request_id = new_request_id([r.request_id for r in records], view.now_ms)
+        found = observe(history, view, records + self._observed, request_id, view.now_ms)
+        self.history.views.append(view)
+        self._viewed_s = self.clock()
+        if found is None:
+            return
+        if self.policy.acts:
+            self.applier.record(found)
+            self._owned |= {(m.topic, m.partition) for m in found.moves}
+        else:
+            self._observed.append(found)
+        self._janitor_log(describe_observed(found))
+
+    @_step("observe")
+    def _observe_now(self):
+        """The throttles of every topic and broker and the reassignments, read now, as adoption's next view: at
+        the first look (the baseline), when a move that is not ours appears, and whenever no view was taken for
+        a trigger interval (no batch ran: idle, or Spark still starting)."""
+        self._viewed_s = self.clock()
+        if self.policy.cleanup == ALL:
+            return
+        try:
+            topics = {row["topic"] for row in self.admin.describe_partitions(None)}
+            self._observe(read_cluster(self.admin, topics))
+        except Exception as error:  # read again next time; a batch's findings observe as well
+            self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()
+            self._say(f"observing throttles failed: {error}")
+
+    # -- removal --
+
+    @_step("sweep")
+    def _sweep(self, left, unseen=()):
+        if left or unseen:
+            first = (left or unseen)[0]
+            said = [f"{len(left)} owned partition(s) left the reassignment list"] if left else []
+            said += [f"{len(unseen)} move(s) of ours came and went between two looks"] if unseen else []
+            self._say(f"{'; '.join(said)} ({first[0]}-{first[1]}{', ...' if len(left) + len(unseen) > 1 else ''}): "
+                      f"running the throttle janitor")
+        elif not self._listed_once:
+            self._say("ownership records are active at start: running the throttle janitor for removals that "
+                      "came due while the job was down")
+        else:
+            self._say("running the throttle janitor again (its last run failed)")
+        with self._lock:  # its records go with the next batch's: the one that reports the move finished
+            batch_id = self._last_batch_id + 1 if self._batches_done else -1
+        try:
+            self._sweep_now(batch_id)
+        except Exception as error:  # retried next tick, on a fresh read again
+            self._sweep_due = True
+            self._janitor_log(f"skipped: {type(error).__name__}: {error}")
+            return
+        self._sweep_due = False
+        self._refresh_owned()  # the sweep settled what it removed: do not keep batches running for it
+
+    def _sweep_now(self, batch_id, hint=None):
+        """The janitor's sweep on a fresh read (streaming.control.sweep); its actions, reported."""
+        started = self.clock()
+        self.ledger.refresh()
+        ownership_s = self.clock() - started
+        swept = sweep(self.admin, self.applier, self.ledger.records(), self.policy, hint, log=self._janitor_log)
+        self.history.acted_ms = max(self.history.acted_ms, swept.fresh.ts_ms)
+        self.history.after([a for a in swept.actions if a.action in (REMOVED, RESTORED)])
+        steps = {"ownership": ownership_s, **swept.steps}
+        self._say(f"{SWEPT_LINE}{self.clock() - started:.2f} s ({', '.join(f'{n} {s:.2f}' for n, s in steps.items())})")
+        return self._report(swept.actions, swept.fresh.cluster_id, batch_id)
+
+    def _report(self, actions, cluster_id, batch_id, prefix=JANITOR_PREFIX):
+        """Log, count and queue the `throttle` record of each action; the actions."""
+        ts_ms = int(self.wall() * 1000)
+        for action in actions:
+            self.log(f"{prefix}{describe(action)}")
+            self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
+            key, value = throttle_record(action, ts_ms, batch_id, cluster_id)
+            self._unwritten.append((key, progress_records.encode(value)))
+        return list(actions)
+
+    # -- plans --
+
+    @_step("plans")
+    def _step_plans(self, now_wall):
+        try:
+            statuses = self.plans.tick(self.clock(), now_wall * 1000)
+            self._plans_read_s = self.clock()
+        except Exception as error:  # the ledger could not be read: retried next tick
+            self.metrics.poll_errors.labels(api=READ).inc()
+            self._say(f"reading plans failed: {error}")
+            return
+        for request_id, status in statuses.items():
+            step = status.step
+            # A plan's step sweeps: what it removed counts like the controller's own sweeps.
+            for action in step.throttle_actions if step is not None else ():
+                self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
+            if step is not None and (step.submitted or step.cancelled or step.refused):
+                self._say(f"plan {request_id}: submitted {len(step.submitted)}, refused {len(step.refused)}, "
+                          f"cancelled {len(step.cancelled)}; " +
+                          ", ".join(f"{state} {n}" for state, n in sorted(step.counts.items())))
+            line = (f"plan {request_id} {status.state}: not advanced: {status.not_advanced}" if status.not_advanced
+                    else f"plan {request_id} {status.state}: advanced by {status.advanced_by}")
+            if self._plan_lines.get(request_id) != line:
+                self._say(line)
+                self._plan_lines[request_id] = line
+
+    # -- records, the gate, liveness --
+
+    @_step("records")
+    def write_records(self):
+        """The `throttle` records of what was done, to the progress topic (kept for the next tick if that fails)."""
+        if not self._unwritten or self.writer is None:
+            return
+        try:
+            self.writer.write(self._unwritten)
+            self._unwritten = []
+        except Exception as error:
+            self.metrics.poll_errors.labels(api=PRODUCE).inc()
+            self._say(f"writing {len(self._unwritten)} throttle record(s) failed, retrying next tick: {error}")
+
+    @_step("decide")
+    def _decide(self, listed, now_wall):
+        with self._lock:
+            unreported = list(self._unreported.values())
+            view = batch_rules.BatchView(
+                listed=listed, reassigning=self._reassigning, owned=self._owned, batches_done=self._batches_done,
+                tracks_moves=self._tracks_moves, throttles_to_clear=self._throttles_to_clear,
+                owned_unread=self._owned_unread, active_plans=len(self.plans.statuses) if self.plans is not None else 0,
+                unreported=bool(unreported))
+            last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
+        reason = batch_rules.batch_reason(view)
+        now_s = self.clock()
+        if reason is None:
+            self._wanted_since_s = None
+        elif self._wanted_since_s is None:
+            self._wanted_since_s = now_s
+        gate.write(self.gate_path, reason, now_wall * 1000, unreported[:HANDOVER_LIMIT])
+        if reason != self._reason:
+            self._say(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
+            self._reason = reason
+        waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
+        if batch_rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
+                                          batch_rules.late_after_s(self.trigger_interval_s, view.batches_done),
+                                          writing_since_s, WRITE_BOUND_S):
+            self.metrics.snapshot.touch(now_wall)
+        return reason

@@ -1,0 +1,101 @@
+"""Starting moves with their throttles, crash-safe: what `execute` does for a request and a plan's step does
+for each wave (one implementation, through the one writer, streaming.control.applier.Applier).
+
+1. the ownership record (state `pending`) claiming exactly the throttles it will set, each prior rate it
+   replaces, and the moves, written BEFORE any config is altered;
+2. the throttles set and read back (Applier.set_throttles: APPEND entries, SET rates);
+3. AlterPartitionReassignments;
+4. the throttles applied again (APPEND and SET are idempotent): a janitor whose ledger predates this record may
+   have taken out an entry it shares with an older finished request before the reassignment was registered;
+   from now on safety rules 1 and 2 protect them whatever records a janitor has;
+5. the record marked `started` with only the moves the cluster accepted, those refused in `refused` with Kafka's
+   error (streaming.control.plans.partition_states decides from it whether a plan's partition is pending again
+   or failed).
+When nothing was accepted, or step 2 or 3 failed, the record is marked `aborted` with no moves and what it set
+is taken out again (`roll_back`: the sweep with the record released). A crash between 1 and 5 leaves a
+`pending` record: the janitor treats it as started after its grace period, and a plan's step settles such a
+wave from the cluster (streaming.control.plans.step).
+"""
+
+from dataclasses import dataclass, replace
+
+from sinks.throttle_records import describe, describe_claims
+from streaming.control.ownership.records import ABORTED, STARTED, Refusal
+from streaming.control.sweep import quiet, sweep
+from streaming.vocabulary.errors import ClusterError
+from streaming.vocabulary.throttle_actions import FAILED, Policy
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    record: object  # the record as written, `aborted` (None when even that write failed)
+    actions: tuple = ()  # the sweep's throttle actions (failed ones included)
+    left: str = ""  # what could not be taken out, in one line ("" when nothing is left): the janitor retries it
+
+    def summary(self):
+        return (f"rolling back was refused too, left in place: {self.left}" if self.left
+                else "every throttle it had set was rolled back")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    record: object  # the Ownership record as last written
+    started: tuple  # the moves the cluster accepted
+    refused: tuple  # (move, error name) of those it refused
+    note: str | None = None  # re-applying the throttles failed (the moves run; the janitor cleans up)
+    rolled_back: RolledBack | None = None  # nothing was accepted: the record aborted, its throttles taken out
+
+
+class NotStarted(ClusterError):
+    """Setting the throttles or AlterPartitionReassignments failed: nothing of the request runs, and what it set
+    was taken out again (`rolled_back`)."""
+
+    def __init__(self, error, rolled_back):
+        why = str(error) if isinstance(error, ClusterError) else f"{type(error).__name__}: {error}"
+        super().__init__(f"{why}; {rolled_back.summary()}")
+        self.rolled_back = rolled_back
+
+
+def submit(admin, applier, record, setting, timeout_s, now_ms):
+    """Steps 1-5 for `record` (state `pending`, its moves and claims) and its ThrottleSetting
+    (streaming.control.throttles.claims). Raises (after rolling back) when setting the throttles or the
+    reassignment request failed; a request the cluster refused whole comes back with nothing started, rolled
+    back too."""
+    applier.record(record)
+    throttled = bool(setting.appends or setting.rates)
+    try:
+        if throttled:
+            applier.set_throttles(setting, timeout_s)
+        results = applier.start_moves({(m.topic, m.partition): list(m.target) for m in record.moves})
+    except Exception as error:
+        raise NotStarted(error, roll_back(admin, applier, record, now_ms, error)) from error
+    started = tuple(m for m in record.moves if results.get((m.topic, m.partition), "no answer") is None)
+    refused = tuple((m, results.get((m.topic, m.partition), "no answer")) for m in record.moves if m not in started)
+    record = replace(record, refused=tuple(Refusal(m.topic, m.partition, error) for m, error in refused))
+    if not started:
+        rolled_back = roll_back(admin, applier, record, now_ms, "no partition reassignment was accepted")
+        return Submitted(rolled_back.record, started, refused, rolled_back=rolled_back)
+    note = None
+    try:
+        if throttled:
+            applier.set_throttles(setting, timeout_s)
+    except ClusterError as error:  # the moves run: recorded as started (the janitor cleans up), reported
+        note = f"re-applying throttles failed: {error}"
+    record = replace(record.with_state(STARTED, now_ms, note=note), moves=started)
+    applier.record(record)
+    return Submitted(record, started, refused, note)
+
+
+def roll_back(admin, applier, record, now_ms, why):
+    """Mark `record` aborted (no moves: nothing of it runs) and take out what it set: the sweep with it released.
+    Never raises: what it could not take out is said in `RolledBack.left`."""
+    aborted = replace(record.with_state(ABORTED, now_ms, note=f"not started: {why}"), moves=())
+    try:
+        applier.record(aborted)
+        applier.ledger.refresh()
+        swept = sweep(admin, applier, applier.ledger.records(), Policy(release=frozenset({record.request_id})),
+                      log=quiet)
+    except Exception as error:  # nothing could be read or marked: every claim may still be set
+        return RolledBack(None, (), f"{describe_claims(record)} (rollback failed: {error})")
+    left = "; ".join(describe(a) for a in swept.actions if a.action == FAILED)
+    return RolledBack(aborted, tuple(swept.actions), left)

@@ -1,0 +1,491 @@
+"""The job's controller: its batch and liveness rules as tables of cases, its gate file, and its ticks on the one
+admin fake with an in-memory ledger (tests/controller_support.py)."""
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+
+from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
+from streaming.control import batch_rules as rules
+from streaming.control import gate
+from streaming.control.batch_rules import BatchView
+from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND_S
+from streaming.control.ownership.records import DONE, OBSERVED, PENDING, STARTED, Refusal
+from streaming.control.ownership.store import MemoryLedger
+from streaming.vocabulary.kafka_apis import READ
+from streaming.vocabulary.snapshot import Snapshot
+from tests.controller_support import Clock, Writer, a_controller, findings, sample
+from tests.fake_cluster import FakeCluster
+from tests.test_janitor import request, throttled
+from tests.test_throttle_observe import foreign_throttled_move
+
+T0 = frozenset({("t", 0)})
+IDLE = dict(listed=True, batches_done=1)
+
+
+@pytest.mark.parametrize("view, reason", [
+    (BatchView(**IDLE), None),
+    (BatchView(listed=False, batches_done=1), "controller_blind"),
+    (BatchView(listed=True, batches_done=0), "first_batch"),
+    (BatchView(**IDLE, reassigning=T0), "reassigning"),
+    (BatchView(**IDLE, unreported=True), "unreported"),
+    (BatchView(**IDLE, tracks_moves=True), "tracked_in_state"),
+    (BatchView(**IDLE, owned=T0), "owned_throttles"),
+    (BatchView(**IDLE, owned_unread=True), "ownership_unread"),
+    (BatchView(**IDLE, throttles_to_clear=True), "throttles_to_clear"),
+    (BatchView(**IDLE, active_plans=1), "plans_active"),
+    # order: the first rule that holds names the reason
+    (BatchView(listed=False, batches_done=0, reassigning=T0), "controller_blind"),
+    (BatchView(**IDLE, reassigning=T0, tracks_moves=True, owned=T0), "reassigning"),
+    (BatchView(**IDLE, tracks_moves=True, owned=T0), "tracked_in_state"),
+], ids=["idle", "blind", "first-batch", "reassigning", "unreported", "tracked", "owned", "unread", "clear-all", "plans", "blind-first",
+        "reassigning-first", "tracked-before-owned"])
+def test_batch_reason(view, reason):
+    assert rules.batch_reason(view) == reason
+
+
+@pytest.mark.parametrize("before, now, owned, left", [
+    ({("t", 0), ("t", 1)}, {("t", 1)}, {("t", 0)}, {("t", 0)}),
+    ({("t", 0)}, {("t", 0)}, {("t", 0)}, set()),
+    ({("u", 0)}, set(), {("t", 0)}, set()),  # a foreign move finishing is the batch's business
+    (set(), set(), {("t", 0)}, set()),  # never seen moving: the first tick's sweep covers it
+], ids=["owned-left", "still-moving", "foreign-left", "never-seen"])
+def test_partitions_left(before, now, owned, left):
+    assert rules.partitions_left(before, now, owned) == left
+
+
+@pytest.mark.parametrize("accepted_before, accepted_now, before, now, unseen", [
+    (set(), {("t", 0)}, set(), set(), {("t", 0)}),  # accepted, and neither listed at the last tick nor now
+    (set(), {("t", 0)}, set(), {("t", 0)}, set()),  # listed now: it leaves the list later, seen
+    (set(), {("t", 0)}, {("t", 0)}, set(), set()),  # listed at the last tick: partitions_left has it
+    ({("t", 0)}, {("t", 0)}, set(), set(), set()),  # known since an earlier read: handled then
+    ({("t", 0)}, set(), set(), set(), set()),  # settled since
+], ids=["came-and-went", "listed-now", "listed-before", "known", "settled"])
+def test_ended_unseen(accepted_before, accepted_now, before, now, unseen):
+    assert rules.ended_unseen(accepted_before, accepted_now, before, now) == unseen
+
+
+@pytest.mark.parametrize("listed, wanted, waiting_since, now, late, writing_since, publishes", [
+    (True, False, 0.0, 1000.0, 30.0, None, True),  # idle: the controller is the liveness
+    (True, True, 990.0, 1000.0, 30.0, None, True),  # a batch wanted, not yet late
+    (True, True, 960.0, 1000.0, 30.0, None, False),  # a batch late: liveness stops, MonitorDown can fire
+    (False, False, 0.0, 1000.0, 30.0, None, False),  # the controller's poll failed
+    (True, True, 980.0, 1000.0, 6.0, 988.0, True),  # late, but held by its durable write (a broker being fenced)
+    (True, True, 960.0, 1000.0, 6.0, 975.0, False),  # written for longer than the write may take: late again
+    (False, True, 990.0, 1000.0, 6.0, 995.0, False),  # held by its write, but the controller's own poll failed
+], ids=["idle", "waiting", "late", "failed", "held-by-write", "write-overdue", "held-but-failed"])
+def test_publishes_liveness(listed, wanted, waiting_since, now, late, writing_since, publishes):
+    assert rules.publishes_liveness(listed, wanted, waiting_since, now, late, writing_since, 20.0) is publishes
+
+
+def test_late_after_allows_spark_start_before_the_first_batch():
+    assert rules.late_after_s(10.0, 1) == 30.0
+    assert rules.late_after_s(10.0, 0) == 30.0 + rules.SPARK_START_ALLOWANCE_S
+
+
+@pytest.mark.parametrize("content, now_ms, wanted", [
+    (None, 1000, True),  # no gate: every trigger is a batch
+    ('{"reason": null, "ts_ms": 1000}', 2000, False),
+    ('{"reason": "reassigning", "ts_ms": 1000}', 2000, True),
+    ('{"reason": null, "ts_ms": 1000}', 1000 + gate.STALE_AFTER_MS + 1, True),  # the controller stopped: fail open
+    ('{"reason": nul', 2000, True),
+    ('[]', 2000, True),
+], ids=["missing", "idle", "wanted", "stale", "garbled", "wrong-shape"])
+def test_gate_fails_open(tmp_path, content, now_ms, wanted):
+    path = tmp_path / "gate.json"
+    if content is not None:
+        path.write_text(content)
+    assert gate.read(str(path), now_ms) == gate.Decision(wanted=wanted)
+
+
+MOVED = {"topic": "t", "partition": 0, "replicas": [2, 1], "adding": [2], "removing": [1]}
+
+
+def test_gate_round_trip(tmp_path):
+    path = str(tmp_path / "gate.json")
+    gate.write(path, None, 5000)
+    assert gate.read(path, 5001) == gate.Decision(wanted=False)
+    gate.write(path, "unreported", 6000, [MOVED])
+    assert gate.read(path, 6001) == gate.Decision(wanted=True, unreported=(MOVED,))
+    assert gate.read(path, 6000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)  # stale: none handed over
+
+
+
+def a_controller_on(tmp_path, cluster, ledger=None, writer=None, trigger_s=10.0, **policy):
+    return a_controller(cluster, ledger, gate_dir=tmp_path, writer=writer, trigger_s=trigger_s, **policy)
+
+
+def batch(*states, batch_id=7, partition=("t", 0)):
+    """A batch's findings as the controller reads them: one replica of `partition` per state; its poll taken long
+    ago (ts 0), so it shows no throttles and changes no view."""
+    return findings(Snapshot(ts_ms=0, cluster_id="fake"), batch_id,
+                    tracks_moves=any(s not in ("COMPLETED", "CANCELLED") for s in states),
+                    reported=[partition] if states else [])
+
+
+def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):
+    controller, metrics, clock = a_controller_on(tmp_path, FakeCluster())
+    assert controller.tick() == "first_batch"
+    assert sample(metrics, LAST_POLL) == 1000.0  # before Spark's first batch, within its start allowance
+    controller.hand_over(batch())
+    clock.now += 1
+    assert controller.tick() is None
+    assert not gate.read(controller.gate_path, clock.now * 1000).wanted
+    assert sample(metrics, LAST_POLL) == 1001.0
+
+
+def test_the_first_published_poll_comes_after_the_first_look():
+    """The first tick lists the moves and reads the throttle baseline adoption compares against, before it
+    publishes liveness: a job that says it is up has looked."""
+    order = []
+
+    class Watched(FakeCluster):
+        def describe_throttles(self, topics, brokers):
+            order.append("baseline")
+            return super().describe_throttles(topics, brokers)
+
+    controller, metrics, _ = a_controller(Watched())
+    controller.metrics.snapshot.touch = lambda poll_s: order.append("published")
+    controller.tick()
+    assert order == ["baseline", "published"]
+    assert len(controller.history.views) == 1
+
+
+def test_a_failed_list_counts_as_a_poll_error_and_asks_for_a_batch(tmp_path):
+    cluster = FakeCluster(fail={"list_reassignments": RuntimeError("broker gone")})
+    controller, metrics, clock = a_controller_on(tmp_path, cluster)
+    controller.hand_over(batch())
+    assert controller.tick() == "controller_blind"
+    assert sample(metrics, POLL_ERRORS, api="ListPartitionReassignments") == 1.0
+    assert sample(metrics, LAST_POLL) is None
+
+
+def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.hand_over(batch("COPYING"))
+    assert controller.tick() == "reassigning"
+    del cluster.reassigning[("t", 0)]
+    assert controller.tick() == "tracked_in_state"  # the batch that reports COMPLETED must still run
+    controller.hand_over(batch("COMPLETED"))
+    assert controller.tick() is None
+
+
+def test_a_listed_move_is_handed_to_every_batch_until_one_reported_it(tmp_path):
+    """Issue 28: a batch that first sees a move may write its record and die before the checkpoint commits it;
+    its replay polls afresh, and the move may have ended meanwhile. The move rides in the end offset of every batch
+    planned while no batch has reported it, so the replay reports how it ended (never left COPYING)."""
+    cluster = FakeCluster()
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.hand_over(batch())
+    controller.tick()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    assert controller.tick() == "reassigning"
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == (MOVED,)  # listed, not reported yet
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
+
+
+def test_an_idle_controller_reads_the_ledger_once_a_trigger(tmp_path):
+    """A request whose move started and completed between two ticks was never listed: the idle controller still
+    finds its record within a trigger interval, removes its throttles then and hands the move to the next batch."""
+    cluster, ledger = throttled(), MemoryLedger()
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=10.0)
+    controller.tick()
+    controller.hand_over(batch())
+    clock.now += 1
+    assert controller.tick() is None
+    ledger.put(request())  # execute wrote it; the move came and went unseen
+    clock.now += 1
+    assert controller.tick() is None  # read once a trigger while idle: not yet
+    clock.now += 10
+    assert controller.tick() == "unreported"
+    assert cluster.topics[("t", "follower")] == ""  # swept by the controller, not left for a batch
+    assert [r.state for r in ledger.records()] == [DONE]
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == (MOVED,)
+    controller.hand_over(batch("COMPLETED"))
+    assert controller.tick() is None
+
+
+@pytest.mark.parametrize("arrivals, handed", [
+    # (what the ledger holds at each read after the first, as (state, refused partitions)); the move of t-0
+    ([(STARTED, ())], [MOVED]),
+    ([(PENDING, ()), (STARTED, ())], [MOVED]),  # accepted after the controller first read it pending
+    ([(STARTED, (("t", 0),))], []),  # Kafka refused it: it never ran
+    ([(PENDING, ())], []),  # not accepted (yet): execute may still be setting its throttles
+], ids=["accepted-unseen", "pending-then-accepted", "refused", "pending"])
+def test_a_move_of_ours_that_came_and_went_unseen_is_handed_over(tmp_path, arrivals, handed):
+    cluster, ledger = throttled(), MemoryLedger()
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=1.0)
+    controller.tick()
+    controller.hand_over(batch())
+    for state, refused in arrivals:
+        ledger.put(replace(request(state=state), refused=tuple(Refusal(t, p, "INVALID_REPLICA_ASSIGNMENT")
+                                                               for t, p in refused)))
+        clock.now += 1
+        controller.tick()
+    assert list(gate.read(controller.gate_path, clock.now * 1000).unreported) == handed
+
+
+def test_requests_active_at_start_are_swept_not_handed_over(tmp_path):
+    """At start every active request is new to the controller: the start's sweep removes what came due while the
+    job was down, and whether their moves were reported is the checkpoint's business (the run before)."""
+    cluster, ledger = throttled(), MemoryLedger.of(request())
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger)
+    assert controller.tick() == "first_batch"
+    assert [r.state for r in ledger.records()] == [DONE]
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
+
+
+def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batch(tmp_path):
+    """Issue 18: a move shorter than the wait for a batch (an idle job's first batch starts Spark's Python
+    workers again) is still reported: the controller hands it over until a batch reported it."""
+    cluster = FakeCluster()
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.hand_over(batch())
+    assert controller.tick() is None
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    assert controller.tick() == "reassigning"
+    del cluster.reassigning[("t", 0)]
+    assert controller.tick() == "unreported"
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == (MOVED,)
+    controller.hand_over(batch(partition=("u", 0)))  # a batch that polled before the move: still handed over
+    assert controller.tick() == "unreported"
+    controller.hand_over(batch("COMPLETED"))
+    assert controller.tick() is None
+    assert gate.read(controller.gate_path, clock.now * 1000) == gate.Decision(wanted=False)
+
+
+def test_moves_no_batch_reported_are_handed_over_a_limited_number_per_batch(tmp_path, monkeypatch):
+    monkeypatch.setattr("streaming.control.controller.HANDOVER_LIMIT", 1)
+    cluster = FakeCluster()
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.hand_over(batch())
+    cluster.reassigning.update({("t", 0): ((2, 1), (2,)), ("t", 1): ((2, 1), (2,))})
+    controller.tick()
+    cluster.reassigning.clear()
+    handed = []
+    while controller.tick() == "unreported":
+        [move] = gate.read(controller.gate_path, clock.now * 1000).unreported
+        handed.append((move["topic"], move["partition"]))
+        controller.hand_over(batch("COMPLETED", partition=handed[-1]))
+    assert handed == [("t", 0), ("t", 1)]
+
+
+@pytest.mark.parametrize("reassignment", [((2, 1), (2,), (1,)), ((2, 1), (), (1,))],
+                         ids=["reported-while-listed", "adds-no-replica"])
+def test_a_move_a_batch_reported_or_with_no_replica_to_add_is_not_handed_over(tmp_path, reassignment):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = reassignment
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.tick()
+    controller.hand_over(batch(*(["COPYING"] if reassignment[1] else [])))  # a move adding none has no replica row
+    controller.tick()
+    del cluster.reassigning[("t", 0)]
+    controller.tick()
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
+
+
+def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    clock.now += 7  # more than three triggers without a batch
+    controller.tick()
+    assert sample(metrics, LAST_POLL) == 1000.0
+
+
+def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_bound(tmp_path):
+    """Kafka holds acks=all writes until it fenced a SIGKILLed broker (7-13.5 s): the batch is held, the
+    controller's polls still succeed and are published - for no longer than the producer's delivery timeout."""
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    with controller.batch_writing():
+        clock.now += 12  # six triggers without a batch
+        controller.tick()
+        assert sample(metrics, LAST_POLL) == 1012.0
+        clock.now += WRITE_BOUND_S  # the write outlived its delivery timeout: late
+        controller.tick()
+        assert sample(metrics, LAST_POLL) == 1012.0
+    clock.now += 1
+    controller.tick()  # the write ended (it failed: the query restarts) and the batch is still late
+    assert sample(metrics, LAST_POLL) == 1012.0
+
+
+def test_a_slow_tick_is_logged_with_its_steps(tmp_path):
+    class Slow(FakeCluster):
+        def list_reassignments(self):
+            clock.now += 3.5
+            return super().list_reassignments()
+
+    lines, clock = [], Clock()
+
+    def log(line):  # the first tick is one round of the thread's loop
+        lines.append(line)
+        controller._stop.set()
+    controller = a_controller(Slow(), gate_dir=tmp_path, clock=clock, trigger_s=2.0, logged=lines)[0]
+    controller.log = log
+    controller._run()
+    slow = [line for line in lines if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
+    assert slow and "list 3.50" in slow[0], lines
+
+
+def test_the_controller_removes_owned_throttles_the_moment_their_move_leaves(tmp_path):
+    cluster, ledger = throttled(moving=True), MemoryLedger.of(request())
+    writer = Writer()
+    controller, metrics, _ = a_controller_on(tmp_path, cluster, ledger, writer)
+    controller.hand_over(batch("COPYING"))
+    assert controller.tick() == "reassigning"
+    assert cluster.alters == []  # still moving: nothing due
+    del cluster.reassigning[("t", 0)]
+    controller.tick()
+    assert cluster.topics[("t", "leader")] == "3:3"  # surgical: the foreign entry stays
+    assert ledger.records()[0].state == DONE
+    assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
+    assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
+    assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
+
+
+class UnreadableLedger(MemoryLedger):
+    """The ledger whose next `fail` reads fail (the ownership topic's leader SIGKILLed)."""
+
+    def __init__(self, *records, fail):
+        super().__init__(latest={r.request_id: r for r in records})
+        self.fail = fail
+
+    def refresh(self):
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("Fetch: broker 3, the leader of the ownership topic, did not answer")
+
+
+def test_a_request_written_while_the_ledger_was_unreadable_is_swept_once_it_reads(tmp_path):
+    """The move of a request the controller could not read ends while the ownership topic is unreadable: batches
+    keep running, the controller reads again every tick, and once it reads, the due removal is done."""
+    cluster, ledger = throttled(moving=True), UnreadableLedger(request(), fail=2)
+    controller, metrics, _ = a_controller_on(tmp_path, cluster, ledger)
+    assert controller.tick() == "first_batch"  # the first read failed: nothing known as owned
+    del cluster.reassigning[("t", 0)]
+    controller.hand_over(batch("COMPLETED"))
+    assert controller.tick() == "ownership_unread"  # still failing: not idle
+    assert cluster.alters == []
+    assert controller.tick() is None  # read at last: the removal due is done at once, and nothing is left to do
+    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == DONE
+    assert sample(metrics, POLL_ERRORS, api=READ) == 2.0
+
+
+def test_between_ticks_the_controller_looks_closer_while_an_owned_partition_moves(tmp_path):
+    """The wait after a tick lists the reassignments every quarter second while an owned partition moves, and
+    ends at the first look that finds it gone: the next tick (and its sweep) runs then, not a second later."""
+    cluster, ledger = throttled(moving=True), MemoryLedger.of(request())
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    looks = []
+
+    def wait(seconds):
+        clock.now += seconds
+        looks.append(seconds)
+        if len(looks) == 2:
+            del cluster.reassigning[("t", 0)]
+    controller._wake.wait = wait
+    controller._wait(clock.now)
+    assert looks == [rules.PEEK_INTERVAL_S] * 2  # it ended at the look after the move left, 0.5 s in
+    controller.tick()
+    assert cluster.topics[("t", "leader")] == "3:3"  # that tick swept
+
+
+def test_nothing_owned_moving_means_one_wait_of_a_whole_interval(tmp_path):
+    cluster = FakeCluster()
+    cluster.reassigning[("u", 0)] = ((2, 1), (2,))  # someone else's move
+    controller, _, clock = a_controller_on(tmp_path, cluster, MemoryLedger())
+    controller.tick()
+    waits = []
+    controller._wake.wait = waits.append
+    controller._wait(clock.now)
+    assert waits == [controller.interval_s]
+
+
+def test_a_batch_handed_over_ends_the_wait_at_once(tmp_path):
+    controller, _, clock = a_controller_on(tmp_path, FakeCluster())
+    controller.tick()
+    controller.hand_over(batch())
+    waits = []
+    controller._wake.wait = waits.append
+    controller._wait(clock.now)
+    assert waits == []
+
+
+def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path):
+    cluster, ledger = throttled(moving=False), MemoryLedger.of(request())
+    controller, _, _ = a_controller_on(tmp_path, cluster, ledger)
+    assert controller.tick() == "first_batch"
+    assert cluster.topics[("t", "leader")] == "3:3"
+    assert ledger.records()[0].state == DONE
+
+
+def test_the_start_sweep_waits_for_the_first_list_that_answers(tmp_path):
+    cluster, ledger = throttled(moving=False), MemoryLedger.of(request())
+    cluster.fail["list_reassignments"] = RuntimeError("no controller yet")
+    controller, _, _ = a_controller_on(tmp_path, cluster, ledger)
+    assert controller.tick() == "controller_blind"
+    assert cluster.topics[("t", "leader")] == "0:1,3:3"
+    del cluster.fail["list_reassignments"]
+    controller.tick()
+    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == DONE
+
+
+def test_throttle_records_the_controller_could_not_write_are_written_next_tick(tmp_path):
+    cluster, ledger = throttled(moving=False), MemoryLedger.of(request())
+    writer = Writer(fail=1)
+    controller, metrics, _ = a_controller_on(tmp_path, cluster, ledger, writer)
+    controller.tick()
+    assert writer.written == [] and sample(metrics, POLL_ERRORS, api="Produce") == 1.0
+    controller.tick()
+    assert {key for key, _ in writer.written} >= {"throttle:topic:t"}
+
+
+def test_dry_run_reports_and_never_sweeps(tmp_path):
+    cluster, ledger = throttled(moving=False), MemoryLedger.of(request())
+    controller, _, _ = a_controller_on(tmp_path, cluster, ledger, dry_run=True)
+    controller.hand_over(batch())
+    assert controller.tick() == "owned_throttles"
+    assert cluster.alters == []
+
+
+def test_a_move_another_tool_starts_is_adopted_at_once_whenever_the_next_batch_comes(tmp_path):
+    """The controller's first look took the throttle baseline; the moment the list shows a move that is not ours
+    it reads the throttles again, so the ones another tool set with its move are adopted at once - before Spark's
+    first batch, or after any idle stretch (issue 28: Kafka's own --execute --throttle right after `run`)."""
+    cluster, ledger = FakeCluster(), MemoryLedger()
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger)
+    assert controller.tick() == "first_batch"  # Spark is still starting: no batch yet
+    foreign_throttled_move(cluster)
+    clock.now += 1
+    assert controller.tick() == "first_batch"
+    assert [r.origin for r in ledger.records()] == [OBSERVED]
+
+
+def test_an_idle_stretch_is_bridged_by_a_view_once_a_trigger(tmp_path):
+    """While no batch runs, the throttles are read once a trigger interval, so the views adoption compares are
+    never further apart than that - a throttle set during a long idle stretch is not one set with the next move."""
+    cluster = FakeCluster()
+    controller, _, clock = a_controller_on(tmp_path, cluster, MemoryLedger())
+    controller.tick()
+    controller.hand_over(batch())
+    reads = cluster.requests
+    clock.now += 5
+    controller.tick()
+    cheap = cluster.requests - reads
+    clock.now += 5
+    controller.tick()
+    assert cluster.requests - reads - cheap > cheap  # the tick a trigger after the last view read the throttles
