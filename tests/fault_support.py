@@ -340,3 +340,42 @@ def cleanup(cluster, topics):
         admin.close()
     clear_broker_throttles(cluster)
     cluster.delete_topics(topics)
+
+
+def check_a_move_ending_while_the_job_is_down_is_closed(cluster, job, tmp_path, test, megabytes, *flags):
+    """Issue 28: the job is SIGKILLed the moment the first record of a move is written (the batch that wrote it
+    may not be in the checkpoint yet), the move completes while the job is down and a second one is cancelled;
+    after the restart each replica's last record is COMPLETED or CANCELLED, written by exactly one batch.
+    `megabytes` at RATE keep the move in flight past the job's first batch after it started; `flags` go to
+    execute and cancel (an ownership topic of the test's own)."""
+    from tests.job_process import FIRST_POLL_S
+
+    completing = prepare(cluster, 1, 3, megabytes)
+    cancelled = prepare(cluster, 2, 3, megabytes)
+    topics = [completing, cancelled]
+    try:
+        execute(cluster, tmp_path, [(completing, 0, [1, 2])], RATE, *flags)
+        execute(cluster, tmp_path, [(cancelled, 0, [2, 1])], RATE // 10, *flags)
+        wait_for(lambda: replica_states(job, completing, 0, 2) and replica_states(job, cancelled, 0, 1), 120,
+                 interval_s=0.1, message="the first records of both moves")
+        job.kill()
+        killed_at = time.monotonic()
+        plan = tmp_path / "cancel.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": cancelled, "partition": 0}]}))
+        code, _, err = cli("cancel", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", plan, *flags)
+        assert code == 0, err
+        wait_for(lambda: not moving(cluster, completing), 120, message="the move to complete while the job is down")
+        job.start()
+
+        def closed():
+            last = {t: replica_states(job, t, 0, b) for t, b in ((completing, 2), (cancelled, 1))}
+            return all(states and states[-1][1] in ("COMPLETED", "CANCELLED") for states in last.values()) and last
+
+        last = wait_for(closed, FIRST_POLL_S + 60, interval_s=0.5, message="both moves closed after the restart")
+        figure(test, closed_after_kill_s=time.monotonic() - killed_at,
+               records={t: [s for _, s, _ in states] for t, states in last.items()})
+        for topic, wanted in ((completing, "COMPLETED"), (cancelled, "CANCELLED")):
+            states = [s for _, s, _ in last[topic]]
+            assert states[-1] == wanted and states.count(wanted) == 1, f"{topic}: {states}"
+    finally:
+        cleanup(cluster, topics)

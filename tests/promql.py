@@ -4,10 +4,10 @@ uses, and which label matchers it puts on them, checked against sinks.metric_nam
 import re
 
 from sinks import metric_names as m
-from streaming.control.plans.partition_states import PARTITION_STATES
 from sinks.prometheus import DETAIL_KEYS
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.states import STATE_NAMES
+from streaming.vocabulary.states import PlanPartitionState
 
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -25,7 +25,7 @@ for _metric in m.ALL:
 LABEL_VALUES = {"state": set(STATE_NAMES), "action": set(m.THROTTLE_ACTION_NAMES), "scope": set(m.THROTTLE_SCOPES),
                 "kind": set(BROKER_THROTTLE_KEYS) | set(TOPIC_THROTTLE_KEYS), "detail": set(DETAIL_KEYS)}
 # Where a series' label has its own closed set: a plan's partitions are counted by streaming.control.plans.partition_states.
-SERIES_LABEL_VALUES = {m.PLAN_PARTITIONS.name: {"state": set(PARTITION_STATES)}}
+SERIES_LABEL_VALUES = {m.PLAN_PARTITIONS.name: {"state": set(tuple(PlanPartitionState))}}
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _MATCHERS = re.compile(r"\{[^{}]*\}")

@@ -12,7 +12,7 @@ from streaming.control import batch_rules as rules
 from streaming.control import gate
 from streaming.control.batch_rules import BatchView
 from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND_S
-from streaming.control.ownership.records import DONE, OBSERVED, PENDING, STARTED, Refusal
+from streaming.control.ownership.records import Refusal
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary.kafka_apis import READ
 from streaming.vocabulary.snapshot import Snapshot
@@ -20,6 +20,8 @@ from tests.controller_support import Clock, Writer, a_controller, findings, samp
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import request, throttled
 from tests.test_throttle_observe import foreign_throttled_move
+from streaming.control.ownership.records import Origin
+from streaming.vocabulary.states import OwnershipState
 
 T0 = frozenset({("t", 0)})
 IDLE = dict(listed=True, batches_done=1)
@@ -205,7 +207,7 @@ def test_an_idle_controller_reads_the_ledger_once_a_trigger(tmp_path):
     clock.now += 10
     assert controller.tick() == "unreported"
     assert cluster.topics[("t", "follower")] == ""  # swept by the controller, not left for a batch
-    assert [r.state for r in ledger.records()] == [DONE]
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
     assert gate.read(controller.gate_path, clock.now * 1000).unreported == (MOVED,)
     controller.hand_over(batch("COMPLETED"))
     assert controller.tick() is None
@@ -213,10 +215,10 @@ def test_an_idle_controller_reads_the_ledger_once_a_trigger(tmp_path):
 
 @pytest.mark.parametrize("arrivals, handed", [
     # (what the ledger holds at each read after the first, as (state, refused partitions)); the move of t-0
-    ([(STARTED, ())], [MOVED]),
-    ([(PENDING, ()), (STARTED, ())], [MOVED]),  # accepted after the controller first read it pending
-    ([(STARTED, (("t", 0),))], []),  # Kafka refused it: it never ran
-    ([(PENDING, ())], []),  # not accepted (yet): execute may still be setting its throttles
+    ([(OwnershipState.STARTED, ())], [MOVED]),
+    ([(OwnershipState.PENDING, ()), (OwnershipState.STARTED, ())], [MOVED]),  # accepted after the controller first read it pending
+    ([(OwnershipState.STARTED, (("t", 0),))], []),  # Kafka refused it: it never ran
+    ([(OwnershipState.PENDING, ())], []),  # not accepted (yet): execute may still be setting its throttles
 ], ids=["accepted-unseen", "pending-then-accepted", "refused", "pending"])
 def test_a_move_of_ours_that_came_and_went_unseen_is_handed_over(tmp_path, arrivals, handed):
     cluster, ledger = throttled(), MemoryLedger()
@@ -237,7 +239,7 @@ def test_requests_active_at_start_are_swept_not_handed_over(tmp_path):
     cluster, ledger = throttled(), MemoryLedger.of(request())
     controller, _, clock = a_controller_on(tmp_path, cluster, ledger)
     assert controller.tick() == "first_batch"
-    assert [r.state for r in ledger.records()] == [DONE]
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
     assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
 
 
@@ -349,7 +351,7 @@ def test_the_controller_removes_owned_throttles_the_moment_their_move_leaves(tmp
     del cluster.reassigning[("t", 0)]
     controller.tick()
     assert cluster.topics[("t", "leader")] == "3:3"  # surgical: the foreign entry stays
-    assert ledger.records()[0].state == DONE
+    assert ledger.records()[0].state == OwnershipState.DONE
     assert sample(metrics, THROTTLE_ACTIONS, scope="topic", action="removed") == 2.0
     assert {key for key, _ in writer.written} >= {"throttle:topic:t", "throttle:broker:1"}
     assert {json.loads(value)["batch_id"] for _, value in writer.written} == {8}  # the batch after batch 7
@@ -379,7 +381,7 @@ def test_a_request_written_while_the_ledger_was_unreadable_is_swept_once_it_read
     assert controller.tick() == "ownership_unread"  # still failing: not idle
     assert cluster.alters == []
     assert controller.tick() is None  # read at last: the removal due is done at once, and nothing is left to do
-    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == DONE
+    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == OwnershipState.DONE
     assert sample(metrics, POLL_ERRORS, api=READ) == 2.0
 
 
@@ -430,7 +432,7 @@ def test_a_removal_due_while_the_job_was_down_is_done_on_the_first_tick(tmp_path
     controller, _, _ = a_controller_on(tmp_path, cluster, ledger)
     assert controller.tick() == "first_batch"
     assert cluster.topics[("t", "leader")] == "3:3"
-    assert ledger.records()[0].state == DONE
+    assert ledger.records()[0].state == OwnershipState.DONE
 
 
 def test_the_start_sweep_waits_for_the_first_list_that_answers(tmp_path):
@@ -441,7 +443,7 @@ def test_the_start_sweep_waits_for_the_first_list_that_answers(tmp_path):
     assert cluster.topics[("t", "leader")] == "0:1,3:3"
     del cluster.fail["list_reassignments"]
     controller.tick()
-    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == DONE
+    assert cluster.topics[("t", "leader")] == "3:3" and ledger.records()[0].state == OwnershipState.DONE
 
 
 def test_throttle_records_the_controller_could_not_write_are_written_next_tick(tmp_path):
@@ -472,7 +474,7 @@ def test_a_move_another_tool_starts_is_adopted_at_once_whenever_the_next_batch_c
     foreign_throttled_move(cluster)
     clock.now += 1
     assert controller.tick() == "first_batch"
-    assert [r.origin for r in ledger.records()] == [OBSERVED]
+    assert [r.origin for r in ledger.records()] == [Origin.OBSERVED]
 
 
 def test_an_idle_stretch_is_bridged_by_a_view_once_a_trigger(tmp_path):

@@ -3,13 +3,13 @@ in memory, the same `advance_once` as tests/test_plan_advance.py, through the co
 
 from streaming.cluster.poller import poll
 from streaming.control.ownership.leases import Lease, holder_of
-from streaming.control.ownership.plans import PAUSED, RUNNING
 from streaming.control.plans.advancer import MONITORING_ONLY, PlanAdvancer
 from streaming.control.plans.scheduler import Limits
 from streaming.vocabulary.errors import ClusterError
 from tests.controller_support import a_controller, sample
 from tests.test_controller import batch
 from tests.test_plan_advance import PLAN_ID, setup, writer
+from streaming.vocabulary.states import PlanState
 
 ME = "job h:1"
 
@@ -50,7 +50,7 @@ def test_refused_steps_are_reported_as_not_advanced_and_the_job_goes_on():
     job = advancer(fake, ledger)
     status = job.tick(100.0, 10_000)[PLAN_ID]
     assert status.not_advanced.startswith("NotStarted: AlterPartitionReassignments refused")  # rolled back
-    assert status.state == RUNNING
+    assert status.state == PlanState.RUNNING
     assert holder_of(ledger.leases(PLAN_ID)).until_ms == 10_000  # let go: `resume --wait` may take it
     waves = len(ledger.records())
     assert job.tick(130.0, 40_000)[PLAN_ID].not_advanced == status.not_advanced
@@ -60,9 +60,9 @@ def test_refused_steps_are_reported_as_not_advanced_and_the_job_goes_on():
 
 
 def test_a_job_that_changes_nothing_reports_plans_without_stepping_them():
-    fake, ledger = setup(state=PAUSED)
+    fake, ledger = setup(state=PlanState.PAUSED)
     status = advancer(fake, ledger, acts=False).tick(100.0, 10_000)[PLAN_ID]
-    assert (status.state, status.not_advanced, fake.starts, ledger.claims) == (PAUSED, MONITORING_ONLY, [], [])
+    assert (status.state, status.not_advanced, fake.starts, ledger.claims) == (PlanState.PAUSED, MONITORING_ONLY, [], [])
 
 
 def test_a_finished_plan_is_kept_until_a_batch_reported_how_it_ended():
@@ -86,7 +86,7 @@ def test_the_controller_steps_active_plans_and_keeps_batches_running_for_them(tm
 
 
 def test_an_idle_controller_reads_plans_once_a_trigger_and_each_tick_while_something_moves(tmp_path):
-    fake, ledger = setup(state=PAUSED)
+    fake, ledger = setup(state=PlanState.PAUSED)
     ledger.plan_headers.clear()  # no plan at all
     controller, _, clock = controller_with_plans(tmp_path, fake, ledger)
     rounds = []
@@ -115,7 +115,7 @@ def test_the_throttles_a_plan_step_removed_count_in_the_throttle_actions_metric(
 
     removed = SimpleNamespace(scope="broker", action="removed")
     step = SimpleNamespace(throttle_actions=(removed, removed), submitted=(), cancelled=(), refused=(), counts={})
-    status = SimpleNamespace(step=step, state=RUNNING, not_advanced=None, advanced_by=ME)
+    status = SimpleNamespace(step=step, state=PlanState.RUNNING, not_advanced=None, advanced_by=ME)
     fake, ledger = setup()
     controller, metrics, _ = a_controller(fake, ledger, gate_dir=tmp_path)
     controller.plans = SimpleNamespace(tick=lambda now_s, now_ms: {PLAN_ID: status}, statuses={PLAN_ID: status},

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from streaming.control.ownership.records import DONE, STARTED
 from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, throttles, wait_done, write_plan)
+from streaming.vocabulary.states import OwnershipState
 
 pytestmark = pytest.mark.cluster
 
@@ -39,7 +39,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     expect_throttles(cluster, [topic], during)
     store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     [record] = store.records()
-    assert record.request_id == result["request_id"] and record.state == STARTED and record.auto_remove
+    assert record.request_id == result["request_id"] and record.state == OwnershipState.STARTED and record.auto_remove
     assert {(c.broker, c.kind): c.prior for c in record.rates} == {(1, L): None, (1, F): None, (3, L): None, (3, F): 7 * MB}
     assert {(c.topic, c.kind, c.partition, c.broker) for c in record.entries} == {(topic, L, 0, 1), (topic, F, 0, 3)}
 
@@ -61,7 +61,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     code, out, _ = cli("verify", *common, "--reassignment-json-file", plan, "--output", "json")
     assert code == 0 and json.loads(out)["throttle_actions"] == []  # idempotent
     store.refresh()
-    assert [r.state for r in store.records()] == [DONE]
+    assert [r.state for r in store.records()] == [OwnershipState.DONE]
     store.admin.close()
 
 
@@ -156,7 +156,7 @@ def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, cl
     assert code == 3 and "refused (simulated)" in err
     expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
     store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
-    assert [r.state for r in store.records()] == [DONE]
+    assert [r.state for r in store.records()] == [OwnershipState.DONE]
     store.admin.close()
 
 

@@ -12,8 +12,8 @@ from kafka import TopicPartition
 from streaming.commands.reassign_common import connect as connect_door
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
-    TRIGGER_S, BeforeFirstConfigChange, atoms, cleanup, execute, figure, moving, prepare,
-    seconds_until)
+    TRIGGER_S, BeforeFirstConfigChange, atoms, check_a_move_ending_while_the_job_is_down_is_closed, cleanup, execute,
+    figure, moving, prepare, seconds_until)
 from tests.job_process import BATCHES, FIRST_POLL_S, LAST_POLL, batch_lines, failures_after, last_batch, running
 from tests.kafka_fixtures import wait_for
 
@@ -100,6 +100,12 @@ def test_job_sigkilled_at_random_moments_leaves_no_owned_throttle(fault_cluster,
         if job.process.poll() is not None:
             job.start()  # the next test expects the shared job running
         cleanup(cluster, created)
+
+
+def test_a_move_that_ends_while_the_job_is_down_is_reported_finished_once(fault_cluster, fault_job, tmp_path):
+    """At the 2 s trigger (the default trigger: tests/test_job_cluster.py)."""
+    check_a_move_ending_while_the_job_is_down_is_closed(fault_cluster, running(fault_job), tmp_path,
+                                                        "ended_while_down_2s", megabytes=8)
 
 
 def move_leader(cluster, topic, partition):

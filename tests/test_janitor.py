@@ -12,19 +12,20 @@ import pytest
 
 from sinks.records import SCHEMA_PATH
 from sinks.throttle_records import throttle_record
-from streaming.control.ownership.records import DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
+from streaming.control.ownership.records import EntryClaim, Move, Ownership, RateClaim
 from streaming.control.ownership.store import MemoryLedger
 from streaming.control.throttles import removal as tp
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary import throttle_actions as ta
 from tests.controller_support import Writer, a_controller, findings
 from tests.fake_cluster import FakeCluster
+from streaming.vocabulary.states import OwnershipState
 
 MB = 1_000_000
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
-def request(rid="R1", state=STARTED, auto_remove=True, created_ms=None):
+def request(rid="R1", state=OwnershipState.STARTED, auto_remove=True, created_ms=None):
     now = int(time.time() * 1000) if created_ms is None else created_ms
     return Ownership(
         request_id=rid, state=state, created_ms=now - 1000, updated_ms=now - 1000, auto_remove=auto_remove,
@@ -88,7 +89,7 @@ def test_completion_removes_exactly_what_was_owned_and_marks_done():
         ("topic", "t", "follower", "removed"), ("topic", "t", "leader", "removed")]
     assert cluster.topics == {("t", "leader"): "3:3", ("t", "follower"): "", ("u", "leader"): "*"}
     assert cluster.rates == {(2, "leader"): 5 * MB, (3, "leader"): 9 * MB}
-    assert store.latest["R1"].state == DONE
+    assert store.latest["R1"].state == OwnershipState.DONE
     written = j.written()
     assert {key for key, _ in written} == {"throttle:topic:t", "throttle:broker:1", "throttle:broker:2"}
     assert all(value["batch_id"] == 7 for _, value in written)
@@ -105,12 +106,12 @@ def test_stale_batch_snapshot_never_removes_what_a_fresh_read_shows_moving():
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
     j, _ = janitor(cluster, store)
     assert j.on_batch(stale, 1) == []
-    assert cluster.alters == [] and store.latest["R1"].state == STARTED
+    assert cluster.alters == [] and store.latest["R1"].state == OwnershipState.STARTED
 
 
 def test_pending_execute_is_left_alone_then_cleaned_after_grace():
     cluster = throttled()
-    store = MemoryLedger.of(request(state=PENDING))
+    store = MemoryLedger.of(request(state=OwnershipState.PENDING))
     j, _ = janitor(cluster, store)
     assert j.on_batch(cluster.snapshot(), 1) == []
     j, _ = janitor(cluster, store, pending_grace_ms=0)
@@ -122,7 +123,7 @@ def test_no_auto_remove_is_kept_by_the_job_and_released_by_verify():
     j, _ = janitor(cluster, store)
     assert j.on_batch(cluster.snapshot(), 1) == [] and cluster.alters == []
     verify, _ = janitor(cluster, store, release=frozenset({"R1"}))
-    assert len(verify.sweep()) == 6 and store.latest["R1"].state == DONE
+    assert len(verify.sweep()) == 6 and store.latest["R1"].state == OwnershipState.DONE
 
 
 @pytest.mark.parametrize("policy", [dict(dry_run=True), dict(cleanup=ta.OFF)], ids=["dry-run", "off"])
@@ -146,12 +147,12 @@ def test_refused_and_unconfirmed_alters_are_failed_actions_and_retried():
     assert outputs[("topic", "t", "leader")].action == ta.FAILED
     assert "read-back" in outputs[("topic", "t", "leader")].reason
     assert outputs[("broker", "2", "leader")].action == ta.RESTORED
-    assert store.latest["R1"].state == STARTED  # not done: some of its throttles are still there
+    assert store.latest["R1"].state == OwnershipState.STARTED  # not done: some of its throttles are still there
     cluster.refuse.clear()
     cluster.ignore.clear()
     retried = j.on_batch(cluster.snapshot(), 2)
     assert {o.action for o in retried} == {ta.REMOVED} and len(retried) == 4
-    assert store.latest["R1"].state == DONE
+    assert store.latest["R1"].state == OwnershipState.DONE
 
 
 def test_a_topic_deleted_between_the_read_and_the_alter_has_its_throttles_gone_not_failed():
@@ -164,7 +165,7 @@ def test_a_topic_deleted_between_the_read_and_the_alter_has_its_throttles_gone_n
     topic_actions = [o for o in outputs if o.scope == "topic"]
     assert topic_actions and {a.action for a in topic_actions} == {ta.REMOVED}
     assert all("deleted" in a.reason for a in topic_actions)
-    assert store.latest["R1"].state == DONE
+    assert store.latest["R1"].state == OwnershipState.DONE
 
 
 def test_a_new_janitor_reading_the_store_finishes_the_removal_once():

@@ -6,7 +6,6 @@ import json
 import pytest
 
 from streaming.vocabulary import throttle_actions as ta
-from streaming.control.ownership.records import DONE
 from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster.poller import poll
@@ -14,6 +13,7 @@ from tests.controller_support import a_controller, findings
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, replicas, throttles, wait_done, write_plan)
 from tests.kafka_fixtures import wait_for
+from streaming.vocabulary.states import OwnershipState
 
 pytestmark = pytest.mark.cluster
 
@@ -138,4 +138,4 @@ def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
     assert code == 0, err
     expect_throttles(cluster, [topic], {(1, L): 4 * MB})  # the pre-existing rate on broker 1 is back
     _, records = batch(3)
-    assert [r.state for r in records] == [DONE, DONE]
+    assert [r.state for r in records] == [OwnershipState.DONE, OwnershipState.DONE]

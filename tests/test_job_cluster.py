@@ -180,6 +180,21 @@ def test_etas_know_the_shared_throttle_at_both_triggers(cluster, job, default_tr
         cluster.delete_topics(topics)
 
 
+def test_a_move_that_ends_while_the_default_trigger_job_is_down_is_reported_finished_once(cluster, default_trigger_job,
+                                                                                         tmp_path):
+    """At the default 10 s trigger (2 s: tests/test_faults_job_cluster.py); 25 MB at 1 MB/s outlast its first
+    batch after the move started."""
+    from tests.cluster_cli import ownership_topic
+    from tests.fault_support import check_a_move_ending_while_the_job_is_down_is_closed
+
+    own = ownership_topic()
+    try:
+        check_a_move_ending_while_the_job_is_down_is_closed(cluster, running(default_trigger_job), tmp_path,
+                                                            "ended_while_down_10s", 25, "--ownership-topic", own)
+    finally:
+        cluster.delete_topics([own])
+
+
 def test_a_move_its_leader_outgrows_has_no_eta_and_a_reason_with_both_rates(cluster, job):
     """A producer writes PRODUCED_BYTES_PER_S (600 KB/s) into a partition moving under the fixed throttle
     OUTGROWN_RATE (100 KB/s, where `--throttle auto` starts and finishes the same move in

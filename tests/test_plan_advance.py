@@ -8,19 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streaming.control.applier import Applier
-from streaming.control.ownership.plans import CANCELLED, DONE, PAUSED, RUNNING, Plan
-from streaming.control.ownership.records import PENDING, STARTED, EntryClaim, Move, Ownership
+from streaming.control.ownership.plans import Plan
+from streaming.control.ownership.records import EntryClaim, Move, Ownership
 from streaming.control.ownership.store import MemoryLedger
 from streaming.control.plans.scheduler import Limits
 from streaming.control.plans.step import advance_once, still_throttled
 from streaming.cluster.poller import poll
 from streaming.vocabulary.errors import NotAuthorized
 from tests.fake_cluster import FakeCluster
+from streaming.vocabulary.states import OwnershipState, PlanState
 
 PLAN_ID = "20261123T180000.000Z-abcd"
 
 
-def setup(partitions=4, limits=Limits(2), state=RUNNING, waves=()):
+def setup(partitions=4, limits=Limits(2), state=PlanState.RUNNING, waves=()):
     fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(partitions)},
                        sizes={("t", p, 1): 1000 for p in range(partitions)})
     moves = tuple(Move("t", p, (1,), (2,)) for p in range(partitions))
@@ -44,7 +45,7 @@ def test_first_step_submits_up_to_the_limit_with_throttles_for_exactly_those():
     result = step(fake, ledger)
     assert result.submitted == (("t", 0), ("t", 1)) and fake.starts == [{("t", 0): [2], ("t", 1): [2]}]
     [wave] = ledger.records()
-    assert wave.plan_id == PLAN_ID and wave.state == STARTED and [m.partition for m in wave.moves] == [0, 1]
+    assert wave.plan_id == PLAN_ID and wave.state == OwnershipState.STARTED and [m.partition for m in wave.moves] == [0, 1]
     assert {(c.partition, c.broker) for c in wave.entries} == {(0, 1), (1, 1), (0, 2), (1, 2)}
     assert fake.topics == {("t", "leader"): "0:1,1:1", ("t", "follower"): "0:2,1:2"}
 
@@ -90,7 +91,7 @@ def test_failed_partitions_never_hold_the_plan_it_ends_done():
     step(fake, ledger)
     fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
     result = step(fake, ledger)
-    assert result.plan.state == DONE and result.finished
+    assert result.plan.state == PlanState.DONE and result.finished
     assert result.counts == {"done": 1, "failed": 2}
     assert {key for key, _ in result.failed} == {("t", 1), ("t", 2)}
 
@@ -100,34 +101,34 @@ def test_a_topic_hidden_from_the_principal_is_not_taken_for_deleted_the_step_sto
     fake.hidden.add("t")  # no Describe on it: a Metadata of every topic leaves it out, as Kafka does
     with pytest.raises(NotAuthorized, match="lacks Describe on Topic t"):
         step(fake, ledger)
-    assert fake.starts == [] and ledger.records() == [] and ledger.plans()[0].state == RUNNING
+    assert fake.starts == [] and ledger.records() == [] and ledger.plans()[0].state == PlanState.RUNNING
 
 
 def test_a_wave_left_pending_by_a_killed_advancer_keeps_only_what_the_cluster_accepted():
-    wave = Ownership("20261123T180001.000Z-0001", PENDING, 1, 1, moves=(Move("t", 0, (1,), (2,)), Move("t", 1, (1,), (2,))),
+    wave = Ownership("20261123T180001.000Z-0001", OwnershipState.PENDING, 1, 1, moves=(Move("t", 0, (1,), (2,)), Move("t", 1, (1,), (2,))),
                      plan_id=PLAN_ID)
     fake, ledger = setup(waves=(wave,))
     fake.reassigning[("t", 0)] = ([2, 1], [2], [1])  # accepted before the kill; t-1 was not
     result = step(fake, ledger)
     settled = next(r for r in ledger.records() if r.request_id == wave.request_id)
-    assert settled.state == STARTED and [m.partition for m in settled.moves] == [0]
+    assert settled.state == OwnershipState.STARTED and [m.partition for m in settled.moves] == [0]
     assert result.submitted == (("t", 1),)  # pending again, submitted once; t-0 never again
 
 
 def test_paused_submits_nothing_and_done_when_nothing_is_left():
-    fake, ledger = setup(state=PAUSED)
+    fake, ledger = setup(state=PlanState.PAUSED)
     assert step(fake, ledger).submitted == () and fake.starts == []
     for p in range(4):
         fake.partitions[("t", p)] = {"replicas": [2], "isr": [2], "leader": 2}
     result = step(fake, ledger)
-    assert result.plan.state == DONE and result.finished and result.counts == {"done": 4}
+    assert result.plan.state == PlanState.DONE and result.finished and result.counts == {"done": 4}
 
 
 def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
     fake, ledger = setup()
     step(fake, ledger)
     fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
-    ledger.put_plan(replace(ledger.plans()[0], state=CANCELLED))
+    ledger.put_plan(replace(ledger.plans()[0], state=PlanState.CANCELLED))
     result = step(fake, ledger)
     assert result.cancelled == (("t", 0), ("t", 1)) and fake.cancels == [[("t", 0), ("t", 1)]]
     assert len(fake.starts) == 1 and result.finished
@@ -161,9 +162,9 @@ def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_
 
 
 @pytest.mark.parametrize("wave_state, reassigning, listed, counted", [
-    (STARTED, False, "0:2", True),
-    (STARTED, True, "0:2", False),  # still in flight: counted as reassigning, not twice
-    (STARTED, False, "", False),  # its entries are gone: the slot is free
+    (OwnershipState.STARTED, False, "0:2", True),
+    (OwnershipState.STARTED, True, "0:2", False),  # still in flight: counted as reassigning, not twice
+    (OwnershipState.STARTED, False, "", False),  # its entries are gone: the slot is free
     ("done", False, "0:2", False),  # the janitor settled the wave: an entry left is someone else's
 ], ids=["finished-still-listed", "still-reassigning", "entries-gone", "settled-wave"])
 def test_still_throttled(wave_state, reassigning, listed, counted):
@@ -198,7 +199,7 @@ def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_ag
     fake = FakeCluster(partitions={(f"t{p}", 0): {"replicas": [1], "isr": [1], "leader": 1} for p in range(len(fates))},
                        sizes={(f"t{p}", 0, 1): 1000 for p in range(len(fates))})
     ledger = MemoryLedger()
-    ledger.put_plan(Plan(PLAN_ID, RUNNING, 0, 0, Limits(in_flight),
+    ledger.put_plan(Plan(PLAN_ID, PlanState.RUNNING, 0, 0, Limits(in_flight),
                          tuple(Move(f"t{p}", 0, (1,), (2,)) for p in range(len(fates))), throttle=5000))
     fate_of = {(f"t{p}", 0): fate for p, fate in enumerate(fates)}
     for key, fate in fate_of.items():
@@ -224,7 +225,7 @@ def test_a_plan_ends_done_whatever_fails_and_never_submits_a_failed_partition_ag
                 fake.partitions[key] = {"replicas": [2], "isr": [2], "leader": 2}
         if result.finished:
             break
-    assert result.plan.state == DONE and result.finished, result.counts
+    assert result.plan.state == PlanState.DONE and result.finished, result.counts
     assert {key for key, state in result.states.items() if state == "failed"} == \
         {key for key, fate in fate_of.items() if fate in FAILS}
     assert result.counts == {state: n for state, n in

@@ -15,8 +15,6 @@ import pytest
 
 from streaming.control.applier import Applier
 from streaming.control.plans.step import advance_once
-from streaming.control.ownership.plans import DONE
-from streaming.control.ownership.records import PENDING
 from streaming.control.ownership.store import KafkaLedger, find_plan
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.commands.reassign_common import strict_poll
@@ -25,6 +23,7 @@ from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic, reass
                                write_plan)
 from tests.job_process import CLI, ROOT, free_port, read_topic
 from tests.kafka_fixtures import wait_for
+from streaming.vocabulary.states import OwnershipState, PlanState
 
 pytestmark = pytest.mark.cluster
 
@@ -171,13 +170,13 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
         assert 0 < watcher.done < partitions, "killed mid-plan"
         last = run_until([*job_flags, "--metrics-port", free_port()], log, watcher, 0)
         try:
-            wait_for(lambda: plan_state(cluster.bootstrap, own, request_id) == DONE, PHASE_S, interval_s=1,
+            wait_for(lambda: plan_state(cluster.bootstrap, own, request_id) == PlanState.DONE, PHASE_S, interval_s=1,
                      message="the plan done")
             plan_done = time.monotonic() - started
 
             def last_record():  # a finished plan is kept until a batch wrote its last record (Spark may still start)
                 found = [v for k, v in read_topic(cluster.bootstrap, progress) if k == f"plan:{request_id}"]
-                return found and found[-1]["state"] == DONE and found[-1]
+                return found and found[-1]["state"] == PlanState.DONE and found[-1]
 
             record = wait_for(last_record, PHASE_S, interval_s=2, message="the plan's last record")
         finally:
@@ -195,7 +194,7 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
     waves = waves_of(cluster.bootstrap, own, request_id)
     submitted = Counter((m.topic, m.partition) for w in waves for m in w.moves)
     assert set(submitted) == {(topic, p) for p in range(partitions)} and max(submitted.values()) == 1
-    assert not [w for w in waves if w.state == PENDING]
+    assert not [w for w in waves if w.state == OwnershipState.PENDING]
     assert "advanced by job " in text  # the job stepped it (the watch's line), not only the foreground
     assert record["partitions"] == {"pending": 0, "in_flight": 0, "done": partitions, "cancelled": 0, "left_alone": 0,
                                    "failed": 0}
@@ -303,7 +302,7 @@ def test_a_deleted_topics_partitions_fail_and_the_plan_ends_without_them(cluster
     assert f"failed {doomed}-0: no longer exists" in output and f"failed {doomed}-1: no longer exists" in output
     assert replicas(cluster, slow, 0) == [2]
     expect_throttles(cluster, [slow], {})
-    assert plan_state(cluster.bootstrap, own, request_id := output.split("Request id: ")[1].split()[0]) == DONE
+    assert plan_state(cluster.bootstrap, own, request_id := output.split("Request id: ")[1].split()[0]) == PlanState.DONE
     assert all(m.topic == slow for w in waves_of(cluster.bootstrap, own, request_id) for m in w.moves)
     code, out, err = cli("progress", *common, "--request-id", request_id, "--output", "json")
     report = json.loads(out)

@@ -6,6 +6,7 @@ import pytest
 from streaming.control.ownership.leases import LEASE_MS, Lease, claim, holder_of, release
 from streaming.control.applier import Applier
 from streaming.control.ownership.store import MemoryLedger
+from streaming.vocabulary.states import PlanState
 
 A, B = "job h:1", "execute --wait h:2"
 
@@ -47,7 +48,6 @@ def test_cancel_steps_a_plan_whoever_holds_its_lease(leased, cancels):
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from streaming.control.ownership.plans import CANCELLED
     from streaming.commands.plan_execute import advance
     from tests.test_plan_advance import PLAN_ID, setup, step, writer
 
@@ -55,7 +55,7 @@ def test_cancel_steps_a_plan_whoever_holds_its_lease(leased, cancels):
     step(fake, ledger)  # t-0 and t-1 submitted
     fake.reassigning.update({("t", 0): ([2, 1], [2], [1]), ("t", 1): ([2, 1], [2], [1])})
     ledger.put_lease(Lease(PLAN_ID, A, 0, 10**15))
-    ledger.put_plan(replace(ledger.plans()[0], state=CANCELLED))
+    ledger.put_plan(replace(ledger.plans()[0], state=PlanState.CANCELLED))
     args = SimpleNamespace(timeout=1.0, output="table", command="cancel")
     assert advance(args, fake, writer(fake, ledger), PLAN_ID, wait=False, leased=leased) == 0
     assert fake.cancels == cancels

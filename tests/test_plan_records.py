@@ -3,18 +3,19 @@ what is written reads back the same, parts and header apart, through the fake cl
 
 import pytest
 
-from streaming.control.ownership.plans import PART_MOVES, PAUSED, RUNNING, Plan
+from streaming.control.ownership.plans import PART_MOVES, Plan
 from streaming.control.plans.scheduler import Limits
-from streaming.control.ownership.records import ABORTED, STARTED, Move, Ownership, Refusal, decode, encode
+from streaming.control.ownership.records import Move, Ownership, Refusal, decode, encode
 from streaming.control.ownership.store import KafkaLedger, find_plan
 from tests.fake_cluster import FakeCluster
+from streaming.vocabulary.states import OwnershipState, PlanState
 
 TOPIC = "own"
 
 
 def plan_of(partitions, limits=Limits(5, 3, 10**9)):
     moves = tuple(Move("t", p, (1,), (2,)) for p in range(partitions))
-    return Plan("20261123T180000.000Z-abcd", RUNNING, 1, 1, limits, moves, "smallest", 1000)
+    return Plan("20261123T180000.000Z-abcd", PlanState.RUNNING, 1, 1, limits, moves, "smallest", 1000)
 
 
 @pytest.mark.parametrize("partitions", [1, PART_MOVES, PART_MOVES * 2 + 1], ids=["one", "one part", "three parts"])
@@ -29,9 +30,9 @@ def test_a_state_change_rewrites_only_the_header_and_the_latest_wins():
     store = KafkaLedger(fake, TOPIC, create=True)
     store.put_plan(plan_of(3), with_parts=True)
     written = len(fake.logs[TOPIC])
-    store.put_plan(plan_of(3).with_state(PAUSED, 2, note="pause"))
+    store.put_plan(plan_of(3).with_state(PlanState.PAUSED, 2, note="pause"))
     assert len(fake.logs[TOPIC]) == written + 1
-    assert find_plan(KafkaLedger(fake, TOPIC), plan_of(3).request_id).state == PAUSED
+    assert find_plan(KafkaLedger(fake, TOPIC), plan_of(3).request_id).state == PlanState.PAUSED
 
 
 def test_a_header_without_its_parts_is_no_plan():
@@ -43,7 +44,7 @@ def test_a_header_without_its_parts_is_no_plan():
 
 def test_plans_and_ownership_records_share_the_topic_without_seeing_each_other():
     fake = FakeCluster()
-    wave = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, moves=(Move("t", 0, (1,), (2,)),),
+    wave = Ownership("20261123T180001.000Z-0001", OwnershipState.STARTED, 2, 2, moves=(Move("t", 0, (1,), (2,)),),
                      plan_id=plan_of(1).request_id)
     owners = KafkaLedger(fake, TOPIC, create=True)
     owners.put(wave)
@@ -54,14 +55,14 @@ def test_plans_and_ownership_records_share_the_topic_without_seeing_each_other()
 
 @pytest.mark.parametrize("plan_id", [None, "20261123T180000.000Z-abcd"], ids=["execute", "wave of a plan"])
 def test_plan_id_round_trips(plan_id):
-    record = Ownership("20261123T180001.000Z-0001", STARTED, 2, 2, plan_id=plan_id)
+    record = Ownership("20261123T180001.000Z-0001", OwnershipState.STARTED, 2, 2, plan_id=plan_id)
     assert decode(encode(record)) == record
     assert ("plan_id" in encode(record).decode()) == (plan_id is not None)
 
 
 @pytest.mark.parametrize("state, refused", [
-    (STARTED, ()), (STARTED, (Refusal("t", 1, "InvalidReplicationAssignmentError"),)),
-    (ABORTED, (Refusal("t", 0, "UnknownTopicOrPartitionError"), Refusal("u", 3, "no answer")))],
+    (OwnershipState.STARTED, ()), (OwnershipState.STARTED, (Refusal("t", 1, "InvalidReplicationAssignmentError"),)),
+    (OwnershipState.ABORTED, (Refusal("t", 0, "UnknownTopicOrPartitionError"), Refusal("u", 3, "no answer")))],
     ids=["none", "one-of-a-started-wave", "every-one-of-an-aborted-wave"])
 def test_a_waves_refusals_round_trip(state, refused):
     record = Ownership("20261123T180001.000Z-0001", state, 2, 2, plan_id="20261123T180000.000Z-abcd", refused=refused)

@@ -9,13 +9,14 @@ import pytest
 
 from sinks import metric_names as m
 from streaming.control.plans.step import Step
-from streaming.control.ownership.plans import RUNNING, Plan
+from streaming.control.ownership.plans import Plan
 from streaming.control.plans.scheduler import Limits
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, plan_key, plan_record
 from streaming.control.ownership.records import Move
 from streaming.control.plans.report import plan_row
 from streaming.control.plans.advancer import PlanStatus
+from streaming.vocabulary.states import PlanState
 
 ID = "20261123T180000.000Z-abcd"
 NOW_MS = 100_000
@@ -24,9 +25,9 @@ MB = 1_000_000  # rates far above the throttle floor (one fetch per quota window
 
 def status(states, throttle=MB, limits=Limits(2), sizes=MB):
     """Four partitions of topic t, each 1 MB moving from broker 1 to broker 2."""
-    plan = Plan(ID, RUNNING, 0, 0, limits, tuple(Move("t", p, (1,), (2,)) for p in range(4)), throttle=throttle)
+    plan = Plan(ID, PlanState.RUNNING, 0, 0, limits, tuple(Move("t", p, (1,), (2,)) for p in range(4)), throttle=throttle)
     seen = Step(plan, {}, states={("t", p): s for p, s in enumerate(states)}, sizes={("t", p): sizes for p in range(4)})
-    return PlanStatus(ID, RUNNING, plan=plan, seen=seen, advanced_by="job h:1")
+    return PlanStatus(ID, PlanState.RUNNING, plan=plan, seen=seen, advanced_by="job h:1")
 
 
 def copying(partition, copied, rate=None):
@@ -62,7 +63,7 @@ def test_plan_row(states, rows, tables, throttle, remaining, eta):
 
 
 def test_a_plan_not_read_yet_has_no_row():
-    assert plan_row(PlanStatus(ID, RUNNING), [], {}, NOW_MS) is None
+    assert plan_row(PlanStatus(ID, PlanState.RUNNING), [], {}, NOW_MS) is None
 
 
 def test_the_plan_record_follows_the_schema_and_the_gauges_name_the_plan():

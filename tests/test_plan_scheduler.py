@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streaming.control.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
-from streaming.control.plans.partition_states import CANCELLED, DONE, FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, not_moved, settled
+from streaming.control.plans.partition_states import classify, not_moved, settled
 from streaming.control.ownership.records import Move
+from streaming.vocabulary.states import PlanPartitionState
 
 
 def c(key, brokers, size=0):
@@ -66,29 +67,29 @@ ONGOING_OURS = {"replicas": [3, 2, 1], "adding": [3], "removing": [1]}
 ONGOING_OTHER = {"replicas": [4, 2, 1], "adding": [4], "removing": [1]}
 STATE_CASES = [
     # id, submitted, current replicas, ongoing row, refusal of its latest refused submission, expected state
-    ("never submitted, at the sources", False, [1, 2], None, None, PENDING),
-    ("submitted, reassigning to our target", True, [3, 2, 1], ONGOING_OURS, None, IN_FLIGHT),
-    ("submitted, completed", True, [3, 2], None, None, DONE),
-    ("already at the target, never submitted", False, [3, 2], None, None, DONE),
-    ("someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER, None, LEFT_ALONE),
-    ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, None, LEFT_ALONE),
-    ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, None, LEFT_ALONE),
-    ("submitted, then cancelled: back on the sources", True, [1, 2], None, None, CANCELLED),
-    ("submitted, finished, the metadata still shows the reassignment's replicas", True, [3, 2, 1], None, None, IN_FLIGHT),
-    ("submitted, cancelled to a subset of its replicas: not finishing", True, [2], None, None, CANCELLED),
-    ("someone else moved it before we submitted", False, [4, 2], None, None, LEFT_ALONE),
-    ("the topic was deleted before we submitted", False, None, None, None, FAILED),
-    ("the topic was deleted while it moved", True, None, None, None, FAILED),
-    ("refused for good: a target broker not registered", False, [1, 2], None, "InvalidReplicationAssignmentError", FAILED),
-    ("refused for good: unknown to the controller", False, [1, 2], None, "UnknownTopicOrPartitionError", FAILED),
+    ("never submitted, at the sources", False, [1, 2], None, None, PlanPartitionState.PENDING),
+    ("submitted, reassigning to our target", True, [3, 2, 1], ONGOING_OURS, None, PlanPartitionState.IN_FLIGHT),
+    ("submitted, completed", True, [3, 2], None, None, PlanPartitionState.DONE),
+    ("already at the target, never submitted", False, [3, 2], None, None, PlanPartitionState.DONE),
+    ("someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER, None, PlanPartitionState.LEFT_ALONE),
+    ("someone else reassigns it after we did (--additional)", True, [4, 2, 1], ONGOING_OTHER, None, PlanPartitionState.LEFT_ALONE),
+    ("someone else reassigns it to our target", False, [3, 2, 1], ONGOING_OURS, None, PlanPartitionState.LEFT_ALONE),
+    ("submitted, then cancelled: back on the sources", True, [1, 2], None, None, PlanPartitionState.CANCELLED),
+    ("submitted, finished, the metadata still shows the reassignment's replicas", True, [3, 2, 1], None, None, PlanPartitionState.IN_FLIGHT),
+    ("submitted, cancelled to a subset of its replicas: not finishing", True, [2], None, None, PlanPartitionState.CANCELLED),
+    ("someone else moved it before we submitted", False, [4, 2], None, None, PlanPartitionState.LEFT_ALONE),
+    ("the topic was deleted before we submitted", False, None, None, None, PlanPartitionState.FAILED),
+    ("the topic was deleted while it moved", True, None, None, None, PlanPartitionState.FAILED),
+    ("refused for good: a target broker not registered", False, [1, 2], None, "InvalidReplicationAssignmentError", PlanPartitionState.FAILED),
+    ("refused for good: unknown to the controller", False, [1, 2], None, "UnknownTopicOrPartitionError", PlanPartitionState.FAILED),
     ("refused for a while (someone reassigned it meanwhile): pending again", False, [1, 2], None,
-     "ReassignmentInProgressError", PENDING),
-    ("refused without an answer: pending again", False, [1, 2], None, "no answer", PENDING),
+     "ReassignmentInProgressError", PlanPartitionState.PENDING),
+    ("refused without an answer: pending again", False, [1, 2], None, "no answer", PlanPartitionState.PENDING),
     ("refused for good earlier, accepted by a later wave", True, [3, 2, 1], ONGOING_OURS, "UnknownTopicOrPartitionError",
-     IN_FLIGHT),
-    ("refused for good, then at its target anyway", False, [3, 2], None, "InvalidReplicationAssignmentError", DONE),
+     PlanPartitionState.IN_FLIGHT),
+    ("refused for good, then at its target anyway", False, [3, 2], None, "InvalidReplicationAssignmentError", PlanPartitionState.DONE),
     ("refused for good, then someone else reassigns it", False, [4, 2, 1], ONGOING_OTHER,
-     "InvalidReplicationAssignmentError", LEFT_ALONE),
+     "InvalidReplicationAssignmentError", PlanPartitionState.LEFT_ALONE),
 ]
 
 
@@ -101,13 +102,13 @@ def test_partition_state(submitted, current, ongoing, refusal, expected):
 
 SETTLED_CASES = [
     # id, partition counts, settled (the plan is done), not moved
-    ("every partition done", {DONE: 3}, True, {}),
-    ("failed ones never hold the plan", {DONE: 2, FAILED: 1}, True, {FAILED: 1}),
-    ("failed, cancelled and left alone", {FAILED: 1, CANCELLED: 1, LEFT_ALONE: 1}, True,
-     {FAILED: 1, CANCELLED: 1, LEFT_ALONE: 1}),
-    ("one pending holds it", {DONE: 2, FAILED: 1, PENDING: 1}, False, {FAILED: 1, PENDING: 1}),
-    ("one in flight holds it", {IN_FLIGHT: 1}, False, {IN_FLIGHT: 1}),
-    ("zero counts are nothing", {PENDING: 0, IN_FLIGHT: 0, DONE: 1, FAILED: 0}, True, {}),
+    ("every partition done", {PlanPartitionState.DONE: 3}, True, {}),
+    ("failed ones never hold the plan", {PlanPartitionState.DONE: 2, PlanPartitionState.FAILED: 1}, True, {PlanPartitionState.FAILED: 1}),
+    ("failed, cancelled and left alone", {PlanPartitionState.FAILED: 1, PlanPartitionState.CANCELLED: 1, PlanPartitionState.LEFT_ALONE: 1}, True,
+     {PlanPartitionState.FAILED: 1, PlanPartitionState.CANCELLED: 1, PlanPartitionState.LEFT_ALONE: 1}),
+    ("one pending holds it", {PlanPartitionState.DONE: 2, PlanPartitionState.FAILED: 1, PlanPartitionState.PENDING: 1}, False, {PlanPartitionState.FAILED: 1, PlanPartitionState.PENDING: 1}),
+    ("one in flight holds it", {PlanPartitionState.IN_FLIGHT: 1}, False, {PlanPartitionState.IN_FLIGHT: 1}),
+    ("zero counts are nothing", {PlanPartitionState.PENDING: 0, PlanPartitionState.IN_FLIGHT: 0, PlanPartitionState.DONE: 1, PlanPartitionState.FAILED: 0}, True, {}),
 ]
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from streaming.control.ownership.records import DONE, Ownership
+from streaming.control.ownership.records import Ownership
 from streaming.control.ownership.store import KafkaLedger
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
@@ -21,6 +21,7 @@ from tests.java_client_files import scram_java_form
 from tests.job_process import CLI, JobProcess, free_port
 from tests.kafka_fixtures import wait_for
 from tests.secure_cluster import topic_bytes
+from streaming.vocabulary.states import OwnershipState
 
 FAST, SLOW = 50_000_000, 100_000  # B/s: a 2 MB move done in a moment, or lasting ~20 s
 
@@ -171,7 +172,7 @@ def seed_ownership_record(cluster, topic):
     is read without a Fetch)."""
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
-        KafkaLedger(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", DONE, 0, 0))
+        KafkaLedger(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", OwnershipState.DONE, 0, 0))
     finally:
         admin.close()
 

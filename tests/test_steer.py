@@ -11,12 +11,13 @@ import jsonschema
 import pytest
 
 from sinks.records import SCHEMA_PATH
-from streaming.control.ownership.records import STARTED, Move, Ownership, RateClaim, Steering
+from streaming.control.ownership.records import Move, Ownership, RateClaim, Steering
 from streaming.control.ownership.store import MemoryLedger
 from streaming.control.throttles.guard import PrometheusGuard
 from tests.controller_support import Writer, a_controller, findings
 from tests.fake_cluster import FakeCluster
 from tests.test_throttle_ownership import World
+from streaming.vocabulary.states import OwnershipState
 
 MB = 1_000_000
 L, F = "leader", "follower"
@@ -36,7 +37,7 @@ def moving_cluster(rate=MB, extra_rates=None):
 
 
 def record(rid="A", steering=AUTO, rate=MB, prior=None, created=1):
-    return Ownership(rid, STARTED, created, created, moves=(Move("t", 0, (1,), (2,)),), steering=steering,
+    return Ownership(rid, OwnershipState.STARTED, created, created, moves=(Move("t", 0, (1,), (2,)),), steering=steering,
                      rates=tuple(RateClaim(b, k, rate, prior) for b in (1, 2) for k in (L, F)))
 
 

@@ -29,6 +29,7 @@ from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, Poll
                                     with_unreported)
 from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
 from streaming.control import gate
+from streaming.vocabulary.states import PlanState
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 BUCKETS = 4
@@ -472,7 +473,7 @@ def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
     from types import SimpleNamespace
 
     from streaming.control.plans.step import Step
-    from streaming.control.ownership.plans import RUNNING, Plan
+    from streaming.control.ownership.plans import Plan
     from streaming.control.plans.scheduler import Limits
     from streaming.control.ownership.records import Move
     from streaming.spark.job import BatchHandler
@@ -480,10 +481,10 @@ def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
 
     output = batch_output()
     moves = tuple(Move(f"t{i}", 0, (1,), (1, 2)) for i in range(7))
-    plan = Plan("p1", RUNNING, 0, 0, Limits(6), moves, throttle=10**6)
+    plan = Plan("p1", PlanState.RUNNING, 0, 0, Limits(6), moves, throttle=10**6)
     states = {**{(f"t{i}", 0): "in_flight" for i in range(6)}, ("t6", 0): "pending"}
     seen = Step(plan, {}, states=states, sizes={(f"t{i}", 0): 1000 for i in range(7)})
-    controller = SimpleNamespace(plan_statuses=lambda: {"p1": PlanStatus("p1", RUNNING, plan=plan, seen=seen)})
+    controller = SimpleNamespace(plan_statuses=lambda: {"p1": PlanStatus("p1", PlanState.RUNNING, plan=plan, seen=seen)})
     handler = BatchHandler(None, None, controller)
     [row] = handler._plan_rows(output, 10_000)
     assert (row["bytes_total"], row["bytes_remaining"], row["partitions"]["in_flight"]) == (7000, 4000, 6)

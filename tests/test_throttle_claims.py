@@ -6,12 +6,12 @@ import pytest
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles.claims import log_dir_moves, moves_for, throttle_setting
-from streaming.control.ownership.records import (DONE, EXECUTE, OBSERVED, PENDING, STARTED, EntryClaim, Move,
-                                               Ownership, RateClaim, Refusal, accepted_moves, decode, encode,
-                                               new_request_id)
+from streaming.control.ownership.records import EntryClaim, Move, Ownership, RateClaim, Refusal, accepted_moves, decode, encode, new_request_id
 from streaming.control.ownership.store import MemoryLedger
 from streaming.control.throttles.view import ClusterView
 from streaming.vocabulary.reassignment_file import PartitionMove
+from streaming.control.ownership.records import Origin
+from streaming.vocabulary.states import OwnershipState
 
 MB = 1_000_000
 
@@ -23,7 +23,7 @@ def view(topics=None, rates=None):
 
 
 def ours(rid, entries=(), rates=()):
-    return Ownership(rid, STARTED, 0, 0, entries=tuple(EntryClaim(*e) for e in entries), rates=tuple(RateClaim(*r) for r in rates))
+    return Ownership(rid, OwnershipState.STARTED, 0, 0, entries=tuple(EntryClaim(*e) for e in entries), rates=tuple(RateClaim(*r) for r in rates))
 
 
 def shown(setting):
@@ -98,7 +98,7 @@ def test_log_dir_moves_and_their_throttle():
 
 
 def test_ownership_round_trip():
-    record = Ownership("20260101T000000.000Z-abcd", STARTED, 1, 2, auto_remove=False,
+    record = Ownership("20260101T000000.000Z-abcd", OwnershipState.STARTED, 1, 2, auto_remove=False,
                        moves=(Move("t", 0, (1, 2), (2, 3)),),
                        entries=(EntryClaim("t", "leader", 0, 1), EntryClaim("t", "leader", 10, 2), EntryClaim("t", "follower", 0, 3)),
                        rates=(RateClaim(1, "leader", MB, None), RateClaim(3, "follower", MB, 7 * MB)), note="n")
@@ -118,22 +118,22 @@ def test_request_ids_are_monotonic_and_sortable():
 
 def test_memory_store_keeps_the_latest_per_request():
     store = MemoryLedger()
-    record = Ownership("a", STARTED, 0, 0)
+    record = Ownership("a", OwnershipState.STARTED, 0, 0)
     store.put(record)
-    store.put(record.with_state(DONE, 5))
-    assert [r.state for r in store.records()] == [DONE] and not store.records()[0].active
+    store.put(record.with_state(OwnershipState.DONE, 5))
+    assert [r.state for r in store.records()] == [OwnershipState.DONE] and not store.records()[0].active
 
 
-def moving(rid, created_ms, state=STARTED, origin=EXECUTE, refused=(), target=(2,)):
+def moving(rid, created_ms, state=OwnershipState.STARTED, origin=Origin.EXECUTE, refused=(), target=(2,)):
     return Ownership(rid, state, created_ms, created_ms, origin=origin, moves=(Move("t", 0, (1,), target),),
                      refused=tuple(Refusal("t", p, "INVALID_REPLICA_ASSIGNMENT") for p in refused))
 
 
 @pytest.mark.parametrize("records, targets", [
     ([moving("a", 1)], {("t", 0): (2,)}),
-    ([moving("a", 1, state=PENDING)], {}),  # not accepted yet
-    ([moving("a", 1, state=DONE)], {}),
-    ([moving("a", 1, origin=OBSERVED)], {}),  # another tool's move: seen listed, never ours to hand over
+    ([moving("a", 1, state=OwnershipState.PENDING)], {}),  # not accepted yet
+    ([moving("a", 1, state=OwnershipState.DONE)], {}),
+    ([moving("a", 1, origin=Origin.OBSERVED)], {}),  # another tool's move: seen listed, never ours to hand over
     ([moving("a", 1, refused=(0,))], {}),
     ([moving("b", 2, target=(3,)), moving("a", 1)], {("t", 0): (3,)}),  # the newest request's move
 ], ids=["accepted", "pending", "done", "observed", "refused", "newest-wins"])

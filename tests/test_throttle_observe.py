@@ -6,12 +6,13 @@ import pytest
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles import view as tv
-from streaming.control.ownership.records import DONE, OBSERVED, STARTED, EntryClaim, Ownership, RateClaim
+from streaming.control.ownership.records import EntryClaim, Origin, Ownership, RateClaim
 from streaming.control.ownership.store import MemoryLedger
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor, request, throttled
 from tests.test_throttle_removal import cluster
 from streaming.control.throttles.adoption import observe
+from streaming.vocabulary.states import OwnershipState
 
 MB = 1_000_000
 L, F = "leader", "follower"
@@ -32,7 +33,7 @@ def claims(record):
 BEFORE = cluster(topics={("t", L): "5:1"}, rates={(4, L): MB})
 STARTED_WITH = cluster(reassigning=[MOVE], topics={("t", L): "5:1,0:1,0:2", ("t", F): "0:3"},
                        rates={(4, L): MB, (1, L): MB, (3, F): MB})
-EXECUTE_RECORD = Ownership("E", STARTED, 0, 0, entries=(EntryClaim("t", L, 0, 1),), rates=(RateClaim(1, L, MB, None),))
+EXECUTE_RECORD = Ownership("E", OwnershipState.STARTED, 0, 0, entries=(EntryClaim("t", L, 0, 1),), rates=(RateClaim(1, L, MB, None),))
 
 CASES = [
     pytest.param([BEFORE], STARTED_WITH, [],
@@ -59,7 +60,7 @@ CASES = [
     pytest.param([cluster(rates={(1, L): MB})], cluster(reassigning=[MOVE], rates={(1, L): 3 * MB}), [EXECUTE_RECORD],
                  ([], [(1, L, None)]), id="overwriting-our-value-carries-our-prior"),
     pytest.param([cluster(rates={(1, L): 5 * MB})], cluster(reassigning=[MOVE], rates={(1, L): MB}),
-                 [Ownership("E", STARTED, 0, 0, rates=(RateClaim(1, L, MB, 5 * MB),))], None,
+                 [Ownership("E", OwnershipState.STARTED, 0, 0, rates=(RateClaim(1, L, MB, 5 * MB),))], None,
                  id="value-our-execute-set-is-not-taken"),
     pytest.param([cluster(dead=(1,))], cluster(reassigning=[MOVE], rates={(1, L): MB}), [], None,
                  id="broker-offline-before-its-configs-unknown"),
@@ -74,7 +75,7 @@ def test_observe(history, now, records, expected):
     found = observe(views(*history), tv.view_of(now), records, "X", 5)
     assert claims(found) == expected
     if found is not None:
-        assert found.origin == OBSERVED and found.state == STARTED and found.auto_remove
+        assert found.origin == Origin.OBSERVED and found.state == OwnershipState.STARTED and found.auto_remove
         assert [(m.topic, m.partition, m.sources, m.target) for m in found.moves] == [("t", 0, (2, 1), (2, 3))]
 
 
@@ -89,7 +90,7 @@ def test_janitor_removes_observed_throttles_when_the_foreign_move_completes():
     fake.reassigning[("t", 0)] = ((3, 1), (3,))
     assert j.on_batch(fake.snapshot(), 2) == []
     [record] = store.records()
-    assert record.origin == OBSERVED and {(c.partition, c.broker) for c in record.entries} == {(0, 1), (0, 3)}
+    assert record.origin == Origin.OBSERVED and {(c.partition, c.broker) for c in record.entries} == {(0, 1), (0, 3)}
     del fake.reassigning[("t", 0)]
     actions = j.on_batch(fake.snapshot(), 3)
     assert sorted((a.scope, a.name, a.kind) for a in actions) == [
@@ -130,7 +131,7 @@ def test_a_poll_older_than_the_last_removal_observes_nothing():
     in_flight = fake.snapshot(now_ms=int(time.time() * 1000) - 1000)  # the poll of a batch still running
     del fake.reassigning[("t", 0)]
     assert j.sweep()  # the controller, on a fresh read
-    assert [r.state for r in store.records()] == [DONE]
+    assert [r.state for r in store.records()] == [OwnershipState.DONE]
     assert j.on_batch(in_flight, 2) == []
     assert [r.request_id for r in store.records()] == [request().request_id]
 
@@ -148,7 +149,7 @@ def test_observed_claims_only_what_newly_appeared_and_is_nobodys(before, now):
     if found is None:
         return
     old, new = tv.view_of(previous), tv.view_of(current)
-    active = [r for r in records if r.state != DONE]
+    active = [r for r in records if r.state != OwnershipState.DONE]
     for claim in found.entries:
         value = new.topic_values[(claim.topic, claim.kind)]
         assert not te.is_all(value)

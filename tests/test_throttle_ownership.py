@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from streaming.control.throttles import view as tv
 from streaming.control.throttles.claims import throttle_setting
-from streaming.control.ownership.records import DONE, STARTED, Move, Ownership
+from streaming.control.ownership.records import Move, Ownership
 from streaming.control.ownership.store import MemoryLedger
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import janitor
+from streaming.vocabulary.states import OwnershipState
 
 MB = 1_000_000
 L, F = "leader", "follower"
@@ -51,7 +52,7 @@ class World:
         active = [r for r in self.store.records() if r.active]
         setting = throttle_setting((move,), tv.view_of(self.cluster.snapshot()), active, rate)
         now = self.tick()
-        record = Ownership(f"R{self.requests:03d}", STARTED, now, now, moves=(move,), entries=setting.entries,
+        record = Ownership(f"R{self.requests:03d}", OwnershipState.STARTED, now, now, moves=(move,), entries=setting.entries,
                            rates=setting.rate_claims)
         self.store.put(record)
         for (broker, kind), value in setting.rates.items():
@@ -84,7 +85,7 @@ def test_a_stale_records_delete_never_wins_over_the_newer_records_restore():
     world.complete(1)
     world.settle()
     assert world.cluster.rates == {(1, L): OPERATOR}
-    assert {r.state for r in world.store.records()} == {DONE}
+    assert {r.state for r in world.store.records()} == {OwnershipState.DONE}
 
 
 def test_a_record_whose_rate_was_changed_by_hand_gives_up_its_claim():
@@ -99,7 +100,7 @@ def test_a_record_whose_rate_was_changed_by_hand_gives_up_its_claim():
     world.complete(0)
     world.settle()
     assert world.cluster.rates == {(1, L): MB}
-    assert {r.state for r in world.store.records()} == {DONE}
+    assert {r.state for r in world.store.records()} == {OwnershipState.DONE}
 
 
 def test_a_throttle_another_tool_overwrote_is_restored_and_one_it_added_is_deleted():
@@ -186,4 +187,4 @@ def test_no_foreign_value_is_ever_lost_and_nothing_we_set_is_left_behind(initial
     world.settle()
     assert world.cluster.rates == foreign, world.logged
     assert not any(world.cluster.topics.values())
-    assert {r.state for r in world.store.records()} <= {DONE}
+    assert {r.state for r in world.store.records()} <= {OwnershipState.DONE}

@@ -12,12 +12,13 @@ from streaming.control.throttles import bookkeeping as tb
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles import removal as tp
 from streaming.control.throttles import view as tv
-from streaming.control.ownership.records import ABORTED, DONE, PENDING, STARTED, EntryClaim, Move, Ownership, RateClaim
+from streaming.control.ownership.records import EntryClaim, Move, Ownership, RateClaim
 from streaming.control.applier import Applier
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
 from tests.fake_cluster import FakeCluster
+from streaming.vocabulary.states import OwnershipState
 
 NOW = 1_800_000_000_000
 L, F, D = "leader", "follower", "alter_log_dirs"
@@ -41,7 +42,7 @@ def cluster(reassigning=(), topics=None, rates=None, brokers=(1, 2, 3, 4), dead=
     return replace(snapshot, errors=tuple(PollError(api, "boom") for api in errors))
 
 
-def owned(rid, state=STARTED, moves=(), entries=None, rates=None, auto_remove=True, created=NOW - 60_000):
+def owned(rid, state=OwnershipState.STARTED, moves=(), entries=None, rates=None, auto_remove=True, created=NOW - 60_000):
     """entries: {(topic, kind): "p:b,..."}; rates: {(broker, kind): (rate, prior)}; moves: (topic, partition)."""
     return Ownership(
         request_id=rid, state=state, created_ms=created, updated_ms=created, auto_remove=auto_remove,
@@ -138,19 +139,19 @@ CASES = [
                  ta.Policy(), [("broker", "1", L, "removed", "delete")], id="rule4-overlap-second-move-keeps-shared-broker"),
     pytest.param(cluster(topics={("t", L): "0:1"}),
                  [owned("A", moves=[("t", 0)], entries={("t", L): "0:1"}),
-                  owned("B", state=PENDING, moves=[("t", 0)], entries={("t", L): "0:1"}, created=NOW - 1000)],
+                  owned("B", state=OwnershipState.PENDING, moves=[("t", 0)], entries={("t", L): "0:1"}, created=NOW - 1000)],
                  ta.Policy(), [], id="rule4-entry-shared-with-pending-request-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - 1000)], ta.Policy(), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=OwnershipState.PENDING, created_ms=NOW - 1000)], ta.Policy(), [],
                  id="rule4-pending-execute-in-grace-kept"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=PENDING, created_ms=NOW - ta.PENDING_GRACE_MS - 1)],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=OwnershipState.PENDING, created_ms=NOW - ta.PENDING_GRACE_MS - 1)],
                  ta.Policy(), A_ALL_REMOVED, id="rule4-pending-past-grace-is-a-dead-execute"),
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], ta.Policy(), [],
                  id="rule4-no-auto-remove-kept"),
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False)], ta.Policy(release=frozenset({"A"})),
                  A_ALL_REMOVED, id="rule4-no-auto-remove-released-by-verify"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False, state=ABORTED)], ta.Policy(),
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, auto_remove=False, state=OwnershipState.ABORTED)], ta.Policy(),
                  A_ALL_REMOVED, id="rule4-aborted-execute-rolled-back"),
-    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=DONE)], ta.Policy(), [],
+    pytest.param(cluster(topics=A_SET, rates=A_RATES), [replace(A, state=OwnershipState.DONE)], ta.Policy(), [],
                  id="rule4-done-record-claims-nothing"),
     pytest.param(cluster(topics={("t", L): "0:1,*x"} if False else {("t", L): "0:1,1:1"}, rates={(3, L): MB}),
                  [], ta.Policy(cleanup=ta.ALL),
@@ -160,7 +161,7 @@ CASES = [
                  id="policy-all-clears-star"),
     pytest.param(cluster(reassigning=[("u", 0, [2, 3], [3])], topics={("t", L): "0:1"}, rates={(1, L): MB}), [],
                  ta.Policy(cleanup=ta.ALL), [], id="policy-all-waits-for-every-reassignment"),
-    pytest.param(cluster(topics={("t", L): "0:1"}), [replace(A, state=PENDING, created_ms=NOW - 1000)],
+    pytest.param(cluster(topics={("t", L): "0:1"}), [replace(A, state=OwnershipState.PENDING, created_ms=NOW - 1000)],
                  ta.Policy(cleanup=ta.ALL), [], id="policy-all-waits-for-execute-in-flight"),
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(cleanup=ta.OFF),
                  [(s, n, k, "dry_run", w) for s, n, k, _, w in A_ALL_REMOVED], id="policy-off-reports-only"),
@@ -207,8 +208,8 @@ GIVEN_UP = [
                  id="changed-and-deleted-claims-given-up"),
     pytest.param(cluster(dead=(2,), rates={(1, L): MB, (1, F): MB}), [A], [],
                  id="offline-broker-unknown-claim-kept"),
-    pytest.param(cluster(), [replace(A, state=PENDING, created_ms=NOW - 1000)], [], id="execute-in-flight-kept"),
-    pytest.param(cluster(), [replace(A, state=DONE)], [], id="done-record-untouched"),
+    pytest.param(cluster(), [replace(A, state=OwnershipState.PENDING, created_ms=NOW - 1000)], [], id="execute-in-flight-kept"),
+    pytest.param(cluster(), [replace(A, state=OwnershipState.DONE)], [], id="done-record-untouched"),
     pytest.param(cluster(errors=("DescribeConfigs",)), [A], [], id="incomplete-poll-decides-nothing"),
 ]
 
@@ -267,7 +268,7 @@ def states(draw):
         owned_rates = {(b, k): (draw(st.sampled_from(RATES)), draw(st.one_of(st.none(), st.sampled_from(RATES))))
                        for b in BROKERS for k in (L, F, D) if draw(st.integers(0, 3)) == 0}
         records.append(owned(
-            f"R{i}", state=draw(st.sampled_from([PENDING, STARTED, STARTED, ABORTED, DONE])),
+            f"R{i}", state=draw(st.sampled_from([OwnershipState.PENDING, OwnershipState.STARTED, OwnershipState.STARTED, OwnershipState.ABORTED, OwnershipState.DONE])),
             moves=draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(PARTITIONS)), unique=True, max_size=3)),
             entries=claims, rates=owned_rates, auto_remove=draw(st.booleans()),
             created=NOW - draw(st.sampled_from([1000, ta.PENDING_GRACE_MS + 1]))))
@@ -305,7 +306,7 @@ def test_owned_never_touches_star_foreign_or_unowned(state):
     snapshot, records, policy = state
     policy = replace(policy, cleanup=ta.OWNED)
     view = tv.view_of(snapshot)
-    active = [r for r in records if r.state != DONE]
+    active = [r for r in records if r.state != OwnershipState.DONE]
     claimed = {(c.topic, c.kind, c.partition, c.broker) for r in active for c in r.entries}
     claimed_rates = {(c.broker, c.kind): c for r in active for c in r.rates}
     for action in tp.decide(snapshot, records, policy):

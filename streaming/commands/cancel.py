@@ -13,6 +13,7 @@ from streaming.commands import flags, plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput, ClusterError
+from streaming.vocabulary.states import PlanState
 
 CANCELLED, NOT_REASSIGNING = "cancelled", "not reassigning"
 NO_REASSIGNMENT_IN_PROGRESS = "NoReassignmentInProgressError"
@@ -72,10 +73,9 @@ def run(args, connect):
 
 def _cancel_plan(args, connect):
     """Mark the plan cancelled first (so no advancer submits more), then one step of it: its partitions in
-    flight are cancelled and the janitor removes their throttles (streaming.control.plans.advance)."""
-    from streaming.control.ownership.plans import CANCELLED, PAUSED, RUNNING
-
-    admin, applier, plan = plan_execute.set_state(args, connect, CANCELLED, (RUNNING, PAUSED), steps=True)
+    flight are cancelled and the janitor removes their throttles (streaming.control.plans.step)."""
+    admin, applier, plan = plan_execute.set_state(args, connect, PlanState.CANCELLED,
+                                                  (PlanState.RUNNING, PlanState.PAUSED), steps=True)
     try:
         return plan_execute.advance(args, admin, applier, plan.request_id, wait=False, leased=False)
     finally:

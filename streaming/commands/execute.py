@@ -33,6 +33,7 @@ from streaming.commands import reassign_common as common
 from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
+from streaming.vocabulary.states import OwnershipState
 
 REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
 
@@ -168,7 +169,7 @@ def _file_moves(path):
 def _request(args, admin, file_moves, steering=None):
     """Step 1: validate against the cluster, then decide the moves, throttles and ownership record."""
     from streaming.control.throttles.claims import log_dir_moves, moves_for, throttle_setting
-    from streaming.control.ownership.records import PENDING, Ownership, new_request_id
+    from streaming.control.ownership.records import Ownership, new_request_id
     from streaming.control.throttles.view import view_of
     from streaming.vocabulary.reassignment_file import to_json
 
@@ -184,7 +185,7 @@ def _request(args, admin, file_moves, steering=None):
     setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
                                args.replica_alter_log_dirs_throttle)
     now_ms = int(time.time() * 1000)
-    record = Ownership(request_id=new_request_id([r.request_id for r in ledger.records()], now_ms), state=PENDING,
+    record = Ownership(request_id=new_request_id([r.request_id for r in ledger.records()], now_ms), state=OwnershipState.PENDING,
                        created_ms=now_ms, updated_ms=now_ms, auto_remove=not args.no_auto_remove_throttle,
                        moves=moves, entries=setting.entries, rates=setting.rate_claims,
                        steering=steering if setting.rate_claims else None)

@@ -5,6 +5,7 @@ Exit 2 for an unknown request id or a plan that is done or cancelled."""
 from streaming.commands import flags, plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.errors import EXIT_OK
+from streaming.vocabulary.states import PlanState
 
 
 def add_arguments(parser):
@@ -13,9 +14,8 @@ def add_arguments(parser):
 
 
 def run(args, connect):
-    from streaming.control.ownership.plans import PAUSED, RUNNING
 
-    admin, _, plan = plan_execute.set_state(args, connect, PAUSED, (RUNNING,))
+    admin, _, plan = plan_execute.set_state(args, connect, PlanState.PAUSED, (PlanState.RUNNING,))
     admin.close()
     print(f"Plan {plan.request_id} {plan.state}: nothing more is submitted until `resume --request-id {plan.request_id}`")
     return EXIT_OK

@@ -17,6 +17,7 @@ from streaming.commands import flags
 from streaming.commands import reassign_common as common
 from streaming.vocabulary import byte_values
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
+from streaming.vocabulary.states import PlanState
 
 STEP_INTERVAL_S = 1.0  # between two steps of `--wait`: about the driver-side watch's period
 PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
@@ -78,7 +79,7 @@ def writer(args, admin, create=False):
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
     from streaming.control.plans.step import candidate, sizes_of
-    from streaming.control.ownership.plans import RUNNING, Plan
+    from streaming.control.ownership.plans import Plan
     from streaming.control.plans.scheduler import FILE, ordered
 
     snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
@@ -87,7 +88,7 @@ def record_plan(args, admin, request, limits):
     order = args.order or FILE
     moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
     record = request.record
-    plan = Plan(record.request_id, RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
+    plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
     writer(args, admin, create=True).record_plan(plan, with_parts=True)
     return plan
 
@@ -106,8 +107,6 @@ def advance(args, admin, applier, request_id, wait, leased=True):
     written cancels its own wave (streaming.control.plans.step), so it needs no exclusivity; the job steps only
     running and paused plans."""
     from streaming.control.ownership import leases as lease
-    from streaming.control.ownership.plans import CANCELLED
-    from streaming.control.ownership.plans import DONE as PLAN_DONE
     from streaming.control.ownership.store import find_plan
     from streaming.control.plans.partition_states import not_moved
 
@@ -121,7 +120,7 @@ def advance(args, admin, applier, request_id, wait, leased=True):
                       f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
                 waiting_for = holder.holder
             state = find_plan(applier.ledger, request_id).state
-            if not wait or state in (PLAN_DONE, CANCELLED):
+            if not wait or state in (PlanState.DONE, PlanState.CANCELLED):
                 if wait:
                     print(f"Plan {request_id} {state}", flush=True)
                 return EXIT_OK
@@ -141,7 +140,7 @@ def advance(args, admin, applier, request_id, wait, leased=True):
             lease.release(applier, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
         return EXIT_OK
     unfinished = not_moved(result.counts)
-    if result.plan.state == CANCELLED or not unfinished:
+    if result.plan.state == PlanState.CANCELLED or not unfinished:
         return EXIT_OK
     print(f"Plan {request_id} ended with partitions not moved: " +
           ", ".join(f"{n} {state}" for state, n in sorted(unfinished.items())), file=sys.stderr)

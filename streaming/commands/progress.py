@@ -22,6 +22,7 @@ from streaming.vocabulary import durations, reassignment_file
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, BadInput
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
+from streaming.vocabulary.states import PlanState
 
 # A redraw faster than a poll can answer only repeats it; slower than a day is not watching.
 WATCH_BOUNDS_S = (0.1, durations.DAY_S)
@@ -88,21 +89,19 @@ def _plan_row(admin, args, request_id, snapshot, rows, ledger):
 def _active_plans(admin, args, snapshot, rows):
     """One line per running or paused plan after the report, when the ownership topic can be read (progress
     needs no grant on it: without one, a note says the plans are not shown)."""
-    from streaming.control.ownership.plans import PAUSED, RUNNING
     from streaming.control.plans.report import describe_plan
 
     try:
         ledger = common.open_ledger(args, admin, create=False)
-        for request_id in [p.request_id for p in ledger.plans() if p.state in (RUNNING, PAUSED)]:
+        for request_id in [p.request_id for p in ledger.plans() if p.state in (PlanState.RUNNING, PlanState.PAUSED)]:
             print(describe_plan(_plan_row(admin, args, request_id, snapshot, rows, ledger)), flush=True)
     except Exception as error:  # reading plans is optional here: the report above stands
         print(f"Note: plans not shown ({args.ownership_topic}: {error})", file=sys.stderr, flush=True)
 
 
 def _plan_exit_code(row):
-    from streaming.control.ownership.plans import PAUSED, RUNNING
 
-    return EXIT_IN_PROGRESS if row["state"] in (RUNNING, PAUSED) else EXIT_OK
+    return EXIT_IN_PROGRESS if row["state"] in (PlanState.RUNNING, PlanState.PAUSED) else EXIT_OK
 
 
 def _plan(admin, args):

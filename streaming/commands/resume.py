@@ -5,6 +5,7 @@ from the ownership topic and goes on. Exit 2 for an unknown request id or a plan
 
 from streaming.commands import flags, plan_execute
 from streaming.commands import reassign_common as common
+from streaming.vocabulary.states import PlanState
 
 
 def add_arguments(parser):
@@ -14,9 +15,8 @@ def add_arguments(parser):
 
 
 def run(args, connect):
-    from streaming.control.ownership.plans import PAUSED, RUNNING
 
-    admin, applier, plan = plan_execute.set_state(args, connect, RUNNING, (PAUSED,), steps=True)
+    admin, applier, plan = plan_execute.set_state(args, connect, PlanState.RUNNING, (PlanState.PAUSED,), steps=True)
     try:
         return plan_execute.advance(args, admin, applier, plan.request_id, args.wait)
     finally:

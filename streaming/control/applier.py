@@ -22,7 +22,6 @@ import sys
 import time
 from dataclasses import replace
 
-from streaming.control.ownership.records import DONE
 from streaming.control.throttles.bookkeeping import confirmed
 from streaming.control.throttles.read import read_cluster
 from streaming.control.throttles.view import view_of
@@ -30,6 +29,7 @@ from streaming.vocabulary import throttle_entries as te
 from streaming.vocabulary.config_keys import APPEND, BROKER, SET, SUBTRACT, TOPIC
 from streaming.vocabulary.errors import TOPIC_DELETED, ClusterError
 from streaming.vocabulary.throttle_actions import FAILED
+from streaming.vocabulary.states import OwnershipState
 
 CLUSTER_WRITES = ("alter_throttles", "start_reassignments", "cancel_reassignments", "alter_replica_log_dirs")
 READBACK_TIMEOUT_S = 15.0
@@ -88,7 +88,7 @@ class Applier:
         attempted = [a for a in actions if a not in outcome]
         altered = time.monotonic()
         topics = ({a.name for a in attempted if a.scope == TOPIC}
-                  | {c.topic for r in records if r.state != DONE for c in r.entries})
+                  | {c.topic for r in records if r.state != OwnershipState.DONE for c in r.entries})
         deadline, after = time.monotonic() + self.readback_timeout_s, None
         while attempted:
             try:

@@ -57,7 +57,7 @@ from sinks.throttle_records import describe, describe_observed, throttle_record
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.control import batch_rules, gate
 from streaming.control.applier import Applier
-from streaming.control.ownership.records import EXECUTE, accepted_moves, new_request_id
+from streaming.control.ownership.records import accepted_moves, new_request_id
 from streaming.control.plans.advancer import PlanAdvancer
 from streaming.control.sweep import given_up, settle_candidates, sweep
 from streaming.control.throttles.adoption import observe
@@ -69,6 +69,7 @@ from streaming.control.throttles.view import after_actions, view_of
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.throttle_actions import ALL, REMOVED, RESTORED
+from streaming.control.ownership.records import Origin
 
 TICK_INTERVAL_S = 1.0
 # A batch's durable write is given up by the producer after this long (streaming.cluster.own_topics): while a
@@ -381,7 +382,7 @@ class Controller:
             self._owned = frozenset((m.topic, m.partition) for r in records + self._observed if r.active for m in r.moves)
             self._accepted = accepted_moves(records)
             self.requests = {r.request_id: [(m.topic, m.partition) for m in r.moves]
-                             for r in records if r.active and r.origin == EXECUTE}
+                             for r in records if r.active and r.origin == Origin.EXECUTE}
             self._owned_unread = False
             self._owned_read_s = self.clock()
             return True

@@ -20,10 +20,11 @@ wave from the cluster (streaming.control.plans.step).
 from dataclasses import dataclass, replace
 
 from sinks.throttle_records import describe, describe_claims
-from streaming.control.ownership.records import ABORTED, STARTED, Refusal
+from streaming.control.ownership.records import Refusal
 from streaming.control.sweep import quiet, sweep
 from streaming.vocabulary.errors import ClusterError
 from streaming.vocabulary.throttle_actions import FAILED, Policy
+from streaming.vocabulary.states import OwnershipState
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def submit(admin, applier, record, setting, timeout_s, now_ms):
             applier.set_throttles(setting, timeout_s)
     except ClusterError as error:  # the moves run: recorded as started (the janitor cleans up), reported
         note = f"re-applying throttles failed: {error}"
-    record = replace(record.with_state(STARTED, now_ms, note=note), moves=started)
+    record = replace(record.with_state(OwnershipState.STARTED, now_ms, note=note), moves=started)
     applier.record(record)
     return Submitted(record, started, refused, note)
 
@@ -89,7 +90,7 @@ def submit(admin, applier, record, setting, timeout_s, now_ms):
 def roll_back(admin, applier, record, now_ms, why):
     """Mark `record` aborted (no moves: nothing of it runs) and take out what it set: the sweep with it released.
     Never raises: what it could not take out is said in `RolledBack.left`."""
-    aborted = replace(record.with_state(ABORTED, now_ms, note=f"not started: {why}"), moves=())
+    aborted = replace(record.with_state(OwnershipState.ABORTED, now_ms, note=f"not started: {why}"), moves=())
     try:
         applier.record(aborted)
         applier.ledger.refresh()

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 
 from sinks.throttle_records import describe_claims
-from streaming.control.ownership.records import DONE
 from streaming.control.throttles.bookkeeping import given_up, settled
 from streaming.control.throttles.read import read_for_plan
 from streaming.control.throttles.removal import decide
+from streaming.vocabulary.states import OwnershipState
 
 
 def quiet(_line):
@@ -70,11 +70,11 @@ def give_up(applier, records, now, policy, log=quiet):
 
 def settle_candidates(snapshot, records, policy):
     """Records `snapshot` shows settled: the controller sweeps when a batch's poll shows one."""
-    return [r for r in records if r.state != DONE and settled(snapshot, r, records, policy)]
+    return [r for r in records if r.state != OwnershipState.DONE and settled(snapshot, r, records, policy)]
 
 
 def settle(applier, records, now, policy):
     """Mark `done` the records that `now` - a read taken after the ledger's refresh, never a batch's older poll -
     shows settled."""
     for record in settle_candidates(now, records, policy):
-        applier.record(record.with_state(DONE, now.ts_ms, note="every claimed throttle is gone"))
+        applier.record(record.with_state(OwnershipState.DONE, now.ts_ms, note="every claimed throttle is gone"))

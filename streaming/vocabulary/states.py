@@ -1,11 +1,16 @@
-"""Replica move states, ordered by severity, serialized by name.
+"""Every set of states, each an enum defined once.
 
-A partition's state is the worst state among its moving replicas, so the order here is the
-order operators triage in: a broker that is down hides everything else; a finished move is
-the least interesting thing there is.
+Replica move states (`ReplicaState`) are ordered by severity and serialized by name: a partition's state is the
+worst state among its moving replicas, so the order here is the order operators triage in - a broker that is
+down hides everything else; a finished move is the least interesting thing there is.
+
+The states of what the job's controller writes to the ownership topic are serialized by value (the strings in
+the records, the progress topic's `plan` records and the plan metrics' `state` label): an ownership record's
+(`OwnershipState`; a plan's wave is an ownership record, so a wave's state is one of these), a plan's
+(`PlanState`) and a partition's within a plan (`PlanPartitionState`).
 """
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class ReplicaState(IntEnum):
@@ -28,3 +33,27 @@ NAME_OF = {state.value: state.name for state in ReplicaState}
 def worst(names):
     """The name of the most severe of some state names (a partition's state from its replicas')."""
     return NAME_OF[max(SEVERITY[name] for name in names)]
+
+
+class OwnershipState(StrEnum):
+    PENDING = "pending"  # written before any config is altered; its request may still be setting throttles
+    STARTED = "started"  # Kafka accepted its moves (a wave: only those accepted are kept)
+    ABORTED = "aborted"  # nothing was accepted, or setting its throttles failed: what it set is taken out
+    DONE = "done"  # every throttle it claimed is gone (removed, restored, or changed by someone else)
+
+
+class PlanState(StrEnum):
+    RUNNING = "running"  # submits a wave as slots free
+    PAUSED = "paused"  # submits nothing; what moves keeps moving
+    CANCELLED = "cancelled"  # its partitions in flight reverted, its pending ones never submitted
+    DONE = "done"  # nothing pending or in flight is left
+
+
+class PlanPartitionState(StrEnum):
+    """In the order of a plan's report and its records' `partitions` object."""
+    PENDING = "pending"  # waiting for a slot
+    IN_FLIGHT = "in_flight"  # submitted by the plan and reassigning (or finishing) to its target
+    DONE = "done"  # at its target
+    CANCELLED = "cancelled"  # submitted, then reverted: never submitted again
+    LEFT_ALONE = "left_alone"  # reassigned or moved by someone else: never overwritten
+    FAILED = "failed"  # the plan can never move it: its topic deleted, or refused by Kafka for good

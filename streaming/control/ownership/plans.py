@@ -7,9 +7,7 @@ completion. A header is only ever written after all its parts, so a plan that ca
 What was submitted is not in the plan: each wave is an ownership record naming the plan (`plan_id`).
 Who advances it is not in the plan either: its lease is the record `plan:<id>:advancer` (streaming.control.ownership.leases).
 
-States: RUNNING (submits as slots free), PAUSED (submits nothing; what moves keeps moving),
-CANCELLED (in-flight partitions reverted, pending ones never submitted), DONE (nothing pending or
-in flight is left).
+States: streaming.vocabulary.states.PlanState.
 """
 
 import json
@@ -17,10 +15,10 @@ from dataclasses import dataclass, replace
 
 from streaming.control.plans.scheduler import FILE, Limits
 from streaming.control.ownership.records import PLAN_KEY_PREFIX, Move
+from streaming.vocabulary.states import PlanState
 
 SCHEMA_ID = "kafka-reassign-monitor/plan/v1"
 PART_SCHEMA_ID = "kafka-reassign-monitor/plan-part/v1"
-RUNNING, PAUSED, CANCELLED, DONE = PLAN_STATES = ("running", "paused", "cancelled", "done")
 # Moves per part record: ~100 bytes each in JSON, so a part stays far below Kafka's 1 MB default record limit.
 PART_MOVES = 2000
 
@@ -28,7 +26,7 @@ PART_MOVES = 2000
 @dataclass(frozen=True)
 class Plan:
     request_id: str
-    state: str
+    state: PlanState
     created_ms: int
     updated_ms: int
     limits: Limits
@@ -92,7 +90,7 @@ def decode_header(data, parts):
     if missing:
         raise ValueError(f"plan {value['request_id']}: part {missing[0]} of {value['parts']} missing")
     limits = value["limits"]
-    return Plan(request_id=value["request_id"], state=value["state"], created_ms=int(value["created_ms"]),
+    return Plan(request_id=value["request_id"], state=PlanState(value["state"]), created_ms=int(value["created_ms"]),
                 updated_ms=int(value["updated_ms"]), order=value["order"], throttle=value.get("throttle"),
                 note=value.get("note"),
                 limits=Limits(limits["max_partitions_in_flight"], limits.get("max_moves_per_broker"),

@@ -36,13 +36,19 @@ import secrets
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from enum import StrEnum
 
+from streaming.vocabulary.states import OwnershipState
 from streaming.vocabulary.throttle_entries import entry, parse_entry
 
 SCHEMA_ID = "kafka-reassign-monitor/ownership/v1"
 
-PENDING, STARTED, ABORTED, DONE = STATES = ("pending", "started", "aborted", "done")
-EXECUTE, OBSERVED = ORIGINS = ("execute", "observed")
+
+
+class Origin(StrEnum):
+    EXECUTE = "execute"  # written by `execute` (a plan's wave too) before it set anything
+    OBSERVED = "observed"  # throttles the job saw appear with a move another tool started (adoption)
+
 PLAN_KEY_PREFIX = "plan:"  # keys of the plans' records (streaming.control.ownership.plan_store) in the same topic
 
 
@@ -95,11 +101,11 @@ class Refusal:
 @dataclass(frozen=True)
 class Ownership:
     request_id: str
-    state: str
+    state: OwnershipState
     created_ms: int
     updated_ms: int
     auto_remove: bool = True
-    origin: str = EXECUTE
+    origin: Origin = Origin.EXECUTE
     moves: tuple[Move, ...] = ()
     entries: tuple[EntryClaim, ...] = ()
     rates: tuple[RateClaim, ...] = ()
@@ -113,7 +119,7 @@ class Ownership:
 
     @property
     def active(self):
-        return self.state != DONE
+        return self.state != OwnershipState.DONE
 
 
 def to_json(record):
@@ -141,9 +147,9 @@ def from_json(value):
     if value.get("schema") != SCHEMA_ID:
         raise ValueError(f"not an ownership record: schema {value.get('schema')!r}")
     return Ownership(
-        request_id=value["request_id"], state=value["state"], created_ms=int(value["created_ms"]),
+        request_id=value["request_id"], state=OwnershipState(value["state"]), created_ms=int(value["created_ms"]),
         updated_ms=int(value["updated_ms"]), auto_remove=bool(value.get("auto_remove", True)),
-        origin=value.get("origin", EXECUTE), note=value.get("note"), plan_id=value.get("plan_id"),
+        origin=Origin(value.get("origin", Origin.EXECUTE)), note=value.get("note"), plan_id=value.get("plan_id"),
         moves=tuple(Move(m["topic"], int(m["partition"]), tuple(m["sources"]), tuple(m["target"]))
                     for m in value.get("moves", ())),
         entries=tuple(EntryClaim(e["topic"], e["kind"], *parse_entry(text))
@@ -184,7 +190,7 @@ def accepted_moves(records):
     (`started`), less the partitions it refused; the newest request's move where several name a partition."""
     moves = {}
     for record in sorted(records, key=lambda r: (r.created_ms, r.request_id)):
-        if record.state == STARTED and record.origin == EXECUTE:
+        if record.state == OwnershipState.STARTED and record.origin == Origin.EXECUTE:
             refused = {(r.topic, r.partition) for r in record.refused}
             moves.update(((m.topic, m.partition), m) for m in record.moves if (m.topic, m.partition) not in refused)
     return moves

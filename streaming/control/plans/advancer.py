@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 from streaming.control.ownership import leases as lease
 from streaming.control.plans.step import advance_once, observe
-from streaming.control.ownership.plans import PAUSED, RUNNING
+from streaming.vocabulary.states import PlanState
 
 # A step polls the plan's topics and every broker's log dirs: about the watch's period, not more often.
 PLAN_STEP_INTERVAL_S = 1.0
 # After a failed step the job lets go of the plan this long: a refused wave sets and removes its throttles and
 # writes an aborted ownership record each time, and the released lease lets `resume --wait` take the plan.
 RETRY_AFTER_S = 60.0
-ADVANCED_STATES = (RUNNING, PAUSED)
+ADVANCED_STATES = (PlanState.RUNNING, PlanState.PAUSED)
 # Why a job does not step plans at all (its janitor policy does not act).
 MONITORING_ONLY = "the job changes nothing (--dry-run or --throttle-cleanup off)"
 

@@ -28,15 +28,14 @@ is gone), a left-alone one is one someone else moves or moved (never overwritten
 it is done once nothing is pending or in flight (`settled`), and it ended with partitions not moved when any
 is not DONE (`not_moved`: `execute --wait` exits 3).
 
-`submitted` is what the plan's started waves record (streaming.control.plans.submit): a partition whose wave died
-before AlterPartitionReassignments was confirmed is decided from the cluster (streaming.control.plans.advance).
+`submitted` is what the plan's started waves record (streaming.control.submission): a partition whose wave died
+before AlterPartitionReassignments was confirmed is decided from the cluster (streaming.control.plans.step).
 `refusal`: the error of its latest refused submission recorded in a wave (None: never refused).
 """
 
 from streaming.vocabulary.errors import FINAL_REASSIGNMENT_REFUSALS
+from streaming.vocabulary.states import PlanPartitionState
 
-PENDING, IN_FLIGHT, DONE, CANCELLED, LEFT_ALONE, FAILED = PARTITION_STATES = (
-    "pending", "in_flight", "done", "cancelled", "left_alone", "failed")
 
 
 def ongoing_target(row):
@@ -101,8 +100,10 @@ def moved_by_others(move, submitted, current, ongoing, refusal):
     return None
 
 
-RULES = ((at_target, DONE), (gone, FAILED), (moving_for_us, IN_FLIGHT), (moving_for_others, LEFT_ALONE),
-         (finishing, IN_FLIGHT), (reverted, CANCELLED), (refused_for_good, FAILED), (moved_by_others, LEFT_ALONE))
+RULES = ((at_target, PlanPartitionState.DONE), (gone, PlanPartitionState.FAILED),
+         (moving_for_us, PlanPartitionState.IN_FLIGHT), (moving_for_others, PlanPartitionState.LEFT_ALONE),
+         (finishing, PlanPartitionState.IN_FLIGHT), (reverted, PlanPartitionState.CANCELLED),
+         (refused_for_good, PlanPartitionState.FAILED), (moved_by_others, PlanPartitionState.LEFT_ALONE))
 
 
 def classify(move, submitted, current, ongoing, refusal=None):
@@ -113,16 +114,16 @@ def classify(move, submitted, current, ongoing, refusal=None):
         reason = rule(move, submitted, current, ongoing, refusal)
         if reason:
             return state, reason
-    return PENDING, "waiting for a slot"
+    return PlanPartitionState.PENDING, "waiting for a slot"
 
 
 def settled(counts):
     """A plan with these partition counts (state -> number) is done: nothing pending or in flight. Failed,
     cancelled and left-alone partitions never hold it."""
-    return not counts.get(PENDING) and not counts.get(IN_FLIGHT)
+    return not counts.get(PlanPartitionState.PENDING) and not counts.get(PlanPartitionState.IN_FLIGHT)
 
 
 def not_moved(counts):
     """{state: n} of the partitions a finished plan did not move (every state but DONE): `execute --wait`
     exits 3 when there is any (a cancelled plan exits 0)."""
-    return {state: n for state, n in counts.items() if state != DONE and n}
+    return {state: n for state, n in counts.items() if state != PlanPartitionState.DONE and n}

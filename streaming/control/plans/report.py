@@ -19,10 +19,10 @@ rows, throttle tables). Pure; runs on the driver in the batch handler (streaming
 from collections import Counter
 
 from streaming.control.plans.scheduler import Candidate, Load, schedule
-from streaming.control.plans.partition_states import DONE, IN_FLIGHT, PARTITION_STATES, PENDING
 from streaming.core.budget import FOLLOWER, LEADER, BudgetKey, Move, budget_rates, simulate_admitted
 from streaming.core.budget_view import Throttles, is_copying, moves_of, remaining_bytes
 from streaming.vocabulary.replica_row import key_of, partition_of
+from streaming.vocabulary.states import PlanPartitionState
 
 
 def _destinations(move):
@@ -35,7 +35,7 @@ def _pending_moves(plan, states, sizes, leaders):
     out = []
     for m in plan.moves:
         key = (m.topic, m.partition)
-        if states.get(key) != PENDING:
+        if states.get(key) != PlanPartitionState.PENDING:
             continue
         for broker in _destinations(m):
             if plan.throttle:
@@ -74,13 +74,13 @@ def plan_row(status, rows, tables, now_ms):
     plan, states, sizes = status.plan, seen.states, seen.sizes
     keys = {(m.topic, m.partition) for m in plan.moves}
     mine = [row for row in rows if partition_of(row) in keys and not row["intra_broker"]]
-    in_flight_rows = {key_of(row): row for row in mine if states.get(partition_of(row)) == IN_FLIGHT}
+    in_flight_rows = {key_of(row): row for row in mine if states.get(partition_of(row)) == PlanPartitionState.IN_FLIGHT}
     whole = {key: sizes.get(key, 0) * len(_destinations(m)) for m in plan.moves for key in [(m.topic, m.partition)]}
     remaining = 0.0
     for key, state in states.items():
-        if state == PENDING:
+        if state == PlanPartitionState.PENDING:
             remaining += whole[key]
-        elif state == IN_FLIGHT:
+        elif state == PlanPartitionState.IN_FLIGHT:
             known = [remaining_bytes(r) for r in in_flight_rows.values() if partition_of(r) == key]
             remaining += sum(b for b in known if b is not None) if known and None not in known else whole[key]
     throttles = Throttles(tables.get("topic_throttles", ()), tables.get("broker_throttles", ()))
@@ -93,15 +93,15 @@ def plan_row(status, rows, tables, now_ms):
     ongoing = {(r["topic"], r["partition"]): frozenset(r["replicas"]) | frozenset(r["adding"])
                for r in tables.get("reassignments", ())}
     # The plan's moves still copying: in flight by the step's read, which may be newer than the batch's poll.
-    ours = {m.key for m in running if states.get(m.key[:2]) == IN_FLIGHT} | {m.key for m in pending}
-    unseen = {key for key, state in states.items() if state == IN_FLIGHT} - {partition_of(r) for r in mine}
+    ours = {m.key for m in running if states.get(m.key[:2]) == PlanPartitionState.IN_FLIGHT} | {m.key for m in pending}
+    unseen = {key for key, state in states.items() if state == PlanPartitionState.IN_FLIGHT} - {partition_of(r) for r in mine}
     finish_s = None if unseen else simulate_admitted(  # a partition submitted after the batch's poll: not modelled
         running, pending, _admit(plan, sizes, ongoing), budget_rates(rates, running + pending), now_ms / 1000.0,
         keys=ours)
     counts = Counter(states.values())
     return {"request_id": plan.request_id, "state": status.state,
-            "partitions": {state: counts.get(state, 0) for state in PARTITION_STATES},
-            "partitions_total": len(plan.moves), "partitions_completed": counts.get(DONE, 0),
+            "partitions": {state: counts.get(state, 0) for state in tuple(PlanPartitionState)},
+            "partitions_total": len(plan.moves), "partitions_completed": counts.get(PlanPartitionState.DONE, 0),
             "bytes_total": round(sum(whole.values())), "bytes_remaining": round(remaining),
             "rate_bytes_per_sec": sum(r["copy_rate"] or 0.0 for r in in_flight_rows.values() if is_copying(r)),
             "eta_seconds": None if finish_s is None else max(finish_s - now_ms / 1000.0, 0.0),

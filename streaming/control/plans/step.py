@@ -36,13 +36,9 @@ the cluster, so a step may be cut off anywhere; nothing is submitted that reassi
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from streaming.control.ownership.plans import CANCELLED, DONE, RUNNING
-from streaming.control.ownership.records import PENDING as WAVE_PENDING
-from streaming.control.ownership.records import STARTED, Ownership, new_request_id
+from streaming.control.ownership.records import Ownership, new_request_id
 from streaming.control.ownership.store import find_plan
-from streaming.control.plans.partition_states import CANCELLED as REVERTED
-from streaming.control.plans.partition_states import (FAILED, IN_FLIGHT, LEFT_ALONE, PENDING, classify, final_refusal,
-                                                      refusal_reason, settled)
+from streaming.control.plans.partition_states import classify, final_refusal, refusal_reason, settled
 from streaming.control.plans.scheduler import Candidate, load_of, schedule
 from streaming.control.submission import submit
 from streaming.control.sweep import sweep
@@ -51,25 +47,27 @@ from streaming.control.throttles.view import view_of
 from streaming.vocabulary.errors import BadInput, ClusterError
 from streaming.vocabulary.throttle_actions import Policy
 from streaming.vocabulary.throttle_entries import parse
+from streaming.vocabulary.states import OwnershipState, PlanPartitionState, PlanState
 
 
 @dataclass(frozen=True)
 class Step:
     plan: object  # streaming.control.ownership.plans.Plan, as it is after the step
-    counts: dict  # partition state -> number of partitions (streaming.control.plans.partition_states), after the step's submissions
+    counts: dict  # PlanPartitionState -> number of partitions, after the step's submissions
     submitted: tuple = ()  # (topic, partition) submitted in this step
     refused: tuple = ()  # ((topic, partition), error) refused by AlterPartitionReassignments in this step
     cancelled: tuple = ()  # (topic, partition) cancelled in this step
     left_alone: tuple = ()  # ((topic, partition), reason): moved or moving by someone else
     failed: tuple = ()  # ((topic, partition), reason): gone, or refused by Kafka for good
     throttle_actions: tuple = ()  # streaming.vocabulary.throttle_actions.ThrottleAction taken by the sweep
-    states: dict = field(default_factory=dict)  # (topic, partition) -> its state as read (streaming.control.plans.partition_states)
+    states: dict = field(default_factory=dict)  # (topic, partition) -> its PlanPartitionState as read
     sizes: dict = field(default_factory=dict)  # (topic, partition) -> its leader's log bytes as read (sizes_of)
 
     @property
     def finished(self):
         """Nothing more will happen: the plan is done, or cancelled with nothing of it moving."""
-        return self.plan.state == DONE or (self.plan.state == CANCELLED and not self.counts.get(IN_FLIGHT))
+        return self.plan.state == PlanState.DONE or (self.plan.state == PlanState.CANCELLED
+                                                     and not self.counts.get(PlanPartitionState.IN_FLIGHT))
 
 
 def sizes_of(snapshot):
@@ -117,12 +115,12 @@ def _settle_pending_waves(applier, waves, snapshot, now_ms):
     current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
     ongoing = {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
     for wave in waves:
-        if wave.state != WAVE_PENDING:
+        if wave.state != OwnershipState.PENDING:
             continue
         accepted = tuple(m for m in wave.moves if (m.topic, m.partition) in ongoing
                          or current.get((m.topic, m.partition)) == tuple(m.target))
-        applier.record(replace(wave.with_state(STARTED, now_ms, note="settled after its advancer stopped mid-submission"),
-                               moves=accepted))
+        settled_wave = wave.with_state(OwnershipState.STARTED, now_ms, note="settled after its advancer stopped mid-submission")
+        applier.record(replace(settled_wave, moves=accepted))
 
 
 def _waves(ledger, plan):
@@ -130,7 +128,7 @@ def _waves(ledger, plan):
 
 
 def _submitted(waves):
-    return {(m.topic, m.partition) for w in waves if w.state != WAVE_PENDING for m in w.moves}
+    return {(m.topic, m.partition) for w in waves if w.state != OwnershipState.PENDING for m in w.moves}
 
 
 def _read_plan(read, ledger, request_id):
@@ -162,23 +160,23 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     ledger = applier.ledger
     plan, snapshot, waves = _read_plan(read, ledger, request_id)
     confirm_gone(admin, plan, snapshot)
-    if any(w.state == WAVE_PENDING for w in waves):
+    if any(w.state == OwnershipState.PENDING for w in waves):
         _settle_pending_waves(applier, waves, snapshot, now_ms)
         waves = _waves(ledger, plan)
     refusals = refusals_of(waves)
     states = classified(plan, snapshot, _submitted(waves), refusals)
-    left_alone, failed = _named(states, LEFT_ALONE), _named(states, FAILED)
-    if plan.state == CANCELLED:
-        cancelled = _cancel(applier, [key for key, (state, _) in states.items() if state == IN_FLIGHT])
+    left_alone, failed = _named(states, PlanPartitionState.LEFT_ALONE), _named(states, PlanPartitionState.FAILED)
+    if plan.state == PlanState.CANCELLED:
+        cancelled = _cancel(applier, [key for key, (state, _) in states.items() if state == PlanPartitionState.IN_FLIGHT])
         actions = _sweep(admin, applier, waves)
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
                     failed=failed, throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
     actions = _sweep(admin, applier, ())
     counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
-    if plan.state != DONE and settled(counts):
-        plan = plan.with_state(DONE, now_ms, note="nothing pending or in flight")
+    if plan.state != PlanState.DONE and settled(counts):
+        plan = plan.with_state(PlanState.DONE, now_ms, note="nothing pending or in flight")
         applier.record_plan(plan)
-    if plan.state != RUNNING:
+    if plan.state != PlanState.RUNNING:
         return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions,
                     states=_bare(states), sizes=sizes_of(snapshot))
     fresh = states
@@ -187,7 +185,7 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
         confirm_gone(admin, plan, snapshot)
         fresh = classified(plan, snapshot, _submitted(waves), refusals)
     sizes = sizes_of(snapshot)
-    pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PENDING]
+    pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PlanPartitionState.PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
     chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
     if not chosen:
@@ -199,13 +197,13 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     ledger.refresh()
     latest = find_plan(ledger, request_id)
     cancelled = ()
-    if latest.state == CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
+    if latest.state == PlanState.CANCELLED:  # cancelled while this wave was being submitted: it is cancelled too
         cancelled, plan = _cancel(applier, submitted), latest
     refused = tuple(((m.topic, m.partition), e) for m, e in refused)
-    newly_failed = {key: (FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
-    after = {**fresh, **{key: (IN_FLIGHT, "") for key in submitted}, **{key: (REVERTED, "") for key in cancelled},
-             **newly_failed}
-    counts = _counts({**states, **{key: (IN_FLIGHT, "") for key in submitted}, **newly_failed}, cancelled=cancelled)
+    newly_failed = {key: (PlanPartitionState.FAILED, refusal_reason(e)) for key, e in refused if final_refusal(e)}
+    in_flight = {key: (PlanPartitionState.IN_FLIGHT, "") for key in submitted}
+    after = {**fresh, **in_flight, **{key: (PlanPartitionState.CANCELLED, "") for key in cancelled}, **newly_failed}
+    counts = _counts({**states, **in_flight, **newly_failed}, cancelled=cancelled)
     return Step(plan, counts, submitted, refused, cancelled, left_alone, failed + tuple(
         (key, reason) for key, (_, reason) in newly_failed.items()), actions, _bare(after), sizes)
 
@@ -218,8 +216,8 @@ def observe(read, ledger, request_id):
     Topic `*` (README "Kafka ACLs")."""
     plan, snapshot, waves = _read_plan(read, ledger, request_id)
     states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
-    return Step(plan, _counts(states), left_alone=_named(states, LEFT_ALONE), failed=_named(states, FAILED),
-                states=_bare(states), sizes=sizes_of(snapshot))
+    return Step(plan, _counts(states), left_alone=_named(states, PlanPartitionState.LEFT_ALONE),
+                failed=_named(states, PlanPartitionState.FAILED), states=_bare(states), sizes=sizes_of(snapshot))
 
 
 def _bare(states):
@@ -229,8 +227,8 @@ def _bare(states):
 def _counts(states, cancelled=()):
     counts = Counter(state for state, _ in states.values())
     if cancelled:
-        counts[IN_FLIGHT] -= len(cancelled)
-        counts[REVERTED] += len(cancelled)
+        counts[PlanPartitionState.IN_FLIGHT] -= len(cancelled)
+        counts[PlanPartitionState.CANCELLED] += len(cancelled)
     return dict(counts)
 
 
@@ -256,7 +254,7 @@ def submit_wave(admin, applier, plan, moves, snapshot, now_ms, timeout_s):
     records = applier.ledger.records()
     setting = throttle_setting(moves, view_of(snapshot), [r for r in records if r.active], plan.throttle)
     record = Ownership(request_id=new_request_id([r.request_id for r in records] + [plan.request_id], now_ms),
-                       state=WAVE_PENDING, created_ms=int(now_ms), updated_ms=int(now_ms), moves=tuple(moves),
+                       state=OwnershipState.PENDING, created_ms=int(now_ms), updated_ms=int(now_ms), moves=tuple(moves),
                        entries=setting.entries, rates=setting.rate_claims, plan_id=plan.request_id)
     submitted = submit(admin, applier, record, setting, timeout_s, now_ms)
     return submitted.started, list(submitted.refused)

@@ -20,8 +20,9 @@ Limit: a reassignment started and finished between two polls is never observed.
 """
 
 from streaming.vocabulary import throttle_entries as te
-from streaming.control.ownership.records import (DONE, OBSERVED, STARTED, EntryClaim, Move, Ownership, RateClaim, entry_owners,
-                                       holders, prior_of, rate_owners)
+from streaming.control.ownership.records import EntryClaim, Move, Ownership, RateClaim, entry_owners, holders, prior_of, rate_owners
+from streaming.control.ownership.records import Origin
+from streaming.vocabulary.states import OwnershipState
 
 
 def started_moves(previous, view, ours=frozenset()):
@@ -49,7 +50,7 @@ def observe(history, view, records, request_id, now_ms):
     """An `observed` Ownership for throttles that appeared with newly started moves, or None."""
     if not history or not view.complete or not all(v.complete for v in history):
         return None
-    active = [r for r in records if r.state != DONE]
+    active = [r for r in records if r.state != OwnershipState.DONE]
     started = started_moves(history[-1], view, {(m.topic, m.partition) for r in active for m in r.moves})
     if not started:
         return None
@@ -72,7 +73,7 @@ def observe(history, view, records, request_id, now_ms):
             rates.append(RateClaim(broker, kind, rate, prior_of(owned, before)))
     if not entries and not rates:
         return None
-    return Ownership(request_id=request_id, state=STARTED, created_ms=int(now_ms), updated_ms=int(now_ms),
-                     auto_remove=True, origin=OBSERVED, moves=tuple(m for m, _ in started),
+    return Ownership(request_id=request_id, state=OwnershipState.STARTED, created_ms=int(now_ms), updated_ms=int(now_ms),
+                     auto_remove=True, origin=Origin.OBSERVED, moves=tuple(m for m, _ in started),
                      entries=tuple(entries), rates=tuple(rates),
                      note="throttles observed appearing together with these reassignments")

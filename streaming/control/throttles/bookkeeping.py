@@ -6,10 +6,11 @@ from dataclasses import replace
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.vocabulary.throttle_actions import Policy
-from streaming.control.ownership.records import DONE, rate_owners
+from streaming.control.ownership.records import rate_owners
 from streaming.control.throttles.removal import being_executed, owner_lets_go
 from streaming.control.throttles.view import view_of
 from streaming.vocabulary.config_keys import DELETE, TOPIC
+from streaming.vocabulary.states import OwnershipState
 
 
 def confirmed(action, snapshot):
@@ -28,13 +29,13 @@ def settled(snapshot, record, owned_records, policy=Policy()):
     """True when `record` has nothing left to remove: its owner lets go, none of its partitions moves, and
     none of its claims is still in place (removed, restored, or since changed by someone else)."""
     view = view_of(snapshot)
-    if not view.complete or record.state == DONE or owner_lets_go(record, view, policy):
+    if not view.complete or record.state == OwnershipState.DONE or owner_lets_go(record, view, policy):
         return False
     if any((m.topic, m.partition) in view.reassigning for m in record.moves):
         return False
     if any((c.partition, c.broker) in te.parse(view.topic_values.get((c.topic, c.kind))) for c in record.entries):
         return False
-    owners = rate_owners([r for r in owned_records if r.state != DONE])
+    owners = rate_owners([r for r in owned_records if r.state != OwnershipState.DONE])
     for claim in record.rates:
         if claim.broker not in view.registered:
             continue  # the broker left the cluster: nothing of it to restore
@@ -50,7 +51,7 @@ def stale_claims(view, record, policy):
     """The rate claims of `record` whose value the cluster no longer holds (someone changed or deleted it, or
     a later request or our own restore replaced it), on brokers whose configs `view` read. None for a record
     whose execute may still be setting its throttles."""
-    if record.state == DONE or being_executed(record, view, policy):
+    if record.state == OwnershipState.DONE or being_executed(record, view, policy):
         return ()
     return tuple(c for c in record.rates if c.broker in view.alive and view.broker_rates.get((c.broker, c.kind)) != c.rate)
 

@@ -4,9 +4,9 @@
 import time
 
 from streaming.vocabulary.throttle_actions import ALL, ALTER_LOG_DIRS
-from streaming.control.ownership.records import DONE
 from streaming.vocabulary.config_keys import TOPIC
 from streaming.vocabulary.snapshot import Snapshot, alive_brokers, table, without_gone
+from streaming.vocabulary.states import OwnershipState
 
 
 def read_cluster(admin, topics, log_dir_brokers=(), now_ms=None):
@@ -36,13 +36,13 @@ def read_for_plan(admin, records, policy, hint):
     """What a plan needs, read now: the topics active `records` claim and the brokers whose alter-log-dirs
     rate they claim; under `all` also the topics and brokers of the `hint` (the batch's plan), or of the
     whole cluster when there is none (a sweep)."""
-    topics = {c.topic for r in records if r.state != DONE for c in r.entries}
+    topics = {c.topic for r in records if r.state != OwnershipState.DONE for c in r.entries}
     if policy.cleanup == ALL:
         if hint is None:
             topics |= {row["topic"] for row in admin.describe_partitions(None)}
         else:
             topics |= {a.name for a in hint if a.scope == TOPIC}
-    log_dir_brokers = {c.broker for r in records if r.state != DONE for c in r.rates if c.kind == ALTER_LOG_DIRS}
+    log_dir_brokers = {c.broker for r in records if r.state != OwnershipState.DONE for c in r.rates if c.kind == ALTER_LOG_DIRS}
     if policy.cleanup == ALL:
         log_dir_brokers |= {int(a.name) for a in (hint or ()) if a.kind == ALTER_LOG_DIRS}
         if hint is None:

@@ -29,23 +29,24 @@ from dataclasses import replace
 
 from streaming.vocabulary import throttle_entries as te
 from streaming.vocabulary.throttle_actions import ALL, ALTER_LOG_DIRS, DRY_RUN, REMOVED, RESTORED, Policy, ThrottleAction
-from streaming.control.ownership.records import ABORTED, DONE, PENDING, entry_owners, holders, prior_of, rate_owners
+from streaming.control.ownership.records import entry_owners, holders, prior_of, rate_owners
 from streaming.control.throttles.view import view_of
 from streaming.vocabulary.config_keys import BROKER, BROKER_THROTTLE_KEYS, DELETE, SET, SUBTRACT, TOPIC, TOPIC_THROTTLE_KEYS
+from streaming.vocabulary.states import OwnershipState
 
 
 # ---- the rules: each returns why a throttle must stay (a one-line reason), or None ----
 
 def being_executed(record, view, policy):
     """A `pending` record younger than the grace period: its `execute` may still be setting throttles."""
-    return record.state == PENDING and view.now_ms - record.created_ms < policy.pending_grace_ms
+    return record.state == OwnershipState.PENDING and view.now_ms - record.created_ms < policy.pending_grace_ms
 
 
 def owner_lets_go(record, view, policy):
     """None when `record` no longer needs its throttles kept for its own sake (rule 4), else why."""
     if being_executed(record, view, policy):
         return f"request {record.request_id} is still being executed"
-    if not record.auto_remove and record.state != ABORTED and record.request_id not in policy.release:
+    if not record.auto_remove and record.state != OwnershipState.ABORTED and record.request_id not in policy.release:
         return f"request {record.request_id} was executed with --no-auto-remove-throttle"
     return None
 
@@ -162,6 +163,6 @@ def decide(snapshot, owned_records, policy=Policy()):
     view = view_of(snapshot)
     if not view.complete:
         return []
-    active = [r for r in owned_records if r.state != DONE]
+    active = [r for r in owned_records if r.state != OwnershipState.DONE]
     actions = (_plan_all if policy.cleanup == ALL else _plan_owned)(view, active, policy)
     return actions if policy.acts else [as_dry_run(a) for a in actions]
