@@ -123,7 +123,9 @@ build_image() {
   base_id=$("$podman" image inspect --format '{{.Id}}' "$(base_name)")
   # The wheelhouse's own key and its wheels' names (name and version): reading half a gigabyte would cost seconds.
   dependencies_key=$( { cat "$wheels/.inputs"; ls "$wheels"; } | digest)
-  package_key=$(sha256sum < "$wheel" | digest)
+  # The package's own key (its files' hash), not the wheel's bytes, which carry the files' times: a fresh clone of
+  # the same commit builds the same image.
+  package_key=$(cat "$dist/.inputs")
   key=$( { echo "$base_id $dependencies_key $package_key"; cat "$containerfile" "$entrypoint"; } | digest)
   if [[ $(image_label "$name") == "$key" ]]; then
     say "image $name: unchanged ($key)"

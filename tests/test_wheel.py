@@ -6,6 +6,7 @@ One installation for the session; one `run` (local[2]) against the shared cluste
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -62,7 +63,8 @@ def installed(tmp_path_factory):
     print(f"wheel installed into a fresh environment in {time.monotonic() - started:.1f} s")
     site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True, cwd=home).stdout.strip()
-    return Installed(venv, home, Path(site))
+    yield Installed(venv, home, Path(site))
+    shutil.rmtree(venv)  # a gigabyte, and pytest keeps the temporary directories of the last three sessions
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
