@@ -10,11 +10,11 @@
 #   deploy/build.sh image        all of the above, then the image (podman build); prints its name,
 #                                kafka-reassign-monitor:VERSION from pyproject.toml (IMAGE names another)
 #
-# Keys: the wheel, on the package's files (pyproject.toml, README.md, streaming/, sinks/, dashboards/), kept in
-# dist/.inputs; the wheelhouse, on pyproject.toml and the interpreter's version, in build/wheelhouse/.inputs; the
-# base, on its recipe; the image, on the base, the Containerfile, the entry point and the wheels. The base and the
-# image carry their key as a label, so what podman holds is the record. The image's layers are cached by podman
-# too: a changed package alone reinstalls only the package, not its dependencies.
+# Keys: the wheel, on the package's files (pyproject.toml, README.md, MANIFEST.in, streaming/, sinks/,
+# dashboards/), in dist/.inputs; the wheelhouse, on pyproject.toml and the interpreter's version, in
+# build/wheelhouse/.inputs; the base, on its recipe; the image, on the base, the Containerfile, the entry point and
+# those two keys. The base and the image carry their key as a label, so what podman holds is the record. The image's
+# layers are cached by podman too: a changed package alone reinstalls only the package, not its dependencies.
 #
 # Environment: PYTHON (default the repository's .venv) builds the wheel; DEBIAN_MIRROR (default
 # http://deb.debian.org/debian) and DEBIAN_SECURITY_MIRROR (default http://deb.debian.org/debian-security) are
@@ -49,13 +49,13 @@ image_label() { "$podman" image inspect --format "{{index .Labels \"$key_label\"
 # NAME:VERSION of pyproject.toml, the name deploy/k8s/ runs; IMAGE names another (the tests build their own).
 image_name() {
   [[ -n ${IMAGE:-} ]] && { echo "$IMAGE"; return; }
-  "$python" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]; print(p["name"] + ":" + p["version"])' \
-    "$root/pyproject.toml"
+  "$python" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print(p["name"] + ":" + p["version"])' "$root/pyproject.toml"
 }
 
 build_wheel() {
   local key wheel
-  key=$(files_key pyproject.toml README.md streaming sinks dashboards)
+  key=$(files_key pyproject.toml README.md MANIFEST.in streaming sinks dashboards)
   wheel=$(ls "$dist"/kafka_reassign_monitor-*.whl 2>/dev/null || true)
   if [[ -n $wheel && -f $dist/.inputs && $(cat "$dist/.inputs") == "$key" ]]; then
     say "wheel: unchanged ($key)"

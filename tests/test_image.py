@@ -50,7 +50,8 @@ def test_the_image_is_what_the_containerfile_says(image):
     assert inspected.returncode == 0, inspected.stderr
     config = json.loads(inspected.stdout)
     env = dict(entry.split("=", 1) for entry in config["Env"])
-    assert {key: env.get(key) for key in FACTS.env if key != "PATH"} == {k: v for k, v in FACTS.env.items() if k != "PATH"}
+    paths = {key: value for key, value in FACTS.env.items() if key != "PATH"}  # PATH extends the base's
+    assert {key: env.get(key) for key in paths} == paths
     assert env["PATH"].startswith(f"{FACTS.env['REASSIGN_MONITOR_HOME']}/bin:")
     assert config["User"] == FACTS.user
     assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in FACTS.exposed}
@@ -61,7 +62,8 @@ def test_the_image_is_what_the_containerfile_says(image):
 
 def test_the_image_runs_as_its_user_with_the_paths_the_manifests_mount(image):
     uid = int(FACTS.user.split(":")[0])
-    code, out = inside(image, 'id -u; readlink -f "$REASSIGN_MONITOR_JOB"; test -d "$REASSIGN_MONITOR_CONFIG" && echo config; '
+    code, out = inside(image, 'id -u; readlink -f "$REASSIGN_MONITOR_JOB"; '
+                              'test -d "$REASSIGN_MONITOR_CONFIG" && echo config; '
                               'test -w "$REASSIGN_MONITOR_DATA" && echo data; '
                               'python -c "import pyspark; print(pyspark.__version__)"; java -version 2>&1 | head -n 1')
     assert code == 0, out
@@ -86,6 +88,22 @@ def test_the_driver_command_is_spark_submit_of_the_installed_job(image):
                     timeout=180)
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     assert "reassign-monitor run: error: --metrics-port 0: not a port" in result.stdout + result.stderr
+
+
+@pytest.mark.spark
+def test_the_executor_command_starts_sparks_kubernetes_executor_backend(image):
+    """What an executor pod runs, configured as Spark configures one; no driver listens at the URL, so the backend
+    starts, fails to reach it and exits."""
+    executor_env = {"SPARK_EXECUTOR_MEMORY": "512m", "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@127.0.0.1:9",
+                    "SPARK_EXECUTOR_ID": "1", "SPARK_EXECUTOR_CORES": "1", "SPARK_APPLICATION_ID": "app-test",
+                    "SPARK_EXECUTOR_POD_IP": "127.0.0.1", "SPARK_EXECUTOR_POD_NAME": "executor-1",
+                    "SPARK_JAVA_OPT_0": "-Dspark.driver.port=9"}
+    flags = [flag for name, value in executor_env.items() for flag in ("-e", f"{name}={value}")]
+    result = podman("run", "--rm", "--network", "host", *flags, image, "executor", timeout=180)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "KubernetesExecutorBackend: Started daemon" in output, output[-3000:]
+    assert "Failed to connect to /127.0.0.1:9" in output, output[-3000:]
 
 
 @pytest.mark.cluster

@@ -61,7 +61,8 @@ def installed(tmp_path_factory):
                             capture_output=True, text=True, timeout=600, cwd=home)
     assert result.returncode == 0, result.stderr[-3000:]
     print(f"wheel installed into a fresh environment in {time.monotonic() - started:.1f} s")
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True, cwd=home).stdout.strip()
     yield Installed(venv, home, Path(site))
     shutil.rmtree(venv)  # a gigabyte, and pytest keeps the temporary directories of the last three sessions
