@@ -1,5 +1,6 @@
 # `make demo` and `make test` each install what they need, idempotently: the .venv, the Kafka jars
-# (from Maven Central) and Debian's prometheus package (promtool and a real Prometheus for tests).
+# (from Maven Central), Debian's prometheus package (promtool and a real Prometheus for tests) and Debian's
+# podman, runc and mmdebstrap (the container image and its tests).
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 JARS := deploy/kafka/lib/.resolved
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test venv jars prometheus cluster-up cluster-down bench clean
+.PHONY: demo test venv jars prometheus podman wheel image cluster-up cluster-down bench clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -25,7 +26,20 @@ prometheus:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
 
-test: venv jars prometheus
+# runc: Debian's podman prefers crun, which cannot run containers on cgroups in hybrid mode (deploy/image/containers.conf).
+podman:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq podman runc mmdebstrap >/dev/null; }
+
+# dist/: the wheel and the sdist, rebuilt when the package's files changed (deploy/build.sh).
+wheel: venv
+	deploy/build.sh wheel
+
+# The image deploy/k8s/ runs, kafka-reassign-monitor:VERSION, rebuilt when its inputs changed (deploy/build.sh).
+image: venv podman
+	deploy/build.sh image
+
+test: venv jars prometheus podman
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15
 
 demo: venv jars prometheus

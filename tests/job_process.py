@@ -39,21 +39,26 @@ def free_port():
 
 
 class JobProcess:
-    def __init__(self, bootstrap, checkpoint, log_path, *flags, metrics_port=None):
+    """`command run ...`: by default this environment's `reassign-monitor`, started from the repository. The
+    installed-package tests pass another `command` (an installed one, `podman run IMAGE`), `cwd` and `env`."""
+
+    def __init__(self, bootstrap, checkpoint, log_path, *flags, metrics_port=None, command=(CLI,), cwd=ROOT,
+                 env=None):
         self.bootstrap = bootstrap
         self.metrics_port = metrics_port or free_port()
         self.progress_topic = f"progress-{uuid.uuid4().hex[:8]}"
-        self.args = [CLI, "run", "--bootstrap-server", bootstrap, "--checkpoint-location", str(checkpoint),
+        self.args = [*command, "run", "--bootstrap-server", bootstrap, "--checkpoint-location", str(checkpoint),
                      "--metrics-port", str(self.metrics_port), "--metrics-address", "127.0.0.1",
                      "--progress-topic", self.progress_topic, *flags]
         self.log_path = log_path
+        self.cwd, self.env = cwd, env
         self.process = None
 
     def start(self, extra=()):
         log = open(self.log_path, "a")
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+        env = {**(os.environ if self.env is None else self.env), "SPARK_LOCAL_IP": "127.0.0.1"}
         self.process = subprocess.Popen(self.args + list(extra), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
+                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.cwd)
         return self
 
     def ensure_started(self):

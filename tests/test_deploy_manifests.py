@@ -1,4 +1,5 @@
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -13,13 +14,14 @@ from dashboards.build import DASHBOARDS
 from streaming.cli import build_parser
 from streaming.vocabulary.client_config import read_config
 from streaming.commands import run as run_command
+from tests.containerfile import image_facts, image_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 SUBMIT = DEPLOY / "spark" / "submit.sh"
 JOB_MAIN = "streaming/job_main.py"
-IMAGE_HOME = "/opt/reassign-monitor"
+IMAGE = image_facts()  # what deploy/Containerfile provides: its paths (ENV), user, port, volume
 
 YAML_FILES = sorted(p for d in ("k8s", "prometheus", "grafana") for p in (DEPLOY / d).rglob("*") if p.suffix in (".yml", ".yaml"))
 
@@ -86,13 +88,42 @@ def spark_args():
     return run_parser().parse_args(one("SparkApplication")["spec"]["arguments"])
 
 
+def test_spark_application_runs_the_image_this_repository_builds():
+    assert one("SparkApplication")["spec"]["image"] == image_name()  # deploy/build.sh's name for it
+
+
 def test_spark_application_runs_the_job_main_script_with_valid_run_flags():
     spec = one("SparkApplication")["spec"]
     assert spec["type"] == "Python"
-    assert spec["mainApplicationFile"] == f"local://{IMAGE_HOME}/{JOB_MAIN}"
+    # The Containerfile links the installed streaming/job_main.py there (tests/test_image.py looks in the image).
+    assert spec["mainApplicationFile"] == f"local://{IMAGE.env['REASSIGN_MONITOR_JOB']}"
     assert (ROOT / JOB_MAIN).is_file()
     args = spark_args()  # argparse exits 2 on any flag `run` does not know
     assert args.command == "run" and args.bootstrap_server
+
+
+@pytest.mark.parametrize("role", ["driver", "executor"])
+def test_pods_mount_where_the_image_keeps_config_and_checkpoint(role):
+    mounts = {m["name"]: m["mountPath"] for m in one("SparkApplication")["spec"][role]["volumeMounts"]}
+    assert mounts == {"command-config": IMAGE.env["REASSIGN_MONITOR_CONFIG"],
+                      "checkpoint": IMAGE.env["REASSIGN_MONITOR_DATA"]}
+    assert IMAGE.volumes == (IMAGE.env["REASSIGN_MONITOR_DATA"],) and IMAGE.workdir == IMAGE.volumes[0]
+
+
+@pytest.mark.parametrize("role", ["driver", "executor"])
+def test_pods_run_as_the_image_user_and_not_as_root(role):
+    spec = one("SparkApplication")["spec"][role]
+    uid, gid = (int(part) for part in IMAGE.user.split(":"))
+    assert uid != 0
+    container = spec["securityContext"]
+    assert (container["runAsUser"], container["runAsGroup"], container["runAsNonRoot"]) == (uid, gid, True)
+    assert spec["podSecurityContext"]["fsGroup"] == gid
+
+
+def test_image_exposes_the_metrics_port_and_starts_from_a_base_the_build_makes():
+    assert IMAGE.exposed == (DEFAULT_PORT,)
+    # deploy/build.sh base makes debian:SUITE-slim from Debian's packages when no registry serves it.
+    assert re.fullmatch(r"docker\.io/library/debian:[a-z]+-slim", IMAGE.base)
 
 
 def test_ports_agree_with_the_default_metrics_port():

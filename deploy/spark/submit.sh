@@ -15,9 +15,10 @@
 # operator (deploy/k8s/sparkapplication.yaml), which runs the driver in the cluster.
 #
 # Environment:
-#   PYSPARK_PYTHON        interpreter with this project installed (`pip install .`), at the same path on
-#                         every node: the poll runs on executors. Default: this checkout's .venv/bin/python,
-#                         else python3. Checked here before submitting.
+#   PYSPARK_PYTHON        interpreter with this project installed (`pip install` of the wheel or of the checkout),
+#                         at the same path on every node: the poll runs on executors. Default: this checkout's
+#                         .venv/bin/python, else python3. spark-submit runs that installation's
+#                         streaming/job_main.py. Checked here before submitting.
 #   SPARK_SUBMIT          spark-submit to use. Default: $SPARK_HOME/bin/spark-submit, else the one pip's
 #                         pyspark installed next to PYSPARK_PYTHON, else spark-submit on PATH.
 #   SPARK_SUBMIT_OPTIONS  extra spark-submit options, split on spaces, e.g.
@@ -51,8 +52,9 @@ python=${PYSPARK_PYTHON:-}
 if [[ -z $python ]]; then
   if [[ -x $repo/.venv/bin/python ]]; then python=$repo/.venv/bin/python; else python=$(command -v python3 || true); fi
 fi
-# From / so that the checkout itself cannot stand in for an installed package.
-(cd / && "$python" -c 'import streaming.cli' 2>/dev/null) \
+# The entry point of the package that interpreter has installed (a wheel, or this checkout's editable install):
+# driver and executors then run the same code. From / so that the checkout cannot stand in for an installed package.
+job_main=$(cd / && "$python" -c 'import streaming.job_main as m; print(m.__file__)' 2>/dev/null) \
   || die "PYSPARK_PYTHON=${python:-?} cannot import the project: pip install $repo into it, or point PYSPARK_PYTHON elsewhere"
 export PYSPARK_PYTHON=$python PYSPARK_DRIVER_PYTHON=$python
 
@@ -67,4 +69,4 @@ read -r -a options <<< "${SPARK_SUBMIT_OPTIONS:-}"
 # Options after ours win, so SPARK_SUBMIT_OPTIONS can override the deploy mode or the name.
 exec "$submit" --master "$master" --deploy-mode client --name kafka-reassign-monitor \
   --conf "spark.pyspark.python=$python" --conf "spark.pyspark.driver.python=$python" \
-  "${options[@]}" "$repo/streaming/job_main.py" run "${run_args[@]}"
+  "${options[@]}" "$job_main" run "${run_args[@]}"
