@@ -8,7 +8,7 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from tests.job_process import CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
+from tests.job_process import BATCHES, CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -181,6 +181,38 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
             "leader": None, "follower": None, "1.leader": FOREIGN_RATE, "1.follower": None,
             "2.leader": None, "2.follower": None}, 90, interval_s=0.2,
             message="broker 1's prior leader rate restored and every key of the move gone")
+    finally:
+        cleanup(cluster, topic)
+
+
+def test_kafka_tools_throttled_move_right_after_the_job_says_it_is_up_is_adopted(cluster, job, tmp_path):
+    """Issue 28: the job's first published poll means it has looked (the reassignments listed, the throttle
+    baseline read), so Kafka's own `--execute --throttle` started the moment the job is up - seconds into its
+    start, long before Spark's first batch - over broker 1, which held somebody else's leader rate, is adopted:
+    at completion its keys are gone and that rate is restored."""
+    topic = cluster.unique_topic("kafka-tool-start")
+    cluster.create_topic(topic, {0: [1]}, megabytes=0)
+    cluster.produce(topic, [0], 6)
+    cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": FOREIGN_RATE}})
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
+    try:
+        job.kill()
+        started = time.monotonic()
+        job.start()
+        wait_for(lambda: job.metric(LAST_POLL), 60, interval_s=0.1, message="the job's first published poll")
+        up_s = time.monotonic() - started
+        tool = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",
+                                                "--reassignment-json-file", str(plan), "--throttle", "1000000"],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert tool.returncode == 0, tool.stdout + tool.stderr
+        batches_at_start = job.metric(BATCHES) or 0
+        wait_for(lambda: not moving(cluster, topic), 90, interval_s=0.1, message="the move to complete")
+        wait_for(lambda: {k: v or None for k, v in configs(cluster, topic, (1, 2)).items()} == {
+            "leader": None, "follower": None, "1.leader": FOREIGN_RATE, "1.follower": None,
+            "2.leader": None, "2.follower": None}, 60, interval_s=0.2,
+            message="broker 1's prior leader rate restored and every key of the move gone")
+        print(f"\nFIGURES kafka_tool_after_start up_s={up_s:.1f} batches_when_the_tool_ran={batches_at_start}")
     finally:
         cleanup(cluster, topic)
 
