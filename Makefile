@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 JARS := deploy/kafka/lib/.resolved
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test venv jars prometheus podman wheel image cluster-up cluster-down bench clean
+.PHONY: demo test docs venv jars prometheus podman wheel image cluster-up cluster-down bench clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -44,6 +44,10 @@ test: venv jars prometheus podman
 
 demo: venv jars prometheus
 	$(PY) deploy/demo.py
+
+# The generated parts of docs/ (CLI, metrics, record fields, alerts, ACLs, layers), rendered from their one definition.
+docs: venv
+	$(PY) docs/reference.py
 
 cluster-up: venv jars
 	deploy/local-cluster.sh up

@@ -17,7 +17,7 @@ Measured per run: completion = the first 100 ms poll at which ListPartitionReass
 the partition; throttles gone = the first 100 ms poll (from completion on) at which DescribeConfigs shows
 none of the throttles the execute set (topic leader/follower throttled-replicas entries, broker
 leader/follower rates on every broker). Latency = gone - completion. A removal seen while the partition
-was still listed would break safety rule 1 and is reported.
+was still listed would break the rule "Still reassigning" (docs/ownership.md) and is reported.
 
     .venv/bin/python bench/throttle.py [--runs 8] [--megabytes 6] [--base-port 43090]
 """
@@ -363,7 +363,7 @@ def main():
         "period between looks (calls longer than 2 s run back to back) rather than adding to each latency. "
         f"{b_info['cleared']} of {len(wall)} --verify calls cleared throttles.\n"
         f"- Moves lasted {percentile(moves, 50):.1f} s p50 (from the end of execute to completion). "
-        f"Removals seen before completion (safety rule 1 broken): {early}. The 100 ms watch loop really polled "
+        f"Removals seen before completion (\"Still reassigning\" broken): {early}. The 100 ms watch loop really polled "
         f"every {percentile(watcher.periods, 50):.2f} s p50 ({percentile(watcher.periods, 95):.2f} s p95): the "
         f"resolution of every latency above. Whole bench {elapsed / 60:.1f} min.\n"
         f"- The machine is shared (other engineers' clusters and Spark jobs): 1-minute load average at the end of "

@@ -75,7 +75,7 @@ def build():
                          "--stall-after (default 10m)."), 12)]),
         (8, [(timeseries("Unhealthy replicas by reason",
                          [(f"sum by (reason_code) ({selector(m.REPLICA_DIAGNOSIS, *REPLICAS)})", "{{reason_code}}")],
-                         "none", "Replica moves per reason code (RUNBOOK.md, 'Reason codes'): what to look at first."),
+                         "none", "Replica moves per reason code (docs/alerts.md, 'Reason codes'): what to look at first."),
               24)]),
     ])
     return dashboard("Kafka reassignments: replicas", UID, "Every replica move: state, progress, rate, ETA.",

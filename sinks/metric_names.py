@@ -1,5 +1,5 @@
 """Every Prometheus metric the job exports: name, type, labels, help. Defined once, imported by the
-collector, the dashboards, the alert-rule tests and the contract tests (DESIGN.md, "Prometheus")."""
+collector, the dashboards, the alert-rule tests and the contract tests; docs/metrics.md is generated from it."""
 
 from dataclasses import dataclass
 

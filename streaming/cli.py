@@ -2,7 +2,7 @@
 `add_arguments(parser)` and `run(args) -> exit code`; modules load only when their command runs,
 so `progress` starts without importing Spark.
 
-Exit codes (DESIGN.md): 0 success/complete, 1 still in progress (verify), 2 bad input or usage,
+Exit codes (docs/cli.md "Exit codes"): 0 success/complete, 1 still in progress (verify), 2 bad input or usage,
 3 cluster unreachable or request refused, 4 a bug (one line ending "run with --debug").
 Every error is exactly one line on stderr, control characters escaped (streaming.vocabulary.echo), so echoed input
 cannot forge a second line; --debug adds the traceback. Flags every command shares are checked while
@@ -66,12 +66,13 @@ def build_parser(load=_module):
     for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name not in NO_CLUSTER:
-            sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]")
+            sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]",
+                             help="brokers to connect to, each with its port (as Kafka's tools take them)")
             sub.add_argument("--command-config", metavar="FILE",
                              help="Kafka client properties, as Kafka's tools take them: security.protocol, sasl.*, ssl.* stores")
             sub.add_argument("--timeout", type=flags.timeout, default=defaults.TIMEOUT_S, metavar="SECONDS",
                              help="bound on reaching the cluster (default 10; 500ms, 30s, 2m also work)")
-        sub.add_argument("--output", choices=("table", "json"), default="table")
+        sub.add_argument("--output", choices=("table", "json"), default="table", help="what to print: text or one JSON document")
         sub.add_argument("--debug", action="store_true", help="show tracebacks")
         load(name).add_arguments(sub)
     return parser

@@ -22,7 +22,8 @@ POLL_DURATION = POLL_DURATION_METRIC.name
 # --debug: should the job die, its log has the traceback for the report.
 JOB_FLAGS = ("--trigger-interval", f"{TRIGGER_S:g}s", "--master", "local[2]", "--timeout", f"{ADMIN_TIMEOUT_S:g}",
              "--rate-window", "10s", "--debug")
-RATE = 1_000_000  # bytes/s: MEASURED.md - tens of MB at ~1 MB/s keep a move in flight for seconds
+# bytes/s: tens of MB at ~1 MB/s keep a move in flight for seconds (docs/progress.md "Kafka's replication throttle")
+RATE = 1_000_000
 FOREIGN_RATE = 77_000_000  # a broker rate somebody else set: never ours to remove
 
 
@@ -122,8 +123,8 @@ def liveness_since(watch, killed, log_offset, until=float("inf")):
 
 def published_gap_bound_s(trigger_s):
     """Issue 21: after a node is SIGKILLed, no gap between two published polls (advances of the last-poll
-    gauge on /metrics: README contract change 35) longer than two triggers plus 1 s; the same for the polls
-    of the driver's watch."""
+    gauge on /metrics: docs/metrics.md "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds")
+    longer than two triggers plus 1 s; the same for the polls of the driver's watch."""
     return 2 * trigger_s + 1
 
 
@@ -169,8 +170,8 @@ def check_no_wait_on_the_dead(found, test):
     watch's -, none waited out its --timeout on the dead node, and no gap between two published polls (the
     last-poll gauge) nor between two of the watch's polls was longer than two triggers plus 1 s. Batches
     themselves may be further apart: Kafka holds their durable write until it fenced the dead node
-    (`fencing_held_s`), and while it does the watch's polls are what the job publishes (README contract
-    change 35); that gap is reported, not bounded."""
+    (`fencing_held_s`), and while it does the watch's polls are what the job publishes (docs/metrics.md
+    "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds"); that gap is reported, not bounded."""
     trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
     figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
            watch_gap_s=found["watch_gap_s"], watch_failures=len(found["watch_failures"]),
@@ -275,7 +276,7 @@ def removals(job, names, since_batch):
 
 def wait_batches_or_idle(job_watch, count, timeout_s=60):
     """Wait until `count` more batches have run or the job's driver watch said no batch is needed (it runs
-    none while nothing moves and nothing is owned: README contract change 23)."""
+    none while nothing moves and nothing is owned: docs/architecture.md "The controller")."""
     start = job_watch.last()
     return wait_for(lambda: job_watch.last() >= start + count or idle(job_watch.job.log()), timeout_s,
                     interval_s=0.2, message=f"{count} more batches after batch {start}, or the job idle")

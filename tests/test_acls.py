@@ -1,4 +1,5 @@
-"""The README's ACL section is the text streaming.cluster.acls generates, and the definition names the CLI's topics."""
+"""docs/security.md "Kafka ACLs" holds the text streaming.cluster.acls generates, and the definition names the CLI's
+topics."""
 
 import pytest
 
@@ -7,9 +8,9 @@ from streaming.cli import build_parser
 from tests.kafka_fixtures import ROOT
 
 
-def test_readme_acl_section_is_generated():
-    readme = (ROOT / "README.md").read_text()
-    assert acls.markdown() in readme, "README is stale: paste the output of `python -m streaming.cluster.acls --markdown`"
+def test_the_acl_section_of_the_docs_is_generated():
+    page = (ROOT / "docs" / "security.md").read_text()
+    assert acls.markdown() in page, "docs/security.md is stale: run `make docs`"
 
 
 @pytest.mark.parametrize("command", ["run", "verify", "cancel"])

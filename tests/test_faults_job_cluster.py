@@ -143,7 +143,7 @@ def test_leader_changes_at_start_up_and_mid_run_never_stop_the_job(fault_cluster
     targets = [(OWNERSHIP_TOPIC, 0)] + [(job.progress_topic, p) for p in progress_partitions]
     moves = {"start-up": 0, "mid-run": 0}
     # A throttled move started with the first batch keeps batches (and their progress records) running mid-run:
-    # the job runs no batch while nothing moves (README contract change 23).
+    # the job runs no batch while nothing moves (docs/architecture.md "The controller").
     busy = prepare(cluster, 1, 3, 30)
     job.kill()
     log_from = len(job.log())
@@ -202,7 +202,7 @@ def test_broker_paused_mid_run_never_stops_the_job(fault_cluster, fault_job):
     resumed_batch, resumed_at = last_batch(job.log()), time.time()
     try:
         # Polls go on: liveness advances four triggers past the resume (the watch's polls while nothing moves,
-        # README contract change 23; a batch's while a batch is needed).
+        # docs/architecture.md "The controller"; a batch's while a batch is needed).
         wait_for(lambda: (job.metric(LAST_POLL) or 0) >= resumed_at + 4 * TRIGGER_S or job.process.poll() is not None,
                  90, interval_s=0.5, message="liveness four triggers past the broker's resume")
         log = job.log()[log_from:]

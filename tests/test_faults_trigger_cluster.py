@@ -23,7 +23,7 @@ pytestmark = pytest.mark.cluster
 
 DEFAULTS = ("--trigger-interval", f"{TRIGGER_INTERVAL_S:g}s", "--timeout", f"{TIMEOUT_S:g}")
 # Slow enough that 15 MB stay in flight through both kills (about 100 s), above the ~95 KB/s a throttle
-# cannot go under (MEASURED.md: one fetch per quota window).
+# cannot go under (docs/progress.md "Kafka's replication throttle": one fetch per quota window).
 SLOW_RATE = 150_000
 MEGABYTES = 15
 COPIED = "kafka_reassignment_replica_copied_bytes"

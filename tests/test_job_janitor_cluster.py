@@ -164,7 +164,7 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
     try:
         polls_after(job, 2)
         # The janitor's history must hold the broker's value before the move: while the job idles, the watch has
-        # it observe once a trigger interval (README, Throttle janitor rule 3).
+        # it observe once a trigger interval (docs/ownership.md "Adoption").
         time.sleep(OWNED_JOB_TRIGGER_S + 1)
         plan = tmp_path / "move.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))

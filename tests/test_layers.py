@@ -1,4 +1,4 @@
-"""The import layers of README "Architecture", enforced: import-linter's contracts in pyproject.toml
+"""The import layers of docs/architecture.md "Layers", enforced: import-linter's contracts in pyproject.toml
 (layers top to bottom; only streaming.cluster reaches Kafka's client libraries; only the job imports
 Spark, and only the job a dataframe library). An import from a lower layer to a higher one fails here."""
 

@@ -138,7 +138,7 @@ def test_cancelled_cancels_what_is_in_flight_and_submits_nothing():
 def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_go():
     """t-0 finished before the step (the sweep removes its entries), t-1 finishes between the sweep and the
     read the scheduler uses: its entries stay until the next step, so it holds its slot and the lists never
-    name more partitions than the limit (README "Plans", the throttled-replicas invariant)."""
+    name more partitions than the limit (docs/plans.md "What the throttled-replicas lists hold")."""
     fake, ledger = setup()
     step(fake, ledger)  # submits t-0 and t-1 (limit 2)
     fake.reassigning[("t", 1)] = ([2, 1], [2], [1])

@@ -35,10 +35,11 @@ PHASE_S = 240  # one executor's stretch, a lease's run-out and a Spark start inc
 
 class Watcher(threading.Thread):
     """Polls reassignments, replicas and the topic's throttled-replicas lists until stopped; keeps every
-    violation of the limits and the peaks seen. The lists' invariant (README "Contract changes" 32): at most
-    max_in_flight partitions named, and a partition not reassigning keeps its entries only until the second
-    wave submission seen after that (its advancer's next step sweeps before it submits). A submission is a
-    poll that lists a partition it did not list before; two steps between two polls count once (lenient)."""
+    violation of the limits and the peaks seen. The lists' invariant
+    (docs/plans.md "What the throttled-replicas lists hold"): at most max_in_flight partitions named, and a
+    partition not reassigning keeps its entries only until the second wave submission seen after that (its
+    advancer's next step sweeps before it submits). A submission is a poll that lists a partition it did not list
+    before; two steps between two polls count once (lenient)."""
 
     def __init__(self, cluster, topic, targets, max_in_flight, max_per_broker):
         super().__init__(daemon=True)
@@ -208,7 +209,8 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
 
 def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(cluster, clean, tmp_path):
     """Partitions 0 and 1 copy 3 MB each at a 100 kB/s throttle, long enough to be caught moving (one fetch
-    carries up to 1 MB whatever the rate: MEASURED.md); the others are tiny. Three in flight at most."""
+    carries up to 1 MB whatever the rate: docs/progress.md "Kafka's replication throttle"); the others are tiny.
+    Three in flight at most."""
     partitions = 8
     topic, targets, plan = spread_plan(cluster, tmp_path, "pause", partitions, megabytes=0.02)
     cluster.produce(topic, [0, 1], megabytes=3)
@@ -270,7 +272,7 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
 def test_a_deleted_topics_partitions_fail_and_the_plan_ends_without_them(cluster, clean, tmp_path):
     """A plan of a slow partition (3 MB at a 100 kB/s throttle) then a small second topic's two, one in flight:
     the second topic is deleted while the first partition moves, before its partitions are submitted. The plan
-    goes on and ends: the first done, the deleted ones failed (README "Contract changes" 37), exit 3, no
+    goes on and ends: the first done, the deleted ones failed (docs/plans.md "Partition states"), exit 3, no
     throttle left."""
     slow = cluster.create_topic(cluster.unique_topic("fail-slow"), {0: [1]}, megabytes=3)
     doomed = cluster.create_topic(cluster.unique_topic("fail-doomed"), {0: [2], 1: [2]}, megabytes=0.02)

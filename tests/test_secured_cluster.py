@@ -1,7 +1,7 @@
-"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512,
-StandardAuthorizer), each run as a principal holding exactly the grants of streaming.cluster.acls (the README's
-tables), every grant proven needed by dropping it, connection failures named, and no password in any
-output channel."""
+"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer), each
+run as a principal holding exactly the grants of streaming.cluster.acls (the tables of
+docs/security.md "Kafka ACLs"), every grant proven needed by dropping it, connection failures named, and no password
+in any output channel."""
 
 import subprocess
 import time

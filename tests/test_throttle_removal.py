@@ -82,7 +82,7 @@ CASES = [
     # --- the happy path ---
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(), A_ALL_REMOVED, id="finished-move-all-owned-removed"),
     pytest.param(cluster(), [A], ta.Policy(), [], id="nothing-set-nothing-to-do"),
-    # --- rule 1: an entry stays while its partition reassigns ---
+    # --- "Still reassigning": an entry stays while its partition reassigns ---
     pytest.param(cluster(reassigning=[("t", 0, [1, 2], [2])], topics=A_SET, rates=A_RATES), [A], ta.Policy(), [],
                  id="rule1-entry-kept-while-partition-reassigns"),
     pytest.param(cluster(reassigning=[("t", 1, [3, 4], [4])], topics={("t", L): "0:1,1:3", ("t", F): "0:2,1:4"}),
@@ -92,7 +92,7 @@ CASES = [
     pytest.param(cluster(reassigning=[("u", 0, [1, 2], [2])], topics=A_SET), [owned("A", moves=[("t", 0)], entries=A_SET)],
                  ta.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule1-same-partition-number-of-other-topic-does-not-block"),
-    # --- rule 2: a broker rate stays while a move uses the broker ---
+    # --- "Broker in use": a broker rate stays while a move uses the broker ---
     pytest.param(cluster(reassigning=[("other", 0, [1, 3], [3])], topics=A_SET, rates=A_RATES), [A], ta.Policy(),
                  [("broker", "2", F, "removed", "delete"), ("broker", "2", L, "removed", "delete"),
                   ("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
@@ -105,7 +105,7 @@ CASES = [
                  [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "removed", "delete"),
                   ("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule2-offline-broker-rate-left-until-it-returns"),
-    # --- rule 3: surgical ---
+    # --- "Surgical" ---
     pytest.param(cluster(topics={("t", L): "0:1,0:3,7:2", ("t", F): "0:2,0:4"}), [owned("A", moves=[("t", 0)], entries=A_SET)],
                  ta.Policy(), [("topic", "t", F, "removed", "0:2"), ("topic", "t", L, "removed", "0:1")],
                  id="rule3-foreign-entries-left"),
@@ -115,7 +115,7 @@ CASES = [
                  id="rule3-nothing-owned-nothing-removed"),
     pytest.param(cluster(rates={(1, L): 7 * MB}), [owned("A", rates={(1, L): (MB, None)})], ta.Policy(), [],
                  id="rule3-rate-changed-by-someone-else-is-theirs"),
-    # --- rule 4: ownership, priors, policies ---
+    # --- "Policy", "Newest claim", "Restore the prior" ---
     pytest.param(cluster(rates={(1, L): MB, (1, F): MB}), [owned("A", rates={(1, L): (MB, 5 * MB), (1, F): (MB, None)})],
                  ta.Policy(), [("broker", "1", F, "removed", "delete"), ("broker", "1", L, "restored", "5000000")],
                  id="rule4-prior-value-restored"),
@@ -165,7 +165,7 @@ CASES = [
                  ta.Policy(cleanup=ta.ALL), [], id="policy-all-waits-for-execute-in-flight"),
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(cleanup=ta.OFF),
                  [(s, n, k, "dry_run", w) for s, n, k, _, w in A_ALL_REMOVED], id="policy-off-reports-only"),
-    # --- rule 7: dry run ---
+    # --- "Policy": dry run ---
     pytest.param(cluster(topics=A_SET, rates=A_RATES), [A], ta.Policy(dry_run=True),
                  [(s, n, k, "dry_run", w) for s, n, k, _, w in A_ALL_REMOVED], id="rule7-dry-run-decides-and-reports"),
     # --- refusing to decide on an incomplete poll ---
@@ -292,9 +292,9 @@ def test_no_action_touches_what_an_ongoing_move_needs(state):
             for text in action.entries:
                 if text != "*":
                     partition, _ = te.parse_entry(text)
-                    assert (action.name, partition) not in view.reassigning, f"rule 1 broken by {action}"
+                    assert (action.name, partition) not in view.reassigning, f"\"Still reassigning\" broken by {action}"
         else:
-            assert int(action.name) not in view.moving_brokers, f"rule 2 broken by {action}"
+            assert int(action.name) not in view.moving_brokers, f"\"Broker in use\" broken by {action}"
             assert int(action.name) in view.alive
             if action.kind == D:
                 assert int(action.name) in view.log_dirs_known and int(action.name) not in view.future_log_brokers

@@ -1,7 +1,7 @@
 """Why a connection to the cluster failed, said in one line.
 
 kafka-python reports a wrong password, a wrong CA, a wrong SASL mechanism and plaintext spoken to a TLS
-listener all alike: a bootstrap KafkaTimeoutError once the whole timeout has passed (MEASURED.md). This
+listener all alike: a bootstrap KafkaTimeoutError once the whole timeout has passed. This
 module asks the questions one at a time, each bounded by what is left of `timeout_s`:
 
 1. TCP: does any bootstrap address accept a connection?            no  -> Unreachable

@@ -17,8 +17,8 @@ deadline. A request any node can serve goes to a live one; controller-bound requ
 them to a cached node id) are steered to a live broker, which under KRaft forwards them to the active
 controller; a request for that very node's own facts (its log dirs, its configs) is answered "did not
 answer" at once (NodeGone), and DescribeCluster reports the node not alive, so the poll shows its replicas
-BROKER_OFFLINE. Measured before this rule: the poll after a SIGKILL of the active controller took 18 s at
---timeout 10 and failed, retrying the dead node.
+BROKER_OFFLINE. Without this rule the poll after a SIGKILL of the active controller waited out --timeout on the
+dead node and failed (bench/RESULTS.md "Poll after a SIGKILL").
 
 Every request counts in `requests` (DescribeLogDirs one per broker); every retried error counts in
 `retried[api]`, which the poll reports as a poll error of that API.

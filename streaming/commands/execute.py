@@ -11,7 +11,8 @@ Order (each step only after the previous one succeeded):
    take out exactly what step 3 set (the janitor's own code), exit 3.
 5. Apply step 3 again (APPEND and SET are idempotent). A janitor whose ownership view predates this
    request may have taken out an entry this request shares with an older finished one before the
-   reassignment was registered; from now on rules 1 and 2 protect them whatever records a janitor has.
+   reassignment was registered; from now on the rules "Still reassigning" and "Broker in use"
+   (docs/ownership.md) protect them whatever records a janitor has.
 6. Mark the record `started`; move replicas into the named log dirs (AlterReplicaLogDirs, retried while
    a new replica does not exist yet, up to --timeout).
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
@@ -39,7 +40,8 @@ REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before
 
 
 def add_arguments(parser):
-    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE",
+                        help="the moves, in kafka-reassign-partitions' format")
     parser.add_argument("--throttle", type=flags.checked(throttle_values.throttle), metavar="B/s|auto",
                         help="inter-broker replication throttle in bytes/s on every source and destination broker; "
                              "auto: starts at --throttle-min and `run --throttle auto` steers it within the bounds")

@@ -181,7 +181,7 @@ def print_step(args, result):
 def set_state(args, connect, state, wanted_from, steps=False):
     """pause / resume / cancel of a plan: write its new state (only from a state in `wanted_from`).
     `steps`: a step follows (resume, cancel), so the cluster is read first as the step reads it - a principal
-    lacking a grant the step needs is refused before the state is written (README "Kafka ACLs").
+    lacking a grant the step needs is refused before the state is written (docs/security.md "Kafka ACLs").
     Returns (admin, applier, plan) with the admin open for the caller to close."""
     from streaming.control.ownership.store import find_plan
     from streaming.control.plans.step import confirm_gone

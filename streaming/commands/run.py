@@ -42,19 +42,23 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint-location", default=defaults.CHECKPOINT_LOCATION, metavar="DIR",
                         help="durable directory: rates, states and the batch log survive restarts")
     common.add_progress_topic(parser, help_text="compacted topic the progress records go to (created if absent)")
-    parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
-    parser.add_argument("--metrics-address", default=defaults.METRICS_ADDRESS, help="address /metrics listens on")
+    parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT, metavar="PORT",
+                        help=f"port /metrics listens on (default {defaults.METRICS_PORT})")
+    parser.add_argument("--metrics-address", default=defaults.METRICS_ADDRESS, metavar="ADDRESS",
+                        help=f"address /metrics listens on (default {defaults.METRICS_ADDRESS}: every interface)")
     parser.add_argument("--metrics-detail", choices=("replica", "partition", "topic"), default=defaults.METRICS_DETAIL,
                         help="rows of the per-replica metrics: one per replica, partition or topic; at most "
                              f"{defaults.METRICS_ROW_BUDGET:,} rows get series, unhealthy ones first, the rest are "
                              "counted in kafka_reassignment_metrics_rows_omitted")
     parser.add_argument("--trigger-interval", type=durations.flag(*TRIGGER_BOUNDS_S),
-                        default=defaults.TRIGGER_INTERVAL_S, help=f"poll interval (default {defaults.TRIGGER_INTERVAL_S:g}s)")
+                        default=defaults.TRIGGER_INTERVAL_S, metavar="DURATION", help=f"poll interval (default {defaults.TRIGGER_INTERVAL_S:g}s)")
     parser.add_argument("--stall-after", type=durations.flag(*STALL_AFTER_BOUNDS_S), default=defaults.STALL_AFTER_S,
-                        help=f"no growth for this long is STALLED (default {defaults.STALL_AFTER_S:g}s)")
+                        metavar="DURATION", help=f"no growth for this long is STALLED (default {defaults.STALL_AFTER_S:g}s)")
     parser.add_argument("--rate-window", type=durations.flag(*RATE_WINDOW_BOUNDS_S), default=defaults.RATE_WINDOW_S,
-                        help=f"smoothing window of rates (default {defaults.RATE_WINDOW_S:g}s)")
-    parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default=defaults.THROTTLE_CLEANUP)
+                        metavar="DURATION", help=f"smoothing window of rates (default {defaults.RATE_WINDOW_S:g}s)")
+    parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default=defaults.THROTTLE_CLEANUP,
+                        help="which throttles the job removes: owned (what this tool set or adopted), all (every "
+                             "throttle once nothing reassigns, like kafka-reassign-partitions --verify), off (report only)")
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines on stdout")
     parser.add_argument("--throttle", choices=(throttle_values.AUTO,),

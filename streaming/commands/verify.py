@@ -24,7 +24,8 @@ METADATA_SETTLE_S = 3.0
 
 
 def add_arguments(parser):
-    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    parser.add_argument("--reassignment-json-file", required=True, metavar="FILE",
+                        help="the moves to check, in kafka-reassign-partitions' format")
     parser.add_argument("--preserve-throttles", action="store_true", help="only report; leave every throttle in place")
     parser.add_argument("--dry-run", action="store_true", help="report the throttle actions that are due; change nothing")
     common.add_ownership_topic(parser)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 # Liveness stops advancing when a wanted batch is this many trigger intervals late: the alert rule's 30 s
 # threshold is three default intervals (deploy/prometheus/alerts.yml, KafkaReassignmentMonitorDown).
 LATE_AFTER_TRIGGERS = 3
-# Before the first batch, Spark's start-up is allowed on top: measured 20-46 s on the loaded 2-core machine.
+# Before the first batch, Spark's start-up is allowed on top: tens of seconds on a loaded machine
+# (bench/RESULTS.md "Run start-up phases").
 SPARK_START_ALLOWANCE_S = 120.0
 
 
@@ -136,9 +137,9 @@ def late_after_s(trigger_interval_s, batches_done):
 def batch_held_by_write(writing_since_s, now_s, write_bound_s):
     """A batch polled, computed, and is waiting for Kafka to acknowledge its records (acks=all), for no
     longer than the write itself may take (`write_bound_s`: the producer's delivery timeout). Kafka holds
-    such a write until it has fenced a broker that died (7-13.5 s measured after a SIGKILL, README contract
-    change 12): that batch is late through no fault of the job, whose controller still polls every second. A write
-    held longer has failed (the query restarts from its checkpoint), and lateness counts again."""
+    such a write until it has fenced a broker that died (seconds after a SIGKILL: docs/architecture.md "The door to
+    the cluster"): that batch is late through no fault of the job, whose controller still polls every second. A
+    write held longer has failed (the query restarts from its checkpoint), and lateness counts again."""
     return writing_since_s is not None and now_s - writing_since_s <= write_bound_s
 
 

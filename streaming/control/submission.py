@@ -7,7 +7,8 @@ for each wave (one implementation, through the one writer, streaming.control.app
 3. AlterPartitionReassignments;
 4. the throttles applied again (APPEND and SET are idempotent): a janitor whose ledger predates this record may
    have taken out an entry it shares with an older finished request before the reassignment was registered;
-   from now on safety rules 1 and 2 protect them whatever records a janitor has;
+   from now on the rules "Still reassigning" and "Broker in use" (docs/ownership.md) protect them whatever
+   records a janitor has;
 5. the record marked `started` with only the moves the cluster accepted, those refused in `refused` with Kafka's
    error (streaming.control.plans.partition_states decides from it whether a plan's partition is pending again
    or failed).

@@ -1,6 +1,6 @@
 """The one model of the replication budgets that moves share, and when each move finishes. Pure.
 
-Kafka throttles replication per broker and direction (MEASURED.md, "Kafka's replication throttle"): the
+Kafka throttles replication per broker and direction (docs/progress.md "Kafka's replication throttle"): the
 leader-side rate caps what a broker sends for the throttled replicas moving out of it, the follower-side
 rate what a broker fetches for the throttled replicas moving into it, and the alter-log-dirs rate what a
 broker copies between its own log dirs. Each is ONE budget shared by every move that uses it.

@@ -26,7 +26,7 @@ class Throttles:
     """Which budget a replica move uses, from the snapshot tables `topic_throttles` and `broker_throttles`."""
 
     def __init__(self, topic_throttles=(), broker_throttles=()):
-        # The cluster default (broker -1) is not read (README contract change 5); a rate of 0 or less is none.
+        # The cluster default (broker -1) is not read (docs/ownership.md "Limits"); a rate of 0 or less is none.
         self.rates = {BudgetKey(row["kind"], row["broker"], True): float(row["rate"]) for row in broker_throttles
                       if row["broker"] is not None and row["broker"] >= 0 and (row["rate"] or 0) > 0}
         self._throttled = {(key.direction, key.broker): key for key in self.rates}

@@ -1,7 +1,7 @@
 """Which state a replica move is in: one named predicate per state, and one function that orders them.
 
-Each predicate reads one replica row (a dict; null is None). A row carries the facts of DESIGN.md's
-progress semantics; history columns (`stalled_seconds`, `copy_rate`, `leader_rate`, `observed_seconds`)
+Each predicate reads one replica row (a dict; null is None). A row carries the facts of the progress
+semantics (docs/progress.md); history columns (`stalled_seconds`, `copy_rate`, `leader_rate`, `observed_seconds`)
 are absent for a one-shot report, and then the history rules cannot fire.
 
 Beside each predicate, its column form (`..._in_columns`), for the job's stateful step, which classifies a

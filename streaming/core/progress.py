@@ -1,6 +1,6 @@
 """The progress core: snapshot tables in, replica / partition / reassignment progress out. Pure.
 
-DESIGN.md "Progress semantics" made executable in plain Python (the one-shot CLI starts without paying
+docs/progress.md "Progress of a replica move" made executable in plain Python (the one-shot CLI starts without paying
 for a dataframe library), so that the CLI and the streaming job (inside its bucketed stateful operator)
 run the same code on one replica or 100k. Each call indexes the tables it joins once (dicts and sets),
 then walks the rows: linear in the size of the snapshot.

@@ -66,9 +66,9 @@ PENDING_REASON_AFTER_POLLS = 2
 
 
 def diagnose(snapshot, rows, pending_after_s=0.0):
-    """The rows with the reason of each moving row (`reason_code`, `reason`) and, for rows with a copy rate,
-    the budget model's ETA. `progress` reads no throttle configs (README contract change 14): every budget
-    runs at the observed rate of the moves using it, so the model's ETAs know that moves into one broker
+    """The rows with the reason of each moving row (`reason_code`, `reason`) and, for rows with a copy rate, the
+    budget model's ETA. `progress` reads no throttle configs (docs/progress.md "The `progress` command"): every
+    budget runs at the observed rate of the moves using it, so the model's ETAs know that moves into one broker
     share its budget but not what a throttle is set to; without history (one-shot) ETAs stay null."""
     offline = offline_brokers(snapshot["brokers"], snapshot["log_dirs_answered"])
     # The model reads the copy rate under the history's name for it.

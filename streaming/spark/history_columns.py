@@ -1,8 +1,8 @@
 """streaming.core.history.step in columns, for a state bucket's rows (the stateful step on executors).
 
-Row by row, the history step and classify took 0.8 CPU s of the buckets' 2.2 s per batch at 100,000 moving
-replicas (bench/batch_profile.py). It is the same step, not a second one: each part below is the column form
-of one named definition, and says which -
+Why: row by row, the history step and classify were the largest part of the buckets' CPU per batch at 100,000
+moving replicas (bench/RESULTS.md "Where a batch's time goes at 100,000 moving replicas"). It is the same step, not
+a second one: each part below is the column form of one named definition, and says which -
 - history._elapsed_s, _per_second, _smoothed (the rate rule), the growth and stall rules of _step_row;
 - progress.eta_seconds (the one ETA rule) -> `_eta_seconds`;
 - classify itself, as `classify_in_columns`: RULES in their order, each by the column form written beside

@@ -35,13 +35,14 @@ FALLING_BEHIND = ReplicaState.FALLING_BEHIND.name
 SHUFFLE_PARTITIONS = STATE_BUCKETS
 
 
-# Sizing (README "Sizing"), applied where this process starts the JVM (`--master`; under spark-submit the
-# operator's --driver-memory and JVM options stand). The driver JVM (with local[*] also the executor) holds a
-# batch's Arrow output on its way to Python and the state store's last two versions of four bucket blobs:
-# tens of MB at 100,000 moving replicas. 512 MB was tried (Spark's floor is 450 MB): the idle JVM's RSS stayed
-# at 490-500 MB, so the heap is not where its memory is, and the smaller heap was not measured at 100k. The
-# serial collector has no parallel GC threads to wake on 2 cores, and with the free-ratio bounds it gives heap
-# back after a collection instead of keeping the last big batch's peak resident while the job idles.
+# Sizing (docs/operations.md "Sizing"), applied where this process starts the JVM (`--master`; under spark-submit
+# the operator's --driver-memory and JVM options stand). The driver JVM (with local[*] also the executor) holds a
+# batch's Arrow output on its way to Python and the state store's last two versions of four bucket blobs. A smaller
+# heap (Spark's floor is 450 MB) was tried and not kept: the idle JVM's resident memory did not shrink
+# (bench/RESULTS.md "Idle cost"), so the heap is not where its memory is, and a smaller heap would only add risk
+# with many moving replicas. The serial collector has no parallel GC threads to wake on 2 cores, and with the
+# free-ratio bounds it gives heap back after a collection instead of keeping the last big batch's peak resident
+# while the job idles.
 DRIVER_MEMORY = "768m"
 DRIVER_JVM_OPTIONS = "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")

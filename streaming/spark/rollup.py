@@ -1,8 +1,8 @@
 """streaming.core.progress.partition_rollup in columns, for the driver's batch (an Arrow table of replica rows).
 
-At 100,000 moving replicas the row-by-row rollup took 0.9 CPU s of the driver's single core per batch, in
-columns 0.24 s (bench/batch_profile.py; most of it is making the 100,000 row dicts the sinks read). It is the same rollup, not a second one: each step below is the column
-form of one named definition of streaming.core.progress, and says which -
+Why: at 100,000 moving replicas the row-by-row rollup was one of the largest costs on the driver's single core
+per batch (bench/RESULTS.md "Where a batch's time goes at 100,000 moving replicas"). It is the same rollup, not a
+second one: each step below is the column form of one named definition of streaming.core.progress, and says which -
 - `replica_bytes` (a replica's done / total bytes) -> `_replica_bytes`;
 - each ROLLUP_EXTRAS combine -> its column form in COMBINED, looked up by the combine function itself, so an
   extra whose combine has no column form fails at import, and a new extra is rolled up here as soon as its

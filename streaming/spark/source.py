@@ -5,14 +5,12 @@ Where things run:
   poll numbers ({"poll": n}); every trigger asks for one more, so the trigger interval is the poll rate
   and the checkpoint's offset log records how far the job got.
 - Executors: `PollStreamReader.read(partition)` makes the whole poll (streaming.cluster.poller.poll: its parts
-  concurrently in threads) in one input partition. bench/stream.py measured this against splitting the
-  parts into input partitions (the cluster part, one DescribeLogDirs part per alive broker) on 2 cores:
-  the split saved 0.11 s per batch at 10,000 moving replicas (1.56 against 1.67 s) and cost 0.03-0.05 s
-  at 100 and 1,000, it adds a Spark task per broker (about 0.1 s each when they queue for the cores),
-  and on the 1-core executor README recommends the parts could only run one after the other.
-  RESULTS.md has the table. The reader is pickled to executors, so it holds only its options; the admin
-  client is created on first use and cached per worker process (module global), so consecutive batches
-  reuse one connection.
+  concurrently in threads) in one input partition. Splitting the parts into input partitions (the cluster part, one
+  DescribeLogDirs part per alive broker) was measured against this
+  (bench/RESULTS.md "Streaming micro-batch latency"): no gain worth a Spark task more per broker, and on the 1-core
+  executor of docs/operations.md "Sizing" the parts could only run one after the other. The reader is pickled to
+  executors, so it holds only its options; the admin client is created on first use and cached per worker process
+  (module global), so consecutive batches reuse one connection.
 Idle: `latestOffset` asks the job's controller (streaming.control.gate) whether a batch is wanted; while none
 is, it returns the offset the last planned batch ended at, so Spark plans no batch, writes nothing to its
 offset or commit log and leaves the state as the last batch left it. Offsets stay dense (every planned

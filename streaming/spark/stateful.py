@@ -4,7 +4,8 @@ Runs on executors inside `applyInPandasWithState` (grouped by the source's `buck
 per batch handles all of that bucket's replica moves at once: the bucket's tables are decoded to row
 dicts, the core runs on them, and the report goes back to Spark as one Arrow IPC blob in a one-row frame. The
 bucket's memory (one row per tracked move, streaming.core.history) is one Arrow IPC blob in the group state.
-MEASURED.md: per-replica keys cost ~1 ms each in Python; per-bucket blobs keep 10k moves around a second.
+Why per bucket: per-replica keys in Spark's state store cost a Python call and a state access each
+(docs/architecture.md "The batch and the checkpoint").
 
 The cluster bucket passes its tables through untouched (kind "cluster", with table and payload) for the
 driver's sinks.
@@ -89,8 +90,8 @@ def track_bucket(rows, memory, settings):
 def collector_paused():
     """Python's cycle collector off while a bucket's call (here) or the driver's batch handler
     (streaming.spark.job) builds its row dicts: 100k of them at once set off collection after collection
-    over everything alive (decoding a bucket of 25k moves took 0.23 s with it, 0.07 s without; the
-    synthetic 100k batch's sinks 3.2 s against 2.7 s). Rows hold no cycles: reference counting frees them."""
+    over everything alive, making the decoding several times slower when measured. Rows hold no cycles:
+    reference counting frees them."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

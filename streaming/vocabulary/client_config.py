@@ -141,8 +141,8 @@ def _raw(lines):
         if not sep or not key:
             raise BadInput(f"line {number}: expected key=value")
         if key not in KNOWN_KEYS:
-            raise BadInput(f"line {number}: unsupported key {shown(key)!r} (supported: see the README's "
-                           f"--command-config table; e.g. {', '.join(KNOWN_KEYS[:6])}, ...)")
+            raise BadInput(f"line {number}: unsupported key {shown(key)!r} (supported: docs/security.md, "
+                           f"--command-config; e.g. {', '.join(KNOWN_KEYS[:6])}, ...)")
         if key in raw:
             raise BadInput(f"line {number}: {key} is set twice")
         try:

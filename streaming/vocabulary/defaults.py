@@ -11,8 +11,9 @@ THROTTLE_INTERVAL_S = 30.0  # --throttle auto: at most one rate change per broke
 METRICS_PORT = 9469
 METRICS_ADDRESS = "0.0.0.0"  # Kubernetes scrapes the pod's address; tests pass 127.0.0.1
 METRICS_DETAIL = "replica"
-# Rows of --metrics-detail with their own series on /metrics (13 samples each): a scrape of about 6 MB that
-# took about a second or less at 100,000 moving replicas (bench/scrape.py). Not a flag: README contract change 38.
+# Rows of --metrics-detail with their own series on /metrics (13 samples each): a scrape of about 6 MB whatever
+# the size of the move (bench/RESULTS.md "Scrape size per --metrics-detail"). Not a flag: docs/metrics.md
+# "The row budget" says why.
 METRICS_ROW_BUDGET = 5_000
 CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
 MASTER = "local[*]"

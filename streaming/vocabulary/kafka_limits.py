@@ -34,7 +34,7 @@ REPLICA_FETCH_MAX_BYTES = 1_048_576  # replica.fetch.max.bytes: one fetch of a p
 REPLICATION_QUOTA_WINDOW_NUM = 11  # replication.quota.window.num: samples the throttle averages over
 REPLICATION_QUOTA_WINDOW_SIZE_S = 1  # replication.quota.window.size.seconds
 REPLICA_LAG_TIME_MAX_MS = 30_000  # replica.lag.time.max.ms: a follower this far behind is not in the ISR
-# The rate a throttle lets through however low it is set (MEASURED.md: a 1 B/s follower throttle copied
-# ~1 MB per quota window): a fetch passes while the windowed average is under the rate, and carries a whole
-# fetch. About 95 KB/s with the defaults.
+# The rate a throttle lets through however low it is set (docs/progress.md "Kafka's replication throttle": a 1 B/s
+# follower throttle copied ~1 MB per quota window): a fetch passes while the windowed average is under the rate,
+# and carries a whole fetch. About 95 KB/s with the defaults.
 THROTTLE_FLOOR_BYTES_PER_S = REPLICA_FETCH_MAX_BYTES / (REPLICATION_QUOTA_WINDOW_NUM * REPLICATION_QUOTA_WINDOW_SIZE_S)

@@ -67,7 +67,7 @@ def _admit(plan, sizes, ongoing_brokers):
 
 
 def plan_row(status, rows, tables, now_ms):
-    """The plan's progress row (README "Contract changes", the `plan` record), or None before its first read."""
+    """The plan's progress row (docs/records.md "plan"), or None before its first read."""
     seen = status.seen
     if seen is None:
         return None

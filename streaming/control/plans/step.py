@@ -17,7 +17,8 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
    are set. A partition that finishes after the sweep's read keeps its entries until the next step's
    sweep, and holds its slot until then (streaming.control.plans.scheduler.load_of): so a throttled-replicas list
    names only partitions in flight or finished since this advancer's last step began, never more than
-   --max-partitions-in-flight of them (README "Plans"). When the sweep removed something the cluster is read again, so the next wave records as prior rate what is there after the
+   --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
+   removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
    partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
@@ -213,7 +214,7 @@ def observe(read, ledger, request_id):
     reports on a plan another advancer steps or a job that may not act. A wave left `pending` counts as
     submitted (its partitions are not taken for someone else's). A topic Metadata does not show counts as
     gone without asking it by name (`confirm_gone`): this only reports, and every reader holds Describe on
-    Topic `*` (README "Kafka ACLs")."""
+    Topic `*` (docs/security.md "Kafka ACLs")."""
     plan, snapshot, waves = _read_plan(read, ledger, request_id)
     states = classified(plan, snapshot, {(m.topic, m.partition) for w in waves for m in w.moves}, refusals_of(waves))
     return Step(plan, _counts(states), left_alone=_named(states, PlanPartitionState.LEFT_ALONE),

@@ -1,4 +1,5 @@
-"""Rule 4, second half, pure: throttles observed appearing together with a reassignment the job saw start.
+"""Adoption (docs/ownership.md "Adoption"), pure: throttles observed appearing together with a reassignment the job
+saw start.
 
 `observe(history, view, records, request_id, now_ms)` compares the job's current poll with the previous
 complete ones (the janitor keeps the last two, driver side):

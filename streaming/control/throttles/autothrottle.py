@@ -13,7 +13,7 @@ this order, the first rule that applies decides (`rule_for`):
    at this rate): raise multiplicatively (x RAISE_FACTOR) toward the ceiling.
 5. healthy and the throttle binds (moves through the broker would finish sooner with more rate): raise
    additively by `bounds.step`, up to the ceiling.
-Otherwise the rate stays. No flapping: apart from rules 2 and 3 (bounds hold at once) a change smaller than
+Otherwise the rate stays. No flapping: apart from the ceiling and the floor (bounds hold at once) a change smaller than
 HYSTERESIS of the current rate is not made, nor one sooner than `bounds.min_interval_s` after the broker's
 last change.
 

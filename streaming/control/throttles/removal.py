@@ -4,20 +4,22 @@ No I/O and no clock: the cluster comes in as a Snapshot (or the ClusterView made
 ownership as `streaming.control.ownership.records.Ownership` records, "now" is the snapshot's `ts_ms`.
 `streaming.control.sweep` reads the cluster and applies the actions through the one writer (streaming.control.applier).
 
-Safety rules (DESIGN.md "Throttle janitor: safety rules") and where each lives here:
+The rules of docs/ownership.md, by name, and where each lives here:
 
-1. An entry `p:b` stays while partition p of its topic reassigns: `partition_still_reassigning`.
-2. A broker rate stays while any ongoing reassignment has the broker as a source or destination
-   (any broker in replicas/adding/removing of a reassigning partition; for the alter-log-dirs rate also
-   while the broker holds a future log or its log dirs are unknown): `broker_still_moving`.
-3. Surgical: only entries some record claims are candidates, removed with SUBTRACT; `*` is never an
-   entry and foreign entries are never claimed. A broker rate someone changed after us is theirs.
-4. Policies: `owned` (claims of records whose owner lets go: `owner_still_needs`), `all` (every
-   throttle once nothing reassigns, like `kafka-reassign-partitions --verify`), `off` (report only:
-   the owned plan as dry-run actions). A prior value is restored instead of deleted (owned).
-5./6. Ownership lives in Kafka (streaming.control.ownership.store); every plan is recomputed from the cluster,
-   so applying it twice is harmless: once applied, nothing it removed is there to remove again.
-7. Dry run: the same plan with every action turned into `dry_run`.
+- "Still reassigning": an entry `p:b` stays while partition p of its topic reassigns: `partition_still_reassigning`.
+- "Broker in use": a broker rate stays while any ongoing reassignment has the broker as a source or destination
+  (any broker in replicas/adding/removing of a reassigning partition; for the alter-log-dirs rate also
+  while the broker holds a future log or its log dirs are unknown): `broker_still_moving`; and while the
+  broker is not alive: `broker_unreachable`.
+- "Surgical": only entries some record claims are candidates, removed with SUBTRACT; `*` is never an
+  entry and foreign entries are never claimed. A broker rate someone changed after us is theirs.
+- "Restore the prior" and "Newest claim": the newest holder's prior is restored instead of deleted (`prior_of`).
+- "Policy": `owned` (claims of records whose owner lets go: `owner_still_needs`), `all` (every
+  throttle once nothing reassigns, like `kafka-reassign-partitions --verify`), `off` (report only:
+  the owned plan as dry-run actions); `--dry-run`: the same plan with every action turned into `dry_run`.
+- "Recorded first", "Idempotent and reported": ownership lives in Kafka (streaming.control.ownership.store);
+  every plan is recomputed from the cluster, so applying it twice is harmless: once applied, nothing it
+  removed is there to remove again.
 
 Topic and broker throttles each go through one loop over their kinds (leader and follower alike).
 Broker rates are per broker only (the cluster default `""` cannot be described with our clients).
@@ -43,7 +45,8 @@ def being_executed(record, view, policy):
 
 
 def owner_lets_go(record, view, policy):
-    """None when `record` no longer needs its throttles kept for its own sake (rule 4), else why."""
+    """None when `record` no longer needs its throttles kept for its own sake, else why (docs/ownership.md
+    "Policy")."""
     if being_executed(record, view, policy):
         return f"request {record.request_id} is still being executed"
     if not record.auto_remove and record.state != OwnershipState.ABORTED and record.request_id not in policy.release:
@@ -59,13 +62,13 @@ def owner_still_needs(view, owners, policy):
     return None
 
 
-def partition_still_reassigning(view, topic, partition):  # rule 1
+def partition_still_reassigning(view, topic, partition):  # docs/ownership.md "Still reassigning"
     if (topic, partition) in view.reassigning:
         return f"{topic}-{partition} is still reassigning"
     return None
 
 
-def broker_still_moving(view, broker, kind):  # rule 2
+def broker_still_moving(view, broker, kind):  # docs/ownership.md "Broker in use"
     if broker in view.moving_brokers:
         return f"broker {broker} is a source or destination of an ongoing reassignment"
     if kind == ALTER_LOG_DIRS:
