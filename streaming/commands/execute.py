@@ -32,7 +32,7 @@ from streaming.commands import plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import throttle_config_key
-from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
+from streaming.vocabulary.errors import BUG, EXIT_OK, BadInput, ClusterError, InternalError, MonitorError, bug_line, kind_of
 
 REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
 
@@ -215,9 +215,12 @@ def _carry_out(admin, request, timeout_s):
                                ", ".join(f"{m.topic}-{m.partition}: {e}" for m, e in failed))
     except Exception as error:
         left = _abort(admin, store, record, error)
-        message = str(error) if isinstance(error, ClusterError) else f"{type(error).__name__}: {error}"
-        raise ClusterError(message + (f"; rolling back was refused too, left in place: {left}" if left else
-                                      "; every throttle it had set was rolled back")) from error
+        bug = kind_of(error) == BUG  # still a bug (exit 4) after the rollback, not a refusal
+        message = str(error) if isinstance(error, MonitorError) else bug_line(error) if bug else \
+            f"{type(error).__name__}: {error}"
+        raise (InternalError if bug else ClusterError)(
+            message + (f"; rolling back was refused too, left in place: {left}" if left else
+                       "; every throttle it had set was rolled back")) from error
     try:
         if setting.appends or setting.rates:
             set_throttles(admin, setting, timeout_s)  # step 5
