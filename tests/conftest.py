@@ -1,12 +1,15 @@
 import functools
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from tests.cluster_cli import cancel_everything, clear_broker_throttles
+from tests.compat_support import VERSIONS as COMPAT_VERSIONS
+from tests.compat_support import start_lane
 from tests.job_process import OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster
 
@@ -32,9 +35,13 @@ LAST_USE = pytest.StashKey()
 # none of them run first; the fixture waits for its own. A fixture no selected test uses is not started. The
 # tests of the warmed jobs on the shared cluster come first among its tests: those jobs claim no throttle, and
 # they are stopped after their last test, before any other test of that cluster runs.
+# The compatibility lane (tests/compat_support.py) runs last, one Kafka version after another, each on a cluster and
+# a job of its own (the default version on the shared cluster): a version's lane is warmed only once the tests of
+# the version before it have begun, so at most two run at once, and each is stopped after its last test.
 CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
-WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster")
+COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
+WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
     # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
@@ -44,6 +51,9 @@ JOB_FLAGS = {
     "default_trigger_job": ("--throttle-cleanup", "off", "--quiet"),
 }
 WARMED = {}  # fixture name -> Warming
+IN_USE = {name: threading.Event() for name in COMPAT_NAMES}  # set when the version's first test begins
+SESSION_ENDING = threading.Event()  # a lane still waiting to be warmed then is not started
+LANES = []  # every compat lane the session had: stopped in threads of their own, joined at the session's end
 
 
 class Warming:
@@ -69,6 +79,26 @@ def _warm(starts):
             WARMED[name].done.set()
 
 
+def _compat_version(item):
+    """The Kafka version of a compatibility-lane test (its `compat` parameter), else None."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("compat") if callspec is not None else None
+
+
+def _uses(item, names):
+    version = _compat_version(item)
+    return any(name in item.fixturenames or (version is not None and version.warm_name == name) for name in names)
+
+
+def _warm_lane(version, after):
+    """A version's lane (tests.compat_support.start_lane), once the tests of the version `after` have begun."""
+    if after is not None:
+        while not IN_USE[after].wait(1):
+            if SESSION_ENDING.is_set():
+                return None
+    return start_lane(version, WARMED["cluster"].get() if version.shared else None)
+
+
 def _started(name, start):
     """The fixture's object: the warmed one when the background thread started it, else started now."""
     return WARMED[name].get() if name in WARMED else start()
@@ -76,17 +106,24 @@ def _started(name, start):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
 def pytest_collection_modifyitems(config, items):
-    def uses(item, names):
-        return any(name in item.fixturenames for name in names)
-
-    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES), not uses(item, FIRST_ON_THE_CLUSTER)))  # stable
+    uses = _uses
+    lane = lambda item: _compat_version(item) is not None  # noqa: E731
+    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES) or lane(item), lane(item),  # stable
+                                 not uses(item, FIRST_ON_THE_CLUSTER)))
     used = [name for name in WARM_ORDER if any(uses(item, (name,)) for item in items)]
+    lanes = [version for version in COMPAT_VERSIONS if version.warm_name in used]
+    # The shared cluster's lane is warmed only behind another version's (the lane runs after every other test of
+    # that cluster) and when the shared cluster is warmed; else its fixture starts it.
+    used = [name for name in used if not any(v.shared and v.warm_name == name and (v == lanes[0] or "cluster" not in used)
+                                             for v in lanes)]
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
                   "secure_cluster": _start_secure_cluster,
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
-                     for name in FIRST_ON_THE_CLUSTER}}
+                     for name in FIRST_ON_THE_CLUSTER},
+                  **{v.warm_name: functools.partial(_warm_lane, v, lanes[i - 1].warm_name if i else None)
+                     for i, v in enumerate(lanes)}}
         WARMED.update((name, Warming()) for name in used)
         threading.Thread(target=_warm, args=([(name, starts[name]) for name in used],), name="warm-up",
                          daemon=True).start()
@@ -103,7 +140,10 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session):
     """Stop what the background thread started that no fixture stopped (the session ended before its first
     user, or that user failed to set up). Stopping twice is harmless; a job before the cluster it polls."""
-    for name, stop in {**STOPPED_AFTER_LAST_USE, "cluster": "down"}.items():
+    SESSION_ENDING.set()
+    for lane in LANES:
+        lane.join()
+    for name, stop in {**STOPPED_AFTER_LAST_USE, **dict.fromkeys(COMPAT_NAMES, "close"), "cluster": "down"}.items():
         if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
             getattr(WARMED[name].value, stop)()
 
@@ -130,6 +170,21 @@ def cluster():
 def _start_cluster():
     cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
     return LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
+
+
+@pytest.fixture(scope="module", params=COMPAT_VERSIONS, ids=lambda version: version.id)
+def compat(request):
+    """One Kafka version's lane (tests.compat_support.Lane: its cluster, its job), shared by that version's tests;
+    pytest runs them one version after another. Stopped after the version's last test (in the background)."""
+    version = request.param
+    IN_USE[version.warm_name].set()
+    shared = request.getfixturevalue("cluster") if version.shared else None
+    asked = time.monotonic()
+    lane = _started(version.warm_name, lambda: start_lane(version, shared))
+    lane.waited_s = time.monotonic() - asked  # what the lane's start cost the run (0 when warmed in time)
+    LANES.append(lane)
+    yield lane
+    lane.stop()
 
 
 @pytest.fixture
