@@ -36,11 +36,16 @@ LAST_USE = pytest.StashKey()
 # tests of the warmed jobs on the shared cluster come first among its tests: those jobs claim no throttle, and
 # they are stopped after their last test, before any other test of that cluster runs.
 # The compatibility lane (tests/compat_support.py) runs last, one Kafka version after another, each on a cluster and
-# a job of its own (the default version on the shared cluster): a version's lane is warmed only once the tests of
-# the version before it have begun, so at most two run at once, and each is stopped after its last test.
+# a job of its own (the default version on the shared cluster). Each version's lane (about 1.2 GB: three brokers
+# of 256 MB heap, the job) is warmed in a thread of its own: the first LANES_AHEAD once the warm-up thread has
+# started everything else, each later one once the tests of the version LANES_AHEAD before it have begun. A lane's
+# start (50-95 s measured at load 12-30, of which 25 CPU seconds) outlasts one version's tests (15-45 s), and a
+# start waits mostly for a share of the CPU: two start side by side. At most LANES_AHEAD + 1 lanes run at once;
+# each is stopped after its last test.
 CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
 COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
+LANES_AHEAD = 2
 WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
@@ -53,6 +58,7 @@ JOB_FLAGS = {
 WARMED = {}  # fixture name -> Warming
 IN_USE = {name: threading.Event() for name in COMPAT_NAMES}  # set when the version's first test begins
 SESSION_ENDING = threading.Event()  # a lane still waiting to be warmed then is not started
+WARM_UP_DONE = threading.Event()  # the warm-up thread has started everything but the lanes
 LANES = []  # every compat lane the session had: stopped in threads of their own, joined at the session's end
 
 
@@ -69,7 +75,8 @@ class Warming:
         return self.value
 
 
-def _warm(starts):
+def _warm(starts, done=None):
+    """Start each of `starts` in turn; then set `done`."""
     for name, start in starts:
         try:
             WARMED[name].value = start()
@@ -77,6 +84,8 @@ def _warm(starts):
             WARMED[name].error = error
         finally:
             WARMED[name].done.set()
+    if done is not None:
+        done.set()
 
 
 def _compat_version(item):
@@ -90,12 +99,18 @@ def _uses(item, names):
     return any(name in item.fixturenames or (version is not None and version.warm_name == name) for name in names)
 
 
+def _warmed_after(lanes, index):
+    """What must have happened before lane `index` is warmed: the tests of an earlier lane begun, or the warm-up."""
+    if index >= LANES_AHEAD:
+        return IN_USE[lanes[index - LANES_AHEAD].warm_name]
+    return IN_USE[lanes[0].warm_name] if lanes[index].shared else WARM_UP_DONE
+
+
 def _warm_lane(version, after):
-    """A version's lane (tests.compat_support.start_lane), once the tests of the version `after` have begun."""
-    if after is not None:
-        while not IN_USE[after].wait(1):
-            if SESSION_ENDING.is_set():
-                return None
+    """A version's lane (tests.compat_support.start_lane), once the event `after` is set."""
+    while not after.wait(1):
+        if SESSION_ENDING.is_set():
+            return None
     return start_lane(version, WARMED["cluster"].get() if version.shared else None)
 
 
@@ -112,8 +127,9 @@ def pytest_collection_modifyitems(config, items):
                                  not uses(item, FIRST_ON_THE_CLUSTER)))
     used = [name for name in WARM_ORDER if any(uses(item, (name,)) for item in items)]
     lanes = [version for version in COMPAT_VERSIONS if version.warm_name in used]
-    # The shared cluster's lane is warmed only behind another version's (the lane runs after every other test of
-    # that cluster) and when the shared cluster is warmed; else its fixture starts it.
+    # The shared cluster's lane is warmed only behind another version's lane (lanes run after every other test of
+    # that cluster: its job would take their throttles) and when the shared cluster is warmed; else its fixture
+    # starts it.
     used = [name for name in used if not any(v.shared and v.warm_name == name and (v == lanes[0] or "cluster" not in used)
                                              for v in lanes)]
     if used and not config.option.collectonly:
@@ -121,12 +137,15 @@ def pytest_collection_modifyitems(config, items):
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
                   "secure_cluster": _start_secure_cluster,
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
-                     for name in FIRST_ON_THE_CLUSTER},
-                  **{v.warm_name: functools.partial(_warm_lane, v, lanes[i - 1].warm_name if i else None)
-                     for i, v in enumerate(lanes)}}
+                     for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
-        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used],), name="warm-up",
-                         daemon=True).start()
+        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used if name not in COMPAT_NAMES],
+                                             WARM_UP_DONE), name="warm-up", daemon=True).start()
+        for i, version in enumerate(lanes):
+            if version.warm_name in used:
+                start = functools.partial(_warm_lane, version, _warmed_after(lanes, i))
+                threading.Thread(target=_warm, args=([(version.warm_name, start)],), name=f"warm-up {version.id}",
+                                 daemon=True).start()
     for name in STOPPED_AFTER_LAST_USE:
         users = [i for i, item in enumerate(items) if name in item.fixturenames]
         if not users:

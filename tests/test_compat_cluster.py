@@ -11,6 +11,7 @@ have seen them mid-move:
 Printed per version: the seconds its tests took and how long they waited for its lane to be ready."""
 
 import json
+import threading
 import time
 
 import pytest
@@ -22,7 +23,11 @@ pytestmark = pytest.mark.cluster
 
 L, F = "leader", "follower"
 MOVE_MB = 6  # the first fetch copies up to 1 MB at once; the rest at ~95 KB/s under SLOW (the throttle's floor)
-SLOW, FAST = 100_000, 50_000_000  # bytes/s
+# bytes/s. FAST lets the rest of the move go in a few seconds: the rate is averaged over 11 s, so raised to FAST it
+# lets about 11 x FAST minus what the window already carried through at once, then FAST. Not faster: a move that
+# ends before `execute --additional` has recorded its request started finds that request still being executed,
+# and the janitor leaves its throttles to the next batch (seen: 5-10 s after completion at FAST = 50 MB/s).
+SLOW, FAST = 100_000, 300_000
 MID_MOVE_S = 120  # the job's first batch of a move on a loaded machine took 18 s (load average 86)
 PROGRESS = "kafka_reassignment_replica_progress_ratio"
 
@@ -42,21 +47,35 @@ def mid_move_row(compat, topic):
 
 class ThrottleWatch:
     """One admin client of the lane's cluster, asked often: whether a partition still reassigns, which throttle
-    configs of a topic and brokers 1-3 are set."""
+    configs of a topic and brokers 1-3 are set; `completion(topic)` starts a thread noting when the topic's move
+    ended (`completed`, monotonic)."""
 
     def __init__(self, cluster):
         self.admin = cluster.admin()
+        self.lock = threading.Lock()  # one request at a time on the one client
+        self.completed = None
+
+    def completion(self, topic):
+        def watch():
+            while self.moving(topic):
+                time.sleep(0.05)
+            self.completed = time.monotonic()
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        return thread
 
     def moving(self, topic):
-        return any(tp.topic == topic for tp in self.admin.list_partition_reassignments())
+        with self.lock:
+            return any(tp.topic == topic for tp in self.admin.list_partition_reassignments())
 
     def throttles_left(self, topic):
         from kafka.admin import ConfigResource, ConfigResourceType
 
         from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 
-        described = self.admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)] +
-                                                [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in (1, 2, 3)])
+        with self.lock:
+            described = self.admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)] +
+                                                    [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in (1, 2, 3)])
         left = [key for key in TOPIC_THROTTLE_KEYS.values()
                 if described["topic"][topic].get(key, {}).get("value")]
         left += [f"{b}:{key}" for b in (1, 2, 3) for key in BROKER_THROTTLE_KEYS.values()
@@ -99,20 +118,23 @@ def test_a_throttled_move_through_execute_progress_verify_and_the_job(compat, tm
             job.metric("kafka_reassignment_replica_target_bytes", **labels)
         seen_mid_move_s = time.monotonic() - started
 
-        # An operator raises the throttle of a move in flight; the rates go up, the move ends.
+        # An operator raises the throttle of the move in flight; the rates go up, the move ends.
+        completion = watch.completion(topic)
         code, _, err = cli("execute", *compat.common(), "--reassignment-json-file", plan, "--throttle", FAST, "--additional")
         assert code == 0, err
-        wait_for(lambda: not watch.moving(topic), 60, interval_s=0.05, message="the move to complete")
-        completed = time.monotonic()
+        executed = time.monotonic()
+        completion.join(60)
+        assert watch.completed is not None, "the move did not complete"
         left = wait_for(lambda: not watch.throttles_left(topic) or None, 30, interval_s=0.05,
                         message=f"the job to remove the throttles (left: {watch.throttles_left(topic)})")
-        removal_s = time.monotonic() - completed
+        removal_s = time.monotonic() - watch.completed
         assert left is True
         code, out, err = cli("verify", *compat.common(), "--reassignment-json-file", plan)
         assert code == 0 and "complete" in out and "nothing to remove" in out, (out, err)
         assert replicas(cluster, topic, 0) == [1, 2]
         figure(compat, progress_ratio_mid_move=ratio, seen_mid_move_s=seen_mid_move_s,
-               completion_to_throttles_gone_s=removal_s, test_s=time.monotonic() - started,
+               completion_to_throttles_gone_s=removal_s, ended_during_execute=watch.completed < executed,
+               test_s=time.monotonic() - started,
                waited_for_lane_s=compat.waited_s)
     finally:
         watch.close()
