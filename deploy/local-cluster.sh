@@ -94,6 +94,7 @@ check_version() {
                if secured; then die "SECURITY=sasl_ssl needs KAFKA_MODE=kraft"; fi ;;
     *) die "KAFKA_MODE=$mode: expected kraft or zookeeper" ;;
   esac
+  mkdir -p "$cluster_dir"
   if [ -f "$made" ]; then
     [ "$(cat "$made")" = "$wanted" ] || die "$cluster_dir holds a cluster of Kafka $(cat "$made"), not $wanted"
   else
@@ -255,11 +256,10 @@ start_node() {
 }
 
 up() {
-  mkdir -p "$cluster_dir"
   check_version
   resolve_jars
   [ -x "$python" ] || die "no python at $python (run 'make venv' or set PYTHON)"
-  [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
+  zookeeper_mode || [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
     'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' \
     > "$cluster_dir/cluster.id"
   local n ready_config=()

@@ -32,7 +32,8 @@ from streaming.commands import plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import throttle_config_key
-from streaming.vocabulary.errors import BUG, EXIT_OK, BadInput, ClusterError, InternalError, MonitorError, bug_line, kind_of
+from streaming.vocabulary.errors import (BUG, EXIT_OK, BadInput, ClusterError, InternalError, MonitorError, bug_line,
+                                         kind_of)
 
 REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
 

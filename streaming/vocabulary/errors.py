@@ -19,8 +19,9 @@ libraries' errors onto them.
 protocol error code where the error carries one (both libraries use the same codes) and by the
 library's own class or local code otherwise; an error of either library's own classes that the table
 does not name is REFUSED, and any other exception (KeyError, AttributeError, ...) is a BUG, whichever
-library raised it. `from_kafka_error` turns it into our exception, keeping the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try
-and how: after a pause (RETRY, REFRESH) or at once to another node (GONE).
+library raised it. `from_kafka_error` turns it into our exception, keeping the cause. Retrying is
+streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try and how: after a
+pause (RETRY, REFRESH) or at once to another node (GONE).
 """
 
 import re
