@@ -101,7 +101,11 @@ def start_lane(version, shared_cluster=None):
         cluster = LocalCluster(directory, base, KAFKA_VERSION=version.kafka, KAFKA_MODE=version.mode, KAFKA_HEAP=HEAP)
         cluster._run("down")  # a cluster left by an interrupted session: stop it before wiping its data
         shutil.rmtree(directory, ignore_errors=True)
-        cluster.up()
+        try:
+            cluster.up()
+        except Exception:  # nodes that did start must not outlive the session
+            cluster._run("down")
+            raise
         cluster.started_here = True
     else:
         cluster = shared_cluster
