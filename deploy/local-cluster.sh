@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A real three-node Apache Kafka cluster (KRaft, combined broker+controller, static voters) on 127.0.0.1.
+# A real three-node Apache Kafka cluster on 127.0.0.1: by default Kafka 4.1.1 in KRaft mode (combined
+# broker+controller, static voters); any version Maven Central serves, in KRaft or ZooKeeper mode, on request.
 #
 #   deploy/local-cluster.sh up       start (or reuse) the cluster; the last stdout line is the bootstrap servers
 #   deploy/local-cluster.sh down     stop the JVMs this script started (by pid); safe to run twice
@@ -8,6 +9,15 @@
 # Environment: CLUSTER_DIR (default .local-cluster/ at the repository root) holds data, logs and pids;
 # KAFKA_BASE_PORT (default 39090) puts node N's broker on BASE+N and its controller on BASE+100+N;
 # KAFKA_HEAP (default 320m); PYTHON (default the repository's .venv) runs the readiness check.
+#
+# KAFKA_VERSION (default 4.1.1, the version of deploy/kafka/pom.xml, whose jars `make jars` puts in
+# deploy/kafka/lib) runs another Apache Kafka release: its broker jars are resolved from Maven Central
+# (deploy/kafka/version-pom.xml) into deploy/kafka/lib/<version>/ on first use. KAFKA_MODE=kraft (default) or
+# zookeeper: a ZooKeeper node (ZooKeeperServerMain from the same jars, heap ZOOKEEPER_HEAP, default 64m) on
+# BASE+100 and three brokers registered in it (Kafka 2.x and 3.x only: 4.0 removed ZooKeeper mode). KRaft
+# needs Kafka 3.3 or newer (production-ready there). A CLUSTER_DIR keeps the version and mode it was made
+# with (CLUSTER_DIR/kafka-version); starting it as another is refused. E.g.
+#   KAFKA_VERSION=3.6.2 KAFKA_MODE=zookeeper CLUSTER_DIR=/tmp/k362 KAFKA_BASE_PORT=31000 deploy/local-cluster.sh up
 #
 # SECURITY=sasl_ssl (default plaintext) secures the cluster: clients and brokers speak SASL_SSL with
 # SCRAM-SHA-512, the controllers SASL_PLAINTEXT with PLAIN (KRaft controllers cannot use SCRAM);
@@ -26,38 +36,82 @@ base_port=${KAFKA_BASE_PORT:-39090}
 heap=${KAFKA_HEAP:-320m}
 python=${PYTHON:-$root/.venv/bin/python}
 security=${SECURITY:-plaintext}
+default_version=4.1.1  # deploy/kafka/pom.xml's
+version=${KAFKA_VERSION:-$default_version}
+mode=${KAFKA_MODE:-kraft}
+zookeeper_heap=${ZOOKEEPER_HEAP:-64m}
 scram_users=${SCRAM_USERS:-reassign-monitor reassign-operator}
 tls_dir=$cluster_dir/tls
 secrets_dir=$cluster_dir/secrets
 lib=$root/deploy/kafka/lib
+if [ "$version" != "$default_version" ]; then lib=$root/deploy/kafka/lib/$version; fi
 nodes=(1 2 3)
 
 broker_port() { echo $((base_port + $1)); }
 controller_port() { echo $((base_port + 100 + $1)); }
 mtls_port() { echo $((base_port + 10 + $1)); }
+zookeeper_port() { echo $((base_port + 100)); }
+zookeeper_mode() { [ "$mode" = zookeeper ]; }
 bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(broker_port "$n")"; done; echo "$s"; }
 pid_of() { cat "$cluster_dir/node$1/pid" 2>/dev/null || true; }
 alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+zookeeper_pid() { cat "$cluster_dir/zookeeper/pid" 2>/dev/null || true; }
+zookeeper_alive() { local p; p=$(zookeeper_pid); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
 secured() { [ "$security" = sasl_ssl ]; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
   command -v mvn >/dev/null || die "mvn is needed to resolve the Kafka jars from Maven Central"
-  echo "resolving Kafka jars from Maven Central into $lib" >&2
-  mvn -q -B -f "$root/deploy/kafka/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$lib" -DincludeScope=runtime >&2
+  echo "resolving Kafka $version jars from Maven Central into $lib" >&2
+  if [ "$version" = "$default_version" ]; then
+    mvn -q -B -f "$root/deploy/kafka/pom.xml" dependency:copy-dependencies \
+      -DoutputDirectory="$lib" -DincludeScope=runtime >&2
+  else
+    # Into a directory of its own first: an interrupted download must not look resolved (the test above).
+    rm -rf "$lib.partial"
+    mvn -q -B -f "$root/deploy/kafka/version-pom.xml" -Dkafka.version="$version" dependency:copy-dependencies \
+      -DoutputDirectory="$lib.partial" -DincludeScope=runtime >&2 || die "Kafka $version: not resolved from Maven Central"
+    mv "$lib.partial" "$lib"
+  fi
+}
+
+# KAFKA_VERSION as a number: 3.6.2 -> 306.
+major_minor() {
+  local major minor
+  IFS=. read -r major minor _ <<<"$version"
+  [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] || die "KAFKA_VERSION=$version: expected MAJOR.MINOR.PATCH"
+  echo $((major * 100 + minor))
+}
+
+# The version and mode asked for must exist, and be those the CLUSTER_DIR was made with: its data is for no other.
+check_version() {
+  local made=$cluster_dir/kafka-version wanted="$version $mode" number
+  number=$(major_minor)
+  case "$mode" in
+    kraft) [ "$number" -ge 303 ] || die "KAFKA_MODE=kraft needs Kafka 3.3 or newer (KAFKA_VERSION=$version)" ;;
+    zookeeper) [ "$number" -lt 400 ] || die "KAFKA_MODE=zookeeper: Kafka $version has no ZooKeeper mode (removed in 4.0)"
+               if secured; then die "SECURITY=sasl_ssl needs KAFKA_MODE=kraft"; fi ;;
+    *) die "KAFKA_MODE=$mode: expected kraft or zookeeper" ;;
+  esac
+  mkdir -p "$cluster_dir"
+  if [ -f "$made" ]; then
+    [ "$(cat "$made")" = "$wanted" ] || die "$cluster_dir holds a cluster of Kafka $(cat "$made"), not $wanted"
+  else
+    echo "$wanted" > "$made"
+  fi
 }
 
 write_config() {
   local n=$1 dir=$cluster_dir/node$1 voters="" m
   for m in "${nodes[@]}"; do voters+="${voters:+,}$m@127.0.0.1:$(controller_port "$m")"; done
   mkdir -p "$dir/data"
-  { if secured; then secured_listeners "$n"; else plaintext_listeners "$n"; fi
+  { if zookeeper_mode; then zookeeper_broker "$n"
+    else
+      if secured; then secured_listeners "$n"; else plaintext_listeners "$n"; fi
+      printf 'process.roles=broker,controller\nnode.id=%s\ncontroller.quorum.voters=%s\n' "$n" "$voters"
+    fi
     cat <<EOF
-process.roles=broker,controller
-node.id=$n
-controller.quorum.voters=$voters
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=1
@@ -83,6 +137,15 @@ file.delete.delay.ms=1000
 EOF
   } > "$dir/node.properties"
   if secured; then chmod 600 "$dir/node.properties"; fi  # it holds the admin password
+}
+
+zookeeper_broker() {
+  cat <<EOF
+broker.id=$1
+zookeeper.connect=127.0.0.1:$(zookeeper_port)
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1")
+EOF
 }
 
 plaintext_listeners() {
@@ -166,9 +229,20 @@ scram_arguments() {
   done
 }
 
+start_zookeeper() {
+  local dir=$cluster_dir/zookeeper
+  mkdir -p "$dir/data"
+  # Its admin server would take port 8080 otherwise.
+  nohup java -Xms"$zookeeper_heap" -Xmx"$zookeeper_heap" -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dzookeeper.admin.enableServer=false -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" \
+    -Dkafka.logs.dir="$dir" -cp "$lib/*" org.apache.zookeeper.server.ZooKeeperServerMain \
+    "$(zookeeper_port)" "$dir/data" >"$dir/stdout.log" 2>&1 </dev/null &
+  echo $! > "$dir/pid"
+}
+
 start_node() {
   local n=$1 dir=$cluster_dir/node$1 scram=()
-  if [ ! -f "$dir/data/meta.properties" ]; then
+  if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
     java -cp "$lib/*" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
       kafka.tools.StorageTool format -c "$dir/node.properties" --cluster-id="$(cat "$cluster_dir/cluster.id")" \
@@ -182,10 +256,10 @@ start_node() {
 }
 
 up() {
+  check_version
   resolve_jars
   [ -x "$python" ] || die "no python at $python (run 'make venv' or set PYTHON)"
-  mkdir -p "$cluster_dir"
-  [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
+  zookeeper_mode || [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
     'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' \
     > "$cluster_dir/cluster.id"
   local n ready_config=()
@@ -194,6 +268,7 @@ up() {
     sasl_ssl) make_tls; make_credentials; ready_config=("$secrets_dir/admin.properties") ;;
     *) die "SECURITY=$security: expected plaintext or sasl_ssl" ;;
   esac
+  if zookeeper_mode && ! zookeeper_alive; then start_zookeeper; fi
   for n in "${nodes[@]}"; do
     if alive "$n"; then continue; fi
     write_config "$n"
@@ -217,6 +292,15 @@ down() {
     kill -KILL "$p" 2>/dev/null || true
   done
   for n in "${nodes[@]}"; do rm -f "$cluster_dir/node$n/pid"; done
+  # ZooKeeper last: the brokers' controlled shutdown goes through it.
+  if zookeeper_alive; then
+    p=$(zookeeper_pid)
+    kill -TERM "$p" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$cluster_dir/zookeeper/pid"
   echo "stopped"
 }
 
@@ -226,6 +310,7 @@ status() {
     if alive "$n"; then echo "node $n: running (pid $(pid_of "$n"), 127.0.0.1:$(broker_port "$n"))"
     else echo "node $n: stopped"; fi
   done
+  if zookeeper_alive; then echo "zookeeper: running (pid $(zookeeper_pid), 127.0.0.1:$(zookeeper_port))"; fi
 }
 
 case "${1:-}" in

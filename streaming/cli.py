@@ -17,8 +17,8 @@ import traceback
 
 from streaming.commands import flags
 from streaming.vocabulary import client_config, defaults
-from streaming.vocabulary.echo import first_line, one_line
-from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, MonitorError
+from streaming.vocabulary.echo import one_line
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, MonitorError, bug_line
 
 COMMANDS = {
     "progress": "One-shot progress report of ongoing reassignments (live with --watch).",
@@ -33,7 +33,6 @@ COMMANDS = {
 DISTRIBUTION = "kafka-reassign-monitor"
 DOOR_COMMANDS = {"progress", "execute", "verify", "cancel", "pause", "resume"}  # run(args, connect): their admin is a parameter
 NO_CLUSTER = {"dashboards"}
-BUG_DETAIL_LIMIT = 300
 
 
 def _module(name):
@@ -86,13 +85,6 @@ def check_shared(args):
             print(one_line(f"reassign-monitor {args.command}: note: {note}"), file=sys.stderr)
 
 
-def _bug_line(error):
-    """An unexpected exception in one line: its type and the first line of its text, bounded (a Java
-    exception's text carries the whole stack)."""
-    text = first_line(error, BUG_DETAIL_LIMIT)
-    return f"internal error ({type(error).__name__}{': ' + text if text else ''}); run with --debug"
-
-
 def main(argv=None, connect=None):
     """The CLI. `connect(args) -> ClusterAdmin` opens the door to the cluster for the commands that use
     one (DOOR_COMMANDS): the Kafka admin by default; tests pass a fake cluster made of plain data."""
@@ -111,7 +103,7 @@ def main(argv=None, connect=None):
         if isinstance(error, MonitorError):
             message, code = str(error), error.exit_code
         else:
-            message, code = _bug_line(error), EXIT_BUG
+            message, code = bug_line(error), EXIT_BUG
     print(one_line(f"reassign-monitor {args.command}: error: {message}"), file=sys.stderr)
     return code
 

@@ -1,12 +1,15 @@
 import functools
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from tests.cluster_cli import cancel_everything, clear_broker_throttles
+from tests.compat_support import VERSIONS as COMPAT_VERSIONS
+from tests.compat_support import start_lane
 from tests.job_process import OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster
 
@@ -32,9 +35,18 @@ LAST_USE = pytest.StashKey()
 # none of them run first; the fixture waits for its own. A fixture no selected test uses is not started. The
 # tests of the warmed jobs on the shared cluster come first among its tests: those jobs claim no throttle, and
 # they are stopped after their last test, before any other test of that cluster runs.
+# The compatibility lane (tests/compat_support.py) runs last, one Kafka version after another, each on a cluster and
+# a job of its own (the default version on the shared cluster). Each version's lane (about 1.2 GB: three brokers
+# of 256 MB heap, the job) is warmed in a thread of its own: the first LANES_AHEAD once the warm-up thread has
+# started everything else, each later one once the tests of the version LANES_AHEAD before it have begun. A lane's
+# start (50-95 s measured at load 12-30, of which 25 CPU seconds) outlasts one version's tests (15-45 s), and a
+# start waits mostly for a share of the CPU: two start side by side. At most LANES_AHEAD + 1 lanes run at once;
+# each is stopped after its last test.
 CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
-WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster")
+COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
+LANES_AHEAD = 2
+WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
     # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
@@ -44,6 +56,10 @@ JOB_FLAGS = {
     "default_trigger_job": ("--throttle-cleanup", "off", "--quiet"),
 }
 WARMED = {}  # fixture name -> Warming
+IN_USE = {name: threading.Event() for name in COMPAT_NAMES}  # set when the version's first test begins
+SESSION_ENDING = threading.Event()  # a lane still waiting to be warmed then is not started
+WARM_UP_DONE = threading.Event()  # the warm-up thread has started everything but the lanes
+LANES = []  # every compat lane the session had: stopped in threads of their own, joined at the session's end
 
 
 class Warming:
@@ -59,7 +75,8 @@ class Warming:
         return self.value
 
 
-def _warm(starts):
+def _warm(starts, done=None):
+    """Start each of `starts` in turn; then set `done`."""
     for name, start in starts:
         try:
             WARMED[name].value = start()
@@ -67,6 +84,34 @@ def _warm(starts):
             WARMED[name].error = error
         finally:
             WARMED[name].done.set()
+    if done is not None:
+        done.set()
+
+
+def _compat_version(item):
+    """The Kafka version of a compatibility-lane test (its `compat` parameter), else None."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("compat") if callspec is not None else None
+
+
+def _uses(item, names):
+    version = _compat_version(item)
+    return any(name in item.fixturenames or (version is not None and version.warm_name == name) for name in names)
+
+
+def _warmed_after(lanes, index):
+    """What must have happened before lane `index` is warmed: the tests of an earlier lane begun, or the warm-up."""
+    if index >= LANES_AHEAD:
+        return IN_USE[lanes[index - LANES_AHEAD].warm_name]
+    return IN_USE[lanes[0].warm_name] if lanes[index].shared else WARM_UP_DONE
+
+
+def _warm_lane(version, after):
+    """A version's lane (tests.compat_support.start_lane), once the event `after` is set."""
+    while not after.wait(1):
+        if SESSION_ENDING.is_set():
+            return None
+    return start_lane(version, WARMED["cluster"].get() if version.shared else None)
 
 
 def _started(name, start):
@@ -76,11 +121,17 @@ def _started(name, start):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
 def pytest_collection_modifyitems(config, items):
-    def uses(item, names):
-        return any(name in item.fixturenames for name in names)
-
-    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES), not uses(item, FIRST_ON_THE_CLUSTER)))  # stable
+    uses = _uses
+    lane = lambda item: _compat_version(item) is not None  # noqa: E731
+    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES) or lane(item), lane(item),  # stable
+                                 not uses(item, FIRST_ON_THE_CLUSTER)))
     used = [name for name in WARM_ORDER if any(uses(item, (name,)) for item in items)]
+    lanes = [version for version in COMPAT_VERSIONS if version.warm_name in used]
+    # The shared cluster's lane is warmed only behind another version's lane (lanes run after every other test of
+    # that cluster: its job would take their throttles) and when the shared cluster is warmed; else its fixture
+    # starts it.
+    used = [name for name in used if not any(v.shared and v.warm_name == name and (v == lanes[0] or "cluster" not in used)
+                                             for v in lanes)]
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
@@ -88,8 +139,13 @@ def pytest_collection_modifyitems(config, items):
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
                      for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
-        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used],), name="warm-up",
-                         daemon=True).start()
+        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used if name not in COMPAT_NAMES],
+                                             WARM_UP_DONE), name="warm-up", daemon=True).start()
+        for i, version in enumerate(lanes):
+            if version.warm_name in used:
+                start = functools.partial(_warm_lane, version, _warmed_after(lanes, i))
+                threading.Thread(target=_warm, args=([(version.warm_name, start)],), name=f"warm-up {version.id}",
+                                 daemon=True).start()
     for name in STOPPED_AFTER_LAST_USE:
         users = [i for i, item in enumerate(items) if name in item.fixturenames]
         if not users:
@@ -103,7 +159,10 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session):
     """Stop what the background thread started that no fixture stopped (the session ended before its first
     user, or that user failed to set up). Stopping twice is harmless; a job before the cluster it polls."""
-    for name, stop in {**STOPPED_AFTER_LAST_USE, "cluster": "down"}.items():
+    SESSION_ENDING.set()
+    for lane in LANES:
+        lane.join()
+    for name, stop in {**STOPPED_AFTER_LAST_USE, **dict.fromkeys(COMPAT_NAMES, "close"), "cluster": "down"}.items():
         if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
             getattr(WARMED[name].value, stop)()
 
@@ -130,6 +189,21 @@ def cluster():
 def _start_cluster():
     cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
     return LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
+
+
+@pytest.fixture(scope="module", params=COMPAT_VERSIONS, ids=lambda version: version.id)
+def compat(request):
+    """One Kafka version's lane (tests.compat_support.Lane: its cluster, its job), shared by that version's tests;
+    pytest runs them one version after another. Stopped after the version's last test (in the background)."""
+    version = request.param
+    IN_USE[version.warm_name].set()
+    shared = request.getfixturevalue("cluster") if version.shared else None
+    asked = time.monotonic()
+    lane = _started(version.warm_name, lambda: start_lane(version, shared))
+    lane.waited_s = time.monotonic() - asked  # what the lane's start cost the run (0 when warmed in time)
+    LANES.append(lane)
+    yield lane
+    lane.stop()
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ SCRIPT = ROOT / "deploy" / "local-cluster.sh"
 class LocalCluster:
     """The three-node cluster of deploy/local-cluster.sh. Tests get one per session (conftest)."""
 
-    def __init__(self, cluster_dir, base_port):
-        self.env = {**os.environ, "CLUSTER_DIR": str(cluster_dir), "KAFKA_BASE_PORT": str(base_port)}
+    def __init__(self, cluster_dir, base_port, **settings):
+        """`settings`: more of the script's environment (KAFKA_VERSION, KAFKA_MODE, KAFKA_HEAP)."""
+        self.env = {**os.environ, "CLUSTER_DIR": str(cluster_dir), "KAFKA_BASE_PORT": str(base_port), **settings}
         self.base_port = base_port
         self.bootstrap = None
         self.started_here = False

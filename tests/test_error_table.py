@@ -18,7 +18,7 @@ KIND_CASES = [
     ("kp-node-not-ready", kerrors.NodeNotReadyError(), errors.GONE),
     ("kp-transport-closed", RuntimeError("Transport closed for writes"), errors.GONE),
     ("kp-cancelled-by-a-drop", kerrors.Cancelled(), errors.RETRY),
-    ("other-runtime-error", RuntimeError("something else"), errors.REFUSED),
+    ("other-runtime-error", RuntimeError("something else"), errors.BUG),
     ("kp-coordinator-loading", kerrors.CoordinatorLoadInProgressError(), errors.RETRY),
     ("kp-request-timed-out", kerrors.RequestTimedOutError(), errors.RETRY),
     ("kp-bootstrap-timeout", kerrors.KafkaTimeoutError(), errors.UNREACHABLE),
@@ -39,8 +39,22 @@ KIND_CASES = [
     ("ck-delivery-error-object", KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), errors.RETRY),
     ("ck-policy", KafkaException(KafkaError(KafkaError.POLICY_VIOLATION)), errors.REFUSED),
     ("builtin-timeout", TimeoutError("flush"), errors.UNREACHABLE),
-    ("a-bug", KeyError("x"), errors.REFUSED),
+    # Not the cluster's answer: a bug, whichever library raised it (kafka-python 3.0.12's describe_cluster raised
+    # KeyError 'endpoint_type' against every broker before Kafka 3.7, which was reported as "refused", exit 3).
+    ("a-bug", KeyError("endpoint_type"), errors.BUG),
+    ("bug-attribute", AttributeError("'NoneType' object has no attribute 'api_versions'"), errors.BUG),
+    ("bug-type", TypeError("unsupported operand"), errors.BUG),
+    ("bug-index", IndexError("list index out of range"), errors.BUG),
+    ("bug-value", ValueError("invalid literal for int()"), errors.BUG),
+    # A client library's own error the table does not name is still the cluster's refusal.
+    ("kp-incompatible-broker", kerrors.IncompatibleBrokerVersion("no DescribeCluster"), errors.REFUSED),
+    ("kp-unknown-error", kerrors.UnknownError(), errors.REFUSED),
+    ("kp-illegal-argument", kerrors.IllegalArgumentError("acls"), errors.REFUSED),
+    ("ck-unknown-code", KafkaException(KafkaError(KafkaError.UNKNOWN)), errors.REFUSED),
+    ("ck-not-implemented", KafkaException(KafkaError(KafkaError._NOT_IMPLEMENTED)), errors.REFUSED),
     ("our-node-gone", errors.NodeGone("DescribeLogDirs: broker 1 did not answer"), errors.UNREACHABLE),
+    ("our-unsupported", errors.Unsupported("Kafka 2.4 or newer is needed"), errors.REFUSED),
+    ("our-internal-error", errors.InternalError("DescribeCluster: internal error (KeyError)"), errors.BUG),
 ]
 
 
@@ -57,6 +71,14 @@ def test_every_kind_maps_to_an_exit_3_exception(kind, exception):
     mapped = errors.from_kafka_error(error, "doing it")
     assert type(mapped) is exception and mapped.exit_code == errors.EXIT_CLUSTER
     assert str(mapped).startswith("doing it: ")
+
+
+@pytest.mark.parametrize("error", [pytest.param(e, id=i) for i, e, k in KIND_CASES if k == errors.BUG
+                                   and not isinstance(e, errors.MonitorError)])
+def test_a_bug_maps_to_exit_4_naming_the_call_and_the_error(error):
+    mapped = errors.from_kafka_error(error, "DescribeCluster")
+    assert type(mapped) is errors.InternalError and mapped.exit_code == errors.EXIT_BUG
+    assert str(mapped) == f"DescribeCluster: internal error ({type(error).__name__}: {error}); run with --debug"
 
 
 def test_a_request_dump_is_not_repeated():
@@ -98,7 +120,7 @@ RETRY_CASES = [
     ("stale-refreshes-then-ok", [kerrors.UnknownBrokerIdError(3), kerrors.NotControllerError(), "ok"], 10, "ok", 3, 2),
     ("authorization-at-once", [kerrors.ClusterAuthorizationFailedError(), "ok"], 10, errors.NotAuthorized, 1, 0),
     ("refused-at-once", [kerrors.PolicyViolationError(), "ok"], 10, errors.Refused, 1, 0),
-    ("bug-at-once", [KeyError("x"), "ok"], 10, errors.Refused, 1, 0),
+    ("bug-at-once", [KeyError("x"), "ok"], 10, errors.InternalError, 1, 0),
     ("deadline-ends-retries", [kerrors.RequestTimedOutError()] * 20, 1.0, errors.Unreachable, 4, 0),  # 0.1+0.2+0.4 s
     ("cancelled-retried-without-a-drop", [kerrors.Cancelled(), "ok"], 10, "ok", 2, 0),
 ]
@@ -171,3 +193,54 @@ def test_a_closed_connection_is_never_waited_on(outcomes, reroutes, expected, ca
     else:
         assert run() == expected
     assert len(calls) == calls_made and sum(clock.slept) == pytest.approx(slept_s)
+
+
+# --- through the CLI: what a failing call of the door ends as, per command -----------------------------------------
+
+def _door(fail):
+    from tests.fake_cluster import FakeCluster
+
+    return FakeCluster(partitions={("t", 0): {"replicas": [2, 3, 1], "isr": [2, 1], "leader": 2}},
+                       reassigning={("t", 0): ([2, 3, 1], [3], [1])}, fail=fail)
+
+
+BUG = KeyError("endpoint_type")
+EXIT_CASES = [
+    # id, command and its flags (FILE: a reassignment file moving t-0 to [2, 3]), failing call, its error, exit code
+    ("progress-cluster-bug", ("progress",), "describe_cluster", BUG, errors.EXIT_BUG),
+    ("progress-list-bug", ("progress",), "list_reassignments", BUG, errors.EXIT_BUG),
+    ("progress-metadata-bug", ("progress", "--output", "json"), "describe_partitions", AttributeError("x"), errors.EXIT_BUG),
+    ("progress-cluster-refused", ("progress",), "describe_cluster", kerrors.ClusterAuthorizationFailedError(),
+     errors.EXIT_CLUSTER),
+    ("progress-cluster-unreachable", ("progress",), "describe_cluster", kerrors.KafkaTimeoutError(), errors.EXIT_CLUSTER),
+    ("progress-list-refused", ("progress",), "list_reassignments", kerrors.PolicyViolationError(), errors.EXIT_CLUSTER),
+    ("progress-list-unsupported", ("progress",), "list_reassignments",
+     kerrors.IncompatibleBrokerVersion("ListPartitionReassignments"), errors.EXIT_CLUSTER),
+    ("verify-configs-bug", ("verify", "--reassignment-json-file", "FILE"), "describe_throttles", BUG, errors.EXIT_BUG),
+    ("verify-configs-refused", ("verify", "--reassignment-json-file", "FILE"), "describe_throttles",
+     kerrors.ClusterAuthorizationFailedError(), errors.EXIT_CLUSTER),
+    ("execute-configs-bug", ("execute", "--reassignment-json-file", "FILE", "--throttle", "1000"), "describe_throttles",
+     BUG, errors.EXIT_BUG),
+    ("execute-cluster-refused", ("execute", "--reassignment-json-file", "FILE", "--throttle", "1000"),
+     "describe_cluster", kerrors.ClusterAuthorizationFailedError(), errors.EXIT_CLUSTER),
+    ("cancel-list-bug", ("cancel", "--all"), "list_reassignments", BUG, errors.EXIT_BUG),
+    ("cancel-list-refused", ("cancel", "--all"), "list_reassignments", kerrors.PolicyViolationError(),
+     errors.EXIT_CLUSTER),
+    # Bad input stays bad input, whatever the cluster would have said.
+    ("execute-bad-throttle", ("execute", "--reassignment-json-file", "FILE", "--throttle", "0"), "describe_cluster",
+     BUG, errors.EXIT_BAD_INPUT),
+]
+
+
+@pytest.mark.parametrize("argv, failing, error, code", [pytest.param(*case[1:], id=case[0]) for case in EXIT_CASES])
+def test_a_failing_call_ends_each_command_with_its_exit_code_and_changes_nothing(argv, failing, error, code, tmp_path):
+    from tests.cluster_cli import cli, write_plan
+
+    plan = write_plan(tmp_path / "move.json", [("t", 0, [2, 3])])
+    admin = _door({failing: error})
+    got, out, err = cli(*[plan if a == "FILE" else a for a in argv], "--bootstrap-server", "127.0.0.1:1",
+                        connect=lambda _args: admin)
+    assert got == code, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert (code == errors.EXIT_BUG) == err.rstrip().endswith("run with --debug"), err
+    assert admin.alters == [] and admin.cancels == [] and admin.starts == []

@@ -40,4 +40,14 @@ class ClusterAdmin(Protocol):
 
 
 class KafkaClusterAdmin(Reads, Writes, OwnTopics, Door):
-    """ClusterAdmin over kafka-python and confluent-kafka. Construction bootstraps (bounded by `timeout_s`)."""
+    """ClusterAdmin over kafka-python and confluent-kafka. Construction bootstraps (bounded by `timeout_s`) and
+    refuses a cluster without KIP-455's reassignment calls (Kafka before 2.4: Unsupported, exit 3) before any
+    request is sent."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        try:
+            self.require_reassignment_apis()
+        except Exception:
+            self.close()
+            raise

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 
-from streaming.vocabulary.errors import ClusterError, from_kafka_error
+from streaming.vocabulary.errors import ClusterError, InternalError, from_kafka_error
 from streaming.vocabulary.kafka_apis import (DECISION_APIS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
                                              LIST_REASSIGNMENTS, METADATA, REQUIRED_APIS)
 from streaming.vocabulary.snapshot import PollError, Snapshot, alive_brokers, combine, table, without_gone
@@ -143,9 +143,11 @@ def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
 
 def strict_poll(admin, topics, needs=DECISION_APIS, throttles=True):
     """A poll of the named topics that had every answer of `needs` (else ClusterError, exit 3: a decision
-    or a report on a poll missing one would be wrong, not incomplete). `throttles` as `poll`."""
+    or a report on a poll missing one would be wrong, not incomplete; InternalError, exit 4, when what failed was
+    a bug). `throttles` as `poll`."""
     snapshot = poll(admin, topics=sorted(set(topics)), throttles=throttles)
     for error in snapshot.errors:
         if error.api in needs:
-            raise ClusterError(error.message if error.message.startswith(error.api) else f"{error.api}: {error.message}")
+            message = error.message if error.message.startswith(error.api) else f"{error.api}: {error.message}"
+            raise InternalError(message) if error.bug else ClusterError(message)
     return snapshot

@@ -8,9 +8,9 @@ from collections import defaultdict
 from streaming.cluster.door import config_acl_resource
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.errors import (AUTHORIZATION, PROTOCOL_CODES, UNKNOWN_TOPIC_OR_PARTITION, NotAuthorized,
-                                         Refused, kind_of)
-from streaming.vocabulary.kafka_apis import (DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS, LIST_OFFSETS,
-                                             LIST_REASSIGNMENTS, METADATA)
+                                         Refused, Unsupported, kind_of)
+from streaming.vocabulary.kafka_apis import (API_KEYS, DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS,
+                                             LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA, below_the_floor)
 from streaming.vocabulary.snapshot import without_gone
 
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
@@ -20,13 +20,20 @@ class Reads:
     """Mixed into the door (streaming.cluster.door.Door): uses its `_call`, `_metadata`, `_lacks`, and for
     requests pinned to brokers `unanswering` and `_needed` (a gone broker is asked nothing)."""
 
+    def require_reassignment_apis(self):
+        """Unsupported (exit 3) when the cluster's ApiVersions answer, which came with the first connection,
+        lacks KIP-455's calls (Kafka before 2.4): decided before any request of a command, so nothing is changed."""
+        versions = self._connect()._manager.broker_version_data
+        refusal = below_the_floor(versions.api_versions or {}, versions.broker_version)
+        if refusal is not None:
+            raise Unsupported(refusal)
+
     def describe_cluster(self):
-        """(cluster id, [{"broker", "alive"}]): alive = registered, unfenced and not held as gone."""
-        def work(kafka):
-            cluster = kafka.describe_cluster()
-            return cluster["cluster_id"], [{"broker": b["broker_id"], "alive": not b.get("is_fenced", False)}
-                                           for b in cluster["brokers"]]
-        cluster_id, brokers = self._call(DESCRIBE_CLUSTER, work, needs=("Describe", "Cluster"))
+        """(cluster id, [{"broker", "alive"}]): alive = registered, unfenced and not held as gone. Sent by the
+        door, not kafka-python's describe_cluster, which reads a field of DescribeCluster v1 (KeyError
+        'endpoint_type' against every broker before Kafka 3.7, measured on 2.8.2 and 3.6.2): see `cluster_rows`."""
+        cluster_id, brokers = self._call(DESCRIBE_CLUSTER, lambda kafka: cluster_rows(_ask_cluster(kafka)),
+                                         needs=("Describe", "Cluster"))
         return cluster_id, without_gone(brokers, self.unanswering())
 
     def list_reassignments(self):
@@ -167,6 +174,45 @@ class Reads:
                     raise NotAuthorized(f"{DESCRIBE_CONFIGS}: not authorized: {self._lacks('DescribeConfigs', resource)}")
                 raise error
         return kafka._describe_configs_process_responses(responses)
+
+
+def _ask_cluster(kafka):
+    """The fields of DescribeCluster's answer at the highest version both sides speak, or of Metadata's (no
+    topics) where the broker has no DescribeCluster (before Kafka 2.8), as a dict."""
+    import kafka.errors as kerrors
+    from kafka.protocol.admin import DescribeClusterRequest
+    from kafka.protocol.metadata import MetadataRequest
+
+    manager = kafka._manager
+    if API_KEYS[DESCRIBE_CLUSTER] in (manager.broker_version_data.api_versions or {}):
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True)
+    else:
+        request = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+    async def ask():
+        return await manager.send(request)
+
+    answer = manager.run(ask).to_dict()
+    code = answer.get("error_code", 0)
+    if code:
+        raise kerrors.for_code(code)(answer.get("error_message") or "")
+    return answer
+
+
+def cluster_rows(answer):
+    """(cluster id, [{"broker", "alive"}]) from the dict of a DescribeCluster answer of any version, or of a
+    Metadata answer. What each version says about liveness, measured (docs/compatibility.md "Versions and what
+    degrades"):
+    - DescribeCluster v2 (Kafka 4.0+, asked with IncludeFencedBrokers) lists fenced brokers too, `is_fenced`
+      true: registered, not alive;
+    - v0 and v1 (Kafka 2.8-3.9) have no `is_fenced`, nor does Metadata: under KRaft they leave a fenced broker
+      out, so it is not alive by absence; under ZooKeeper there is no fencing, and a broker is listed while its
+      ZooKeeper registration lasts (a SIGKILLed one until its session expires, as under KRaft until fencing).
+    Either way the door then holds a broker that closed or refused its connection as not alive
+    (`without_gone`). DescribeCluster is asked where it exists rather than Metadata, because only its v2 tells
+    a fenced broker (still a valid reassignment target, shown offline) from one that is not registered."""
+    return answer["cluster_id"], [{"broker": b["broker_id"] if "broker_id" in b else b["node_id"],
+                                   "alive": not b.get("is_fenced", False)} for b in answer["brokers"]]
 
 
 def _list_offsets_request(partitions, spec):

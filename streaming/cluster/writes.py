@@ -2,11 +2,13 @@
 idempotent, so a retry after a lost answer is harmless; each answers, per item, None or Kafka's refusal."""
 
 from streaming.cluster.door import config_acl_resource
-from streaming.vocabulary.config_keys import DELETE, OPS, TOPIC, throttle_config_key
+from streaming.vocabulary.config_keys import (APPEND, DELETE, OPS, SET, TOPIC, appends_lead_with_a_comma,
+                                              throttle_config_key)
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.errors import (AUTHORIZATION, TOPIC_DELETED, UNKNOWN_TOPIC_OR_PARTITION, answer_code,
                                          kind_of_answer)
 from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS
+from streaming.vocabulary.throttle_entries import appended
 
 REFUSAL_LIMIT = 200  # characters of a refusal's text kept in its one line
 
@@ -37,14 +39,40 @@ class Writes:
             configs[throttle_config_key(scope, kind)] = (library_op[op], None if op == DELETE else str(value))
         if not resources:
             return []
-        request = [ConfigResource(ConfigResourceType.TOPIC if scope == TOPIC else ConfigResourceType.BROKER, name,
-                                  configs=configs) for (scope, name), configs in resources.items()]
         brokers = sum(1 for scope, _ in resources if scope != TOPIC)
-        outcome = self._call(ALTER_CONFIGS, lambda kafka: self._alter_configs(kafka, request),
-                             requests=brokers + (len(resources) > brokers))
+
+        def work(kafka):
+            merged = self._appends_merged(kafka, resources, library_op)
+            return self._alter_configs(kafka, [ConfigResource(
+                ConfigResourceType.TOPIC if scope == TOPIC else ConfigResourceType.BROKER, name, configs=configs)
+                for (scope, name), configs in merged.items()])
+
+        outcome = self._call(ALTER_CONFIGS, work, requests=brokers + (len(resources) > brokers))
         answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
         return [None if answers[(scope, str(name))] == "OK" else self._refusal(answers[(scope, str(name))], scope, name)
                 for scope, name, _, _, _ in changes]
+
+    def _appends_merged(self, kafka, resources, library_op):
+        """`resources` ((scope, name) -> {key: (op, value)}) as they can be sent to this cluster: as they are, or,
+        against brokers that would write an APPEND to an unset list as ",p:b"
+        (streaming.vocabulary.config_keys.appends_lead_with_a_comma), with each APPEND turned into a
+        SET of the list read just before with the entries appended. Another tool's entry written between that
+        read and the SET would be lost: a window of one round trip, only on those brokers."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        if not appends_lead_with_a_comma(kafka._manager.broker_version_data.broker_version):
+            return resources
+        appending = sorted(name for (scope, name), configs in resources.items()
+                           if scope == TOPIC and library_op[APPEND] in {op for op, _ in configs.values()})
+        if not appending:
+            return resources
+        self._count()
+        current = self._describe_configs(kafka, [ConfigResource(ConfigResourceType.TOPIC, t) for t in appending])
+        current = current.get("topic", {})
+        return {(scope, name): {key: (library_op[SET], appended(current.get(name, {}).get(key, {}).get("value"), value))
+                                if scope == TOPIC and op == library_op[APPEND] else (op, value)
+                                for key, (op, value) in configs.items()}
+                for (scope, name), configs in resources.items()}
 
     def _alter_configs(self, kafka, resources):
         """IncrementalAlterConfigs as kafka-python's alter_configs sends it (each broker resource to its broker,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from sinks.throttle_records import describe, describe_claims
 from streaming.control.ownership.records import Refusal
 from streaming.control.sweep import quiet, sweep
-from streaming.vocabulary.errors import ClusterError
+from streaming.vocabulary.errors import BUG, EXIT_BUG, ClusterError, MonitorError, bug_line, kind_of
 from streaming.vocabulary.throttle_actions import FAILED, Policy
 from streaming.vocabulary.states import OwnershipState
 
@@ -50,12 +50,17 @@ class Submitted:
 
 class NotStarted(ClusterError):
     """Setting the throttles or AlterPartitionReassignments failed: nothing of the request runs, and what it set
-    was taken out again (`rolled_back`)."""
+    was taken out again (`rolled_back`). A refusal is exit 3; a bug (ours or a client library's) stays exit 4
+    after the rollback, said as one."""
 
     def __init__(self, error, rolled_back):
-        why = str(error) if isinstance(error, ClusterError) else f"{type(error).__name__}: {error}"
+        bug = kind_of(error) == BUG
+        why = str(error) if isinstance(error, MonitorError) else bug_line(error) if bug else \
+            f"{type(error).__name__}: {error}"
         super().__init__(f"{why}; {rolled_back.summary()}")
         self.rolled_back = rolled_back
+        if bug:
+            self.exit_code = EXIT_BUG
 
 
 def submit(admin, applier, record, setting, timeout_s, now_ms):

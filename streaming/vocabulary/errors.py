@@ -10,17 +10,24 @@ libraries' errors onto them.
         +-- TlsFailed            the TLS handshake failed (CA, certificate, plaintext against TLS)
         +-- NotAuthorized        an ACL refused an operation
         +-- Refused              any other Kafka error on the request (policy, bad request, unknown resource)
-    anything else is a bug       exit 4: one line ending "run with --debug"
+        +-- Unsupported          the cluster's Kafka version lacks an API this tool needs
+    +-- InternalError            exit 4: a bug, ours or a client library's (a KeyError raised inside
+                                 kafka-python is not a refusal): one line ending "run with --debug"
+    anything else is a bug too   exit 4, the same line (streaming.cli)
 
 `kind_of(error)` sorts a kafka-python or confluent-kafka error into one of the KINDS below, by Kafka's
 protocol error code where the error carries one (both libraries use the same codes) and by the
-library's own class or local code otherwise. `from_kafka_error` turns it into our exception, keeping
-the cause. Retrying is streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try
-and how: after a pause (RETRY, REFRESH) or at once to another node (GONE).
+library's own class or local code otherwise; an error of either library's own classes that the table
+does not name is REFUSED, and any other exception (KeyError, AttributeError, ...) is a BUG, whichever
+library raised it. `from_kafka_error` turns it into our exception, keeping the cause. Retrying is
+streaming.cluster.retry's job; it asks `kind_of` which errors deserve another try and how: after a
+pause (RETRY, REFRESH) or at once to another node (GONE).
 """
 
 import re
 from contextlib import contextmanager
+
+from streaming.vocabulary.echo import first_line
 
 EXIT_OK = 0
 EXIT_IN_PROGRESS = 1
@@ -40,7 +47,8 @@ AUTHENTICATION = "authentication"
 TLS = "tls"
 AUTHORIZATION = "authorization"
 REFUSED = "refused"
-KINDS = (RETRY, REFRESH, GONE, UNREACHABLE, AUTHENTICATION, TLS, AUTHORIZATION, REFUSED)
+BUG = "bug"  # not an answer of the cluster at all: an exception no client library raises on purpose
+KINDS = (RETRY, REFRESH, GONE, UNREACHABLE, AUTHENTICATION, TLS, AUTHORIZATION, REFUSED, BUG)
 RETRIABLE_KINDS = frozenset({RETRY, REFRESH, GONE})
 
 
@@ -79,6 +87,15 @@ class NotAuthorized(ClusterError):
 
 class Refused(ClusterError):
     pass
+
+
+class Unsupported(ClusterError):
+    """The cluster's Kafka version does not offer an API this tool needs (decided from its ApiVersions)."""
+
+
+class InternalError(MonitorError):
+    """A bug met while talking to the cluster (ours or a client library's): exit 4, not a refusal."""
+    exit_code = EXIT_BUG
 
 
 # Kafka protocol error codes (org.apache.kafka.common.protocol.Errors) whose meaning is not "refused".
@@ -133,6 +150,11 @@ KAFKA_PYTHON_LOCAL = {
     "NoBrokersAvailable": UNREACHABLE,
 }
 
+# The top-level packages of the client libraries' own exception classes (confluent-kafka's KafkaException and
+# KafkaError are defined in its C extension, `cimpl`): an exception of one of them that the tables above do
+# not name is a refusal we have no word for; an exception of any other class is a bug (BUG).
+CLIENT_LIBRARY_PACKAGES = frozenset({"kafka", "confluent_kafka", "cimpl"})
+
 # librdkafka's local error codes (negative), by name.
 CONFLUENT_LOCAL = {
     "_TRANSPORT": REFRESH,
@@ -157,12 +179,14 @@ TRANSPORT_CLOSED = "Transport closed"
 
 EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, GONE: Unreachable, UNREACHABLE: Unreachable,
                      AUTHENTICATION: AuthenticationFailed, TLS: TlsFailed, AUTHORIZATION: NotAuthorized,
-                     REFUSED: Refused}
+                     REFUSED: Refused, BUG: InternalError}
 WHAT_KIND_MEANS = {RETRY: "the cluster kept answering with a transient error",
                    REFRESH: "the cluster kept answering with a transient error",
                    GONE: "no live broker took the request (connections closed or refused)",
                    UNREACHABLE: "cluster unreachable", AUTHENTICATION: "authentication failed",
-                   TLS: "TLS handshake failed", AUTHORIZATION: "not authorized", REFUSED: "refused"}
+                   TLS: "TLS handshake failed", AUTHORIZATION: "not authorized", REFUSED: "refused",
+                   BUG: "internal error"}
+BUG_DETAIL_LIMIT = 300  # characters of a bug's own text in its one line
 
 
 def _confluent_error(error):
@@ -174,11 +198,17 @@ def _confluent_error(error):
     return None
 
 
+def _of_client_library(error):
+    """Whether `error` is one of the client libraries' own exception classes (or derives from one)."""
+    return any(cls.__module__.split(".")[0] in CLIENT_LIBRARY_PACKAGES for cls in type(error).__mro__)
+
+
 def kind_of(error):
-    """One of KINDS for any exception raised by kafka-python or confluent-kafka (REFUSED when unknown)."""
+    """One of KINDS for any exception met while calling the cluster: a Kafka error by the tables above
+    (REFUSED when they do not name it), anything that is not a client library's own error a BUG."""
     if isinstance(error, MonitorError):
         return {Unreachable: UNREACHABLE, NodeGone: UNREACHABLE, AuthenticationFailed: AUTHENTICATION, TlsFailed: TLS,
-                NotAuthorized: AUTHORIZATION}.get(type(error), REFUSED)
+                NotAuthorized: AUTHORIZATION, InternalError: BUG}.get(type(error), REFUSED)
     confluent = _confluent_error(error)
     if confluent is not None:
         code = confluent.code()
@@ -199,7 +229,7 @@ def kind_of(error):
         return RETRY
     if isinstance(error, (ConnectionError, TimeoutError)):
         return UNREACHABLE
-    return REFUSED
+    return REFUSED if _of_client_library(error) else BUG
 
 
 def answer_code(text):
@@ -246,9 +276,18 @@ def reading_input(flag):
         raise BadInput(f"{flag}: {error}") from error
 
 
+def bug_line(error):
+    """A bug in one line: its type and the first line of its text, bounded (a Java exception's text carries
+    the whole stack), ending "run with --debug" (which shows the traceback)."""
+    text = first_line(error, BUG_DETAIL_LIMIT)
+    return f"{WHAT_KIND_MEANS[BUG]} ({type(error).__name__}{': ' + text if text else ''}); run with --debug"
+
+
 def from_kafka_error(error, doing):
     """Our exception for a library error raised while `doing` something (its kind decides the class)."""
     if isinstance(error, MonitorError):
         return error
     kind = kind_of(error)
+    if kind == BUG:
+        return InternalError(f"{doing}: {bug_line(error)}")
     return EXCEPTION_OF_KIND[kind](f"{doing}: {WHAT_KIND_MEANS[kind]} ({brief(error)})")

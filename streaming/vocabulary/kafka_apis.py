@@ -22,3 +22,21 @@ REQUIRED_APIS = (LIST_REASSIGNMENTS, METADATA)
 DECISION_APIS = (DESCRIBE_CLUSTER, *REQUIRED_APIS, DESCRIBE_CONFIGS)
 # Every call a poll makes, in the order the metrics list them.
 POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, LIST_OFFSETS, DESCRIBE_CONFIGS)
+
+# Kafka's API keys (org.apache.kafka.common.protocol.ApiKeys) of the calls whose presence in a broker's
+# ApiVersions answer decides what this tool can do with it.
+API_KEYS = {ALTER_REASSIGNMENTS: 45, LIST_REASSIGNMENTS: 46, DESCRIBE_CLUSTER: 60}
+# Without these a reassignment can be neither started, cancelled nor seen (KIP-455, Kafka 2.4): nothing works.
+REASSIGNMENT_APIS = (LIST_REASSIGNMENTS, ALTER_REASSIGNMENTS)
+REASSIGNMENT_FLOOR = "2.4"
+
+
+def below_the_floor(api_versions, seen_as=None):
+    """The one line refusing a cluster whose ApiVersions answer (`api_versions`: API key -> (min, max)) lacks
+    KIP-455's calls, or None when it has them. `seen_as`: the version the client library infers, (2, 3)."""
+    missing = [api for api in REASSIGNMENT_APIS if API_KEYS[api] not in api_versions]
+    if not missing:
+        return None
+    version = f" (it answers as Kafka {'.'.join(map(str, seen_as))})" if seen_as else ""
+    return (f"Kafka {REASSIGNMENT_FLOOR} or newer is needed: the cluster lacks {' and '.join(missing)} "
+            f"(KIP-455){version}; nothing was changed")

@@ -72,13 +72,18 @@ def without_gone(brokers, gone):
 class PollError:
     api: str
     message: str
+    bug: bool = False  # an internal error (streaming.vocabulary.errors.BUG), not the cluster's answer
 
     @classmethod
     def of(cls, api, error):
-        """Our exceptions already say what failed and how (streaming.vocabulary.errors); a library's are named."""
-        from streaming.vocabulary.errors import MonitorError
+        """Our exceptions already say what failed and how (streaming.vocabulary.errors); a library's are named;
+        a bug is said as one (exit 4 where a command needs that answer: streaming.cluster.poller.strict_poll)."""
+        from streaming.vocabulary.errors import BUG, MonitorError, bug_line, kind_of
 
-        return cls(api, str(error) if isinstance(error, MonitorError) else f"{type(error).__name__}: {error}")
+        bug = kind_of(error) == BUG
+        if isinstance(error, MonitorError):
+            return cls(api, str(error), bug)
+        return cls(api, bug_line(error) if bug else f"{type(error).__name__}: {error}", bug)
 
 
 @dataclass(frozen=True)

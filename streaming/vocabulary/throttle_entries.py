@@ -17,6 +17,13 @@ def is_all(value):
     return (value or "").strip() == ALL_REPLICAS
 
 
+def appended(value, items):
+    """The list Kafka's APPEND of `items` (a `p:b,...` string) makes of the raw config `value` (None: no value),
+    without the empty entry that brokers before 3.4 put first (streaming.vocabulary.config_keys)."""
+    kept = [item.strip() for item in (value or "").split(",") if item.strip()]
+    return ",".join(kept + [item for item in dict.fromkeys(i.strip() for i in items.split(",")) if item and item not in kept])
+
+
 def parse(value):
     """The set of (partition, broker) pairs a raw config value lists; `*` and empty list none
     (`*` is never an entry: it is left alone by every rule that subtracts entries)."""
