@@ -22,9 +22,8 @@ SCHEMA = json.loads(SCHEMA_PATH.read_text())
 AUTO = Steering(MB, 8 * MB)
 
 
-def replica(state="COPYING", broker=2, leader=1, copy_rate=None, in_isr=False):
-    return {"topic": "t", "partition": 0, "broker": broker, "leader": leader, "intra_broker": False,
-            "state": state, "copy_rate": copy_rate, "in_isr": in_isr}
+# Brokers of a FALLING_BEHIND move (streaming.spark.outputs.BatchOutput.falling_behind_brokers): into 2, led by 1.
+BEHIND = {1, 2}
 
 
 def moving_cluster(rate=MB, extra_rates=None):
@@ -53,7 +52,7 @@ def snapshot(cluster):
 
 def test_falling_behind_raises_owned_auto_rates_and_the_claims_follow():
     cluster, store = moving_cluster(), MemoryStore.of(record())
-    outputs = steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 7)
+    outputs = steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 7)
     assert {(a.action.name, a.action.kind, a.action.action, a.action.signal) for a in outputs} == {
         (str(b), k, "raised", "falling_behind") for b in (1, 2) for k in (L, F)}
     assert cluster.rates == {(b, k): 2 * MB for b in (1, 2) for k in (L, F)}
@@ -66,7 +65,7 @@ def test_falling_behind_raises_owned_auto_rates_and_the_claims_follow():
 
 def test_the_records_bounds_narrow_the_jobs():
     cluster, store = moving_cluster(rate=6 * MB), MemoryStore.of(record(rate=6 * MB))
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1)
+    steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1)
     assert set(cluster.rates.values()) == {8 * MB}  # the job allows 100 MB, the request 8 MB
 
 
@@ -76,14 +75,14 @@ def test_the_records_bounds_narrow_the_jobs():
 ])
 def test_rates_it_does_not_steer_are_never_changed(owner):
     cluster, store = moving_cluster(), MemoryStore.of(owner)
-    assert steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1) == []
+    assert steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1) == []
     assert cluster.alters == []
 
 
 def test_a_broker_no_move_uses_is_left_to_the_janitor():
     cluster, store = moving_cluster(), MemoryStore.of(record())
     cluster.reassigning.clear()
-    assert steerer(cluster, store).on_batch(snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1) == []
+    assert steerer(cluster, store).on_batch(snapshot(cluster), BEHIND, frozenset(), 1) == []
 
 
 @pytest.mark.parametrize("change, why", [
@@ -94,16 +93,16 @@ def test_stress_cuts_the_rates(change, why):
     cluster, store = moving_cluster(rate=4 * MB), MemoryStore.of(record(rate=4 * MB))
     change(cluster)
     outputs = steerer(cluster, store, guard=lambda: "guard 'x' returned 1 series").on_batch(
-        snapshot(cluster), [replica("FALLING_BEHIND")], frozenset(), 1)
+        snapshot(cluster), BEHIND, frozenset(), 1)
     assert {a.action.action for a in outputs} == {"lowered"} and set(cluster.rates.values()) == {2 * MB}
     assert all(why in a.action.reason for a in outputs)
 
 
 def test_a_binding_throttle_is_raised_additively_and_a_slack_one_is_not():
     cluster, store = moving_cluster(), MemoryStore.of(record())
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica()], frozenset(), 1)
+    steerer(cluster, store).on_batch(snapshot(cluster), set(), frozenset(), 1)
     assert cluster.alters == []
-    steerer(cluster, store).on_batch(snapshot(cluster), [replica()], frozenset({1, 2}), 2)
+    steerer(cluster, store).on_batch(snapshot(cluster), set(), frozenset({1, 2}), 2)
     assert set(cluster.rates.values()) == {MB + 700_000}  # a tenth of the request's span (1 MB .. 8 MB)
 
 
@@ -119,7 +118,7 @@ def test_completion_after_steering_restores_the_operators_value():
     world.cluster.partitions[("t", 0)] = {"replicas": [2, 1], "isr": [1], "leader": 1}
     auto = steerer(world.cluster, store)
     for batch in (1, 2):
-        auto.on_batch(snapshot(world.cluster), [replica("FALLING_BEHIND")], frozenset(), batch)
+        auto.on_batch(snapshot(world.cluster), BEHIND, frozenset(), batch)
     assert world.cluster.rates[(1, L)] == 4 * MB
     world.complete(0)
     world.settle()

@@ -9,6 +9,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 import jsonschema
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -20,14 +21,15 @@ from sinks.records import SCHEMA_PATH
 from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
-from streaming.core.history import MEMORY_SCHEMA, Settings
-from streaming.vocabulary.replica_row import FIELDS
+from streaming.core.history import MEMORY_SCHEMA, REPORT_KINDS, Settings
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
+from streaming.vocabulary.columns import from_rows as columns_of
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
                                     with_unreported)
-from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
+from streaming.spark.stateful import (OUTPUT_COLUMNS, REPLICA_KIND, REPORTED_KINDS, read_memory, replica_frame,
+                                      track_bucket, write_memory)
 from streaming.watch import gate
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -136,14 +138,13 @@ def track_all(frames):
 
 
 def as_report(rows):
-    """Report rows as the history step in columns gives them to replica_frame: {column: Arrow array}."""
-    table = pa.Table.from_pylist(rows, schema=codec.fields_schema(FIELDS))
-    return {name: table[name].combine_chunks() for name in FIELDS}
+    """Report rows (dicts) as the history step gives them to replica_frame: columns."""
+    return columns_of([{name: row[name] for name in REPORT_KINDS} for row in rows], REPORT_KINDS)
 
 
 def reported(out):
     """The replica rows in tracker output frames (one blob a bucket and poll), as a frame."""
-    return pd.DataFrame([row for payload in out["payload"] for row in codec.decode(payload)])
+    return pd.DataFrame(codec.decode_columns(list(out["payload"]), REPORTED_KINDS).rows())
 
 
 def test_tracker_reports_each_move_once_per_poll_and_completion_once():
@@ -227,7 +228,15 @@ def pandas_memory_blob(rows):
 @pytest.mark.parametrize("blob", [pandas_memory_blob, lambda rows: codec.encode(rows, MEMORY_SCHEMA)],
                          ids=["written-from-pandas", "written-from-rows"])
 def test_a_checkpointed_memory_decodes_to_its_rows(blob):
+    """A checkpoint written before the state step went to columns resumes with its rows."""
     assert codec.decode(blob(MEMORY_ROWS)) == MEMORY_ROWS
+    assert read_memory(blob(MEMORY_ROWS)).rows() == MEMORY_ROWS
+
+
+def test_a_memory_written_from_columns_is_the_stored_format_an_older_job_reads():
+    blob = write_memory(read_memory(codec.encode(MEMORY_ROWS, MEMORY_SCHEMA)))
+    assert codec.read(blob).schema == codec.arrow_schema(MEMORY_SCHEMA)
+    assert codec.decode(blob) == MEMORY_ROWS
 
 
 def row_by_row_blob(rows, columns):
@@ -258,12 +267,12 @@ def test_the_output_frame_carries_a_report_row_to_spark_unchanged():
     """Through Arrow, as Spark takes the frame and as the driver's batch reads it: ints stay ints, null stays None."""
     _, out = track_all([source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))])
     _, rows = batch_rows(pa.Table.from_pandas(out, preserve_index=False))
-    report = [{**row, "previous_state": None, "numerator": None} for row in rows]
+    report = [{**row, "previous_state": None, "numerator": None} for row in rows.rows()]
     frame = replica_frame(as_report(report), 3, 20_000)
     assert list(frame.columns) == OUTPUT_COLUMNS
     _, back = batch_rows(pa.Table.from_pandas(frame, preserve_index=False))
-    assert back == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
-    assert isinstance(back[0]["denominator"], int) and back[0]["numerator"] is None
+    assert back.rows() == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
+    assert isinstance(back.rows()[0]["denominator"], int) and back.rows()[0]["numerator"] is None
 
 
 def test_a_poll_combined_from_its_parts_tracks_exactly_like_one_made_whole():
@@ -308,7 +317,7 @@ def batch_output(batch_id=7, in_isr=()):
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
     _, out = track_all(frames)
     _, replicas = batch_rows(pa.Table.from_pandas(out.loc[out["poll_id"] == 2], preserve_index=False))
-    replicas = [{**row, "in_isr": row["in_isr"] or row["topic"] in in_isr} for row in replicas]
+    replicas = replicas.with_columns(in_isr=replicas["in_isr"] | np.isin(replicas["topic"], list(in_isr)))
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
@@ -351,7 +360,8 @@ RECORD_FIELD = {"rate_bytes_per_sec": "copy_rate"}
 
 
 def replica_record(field, value):
-    [(_, encoded)] = records.replica_records([{**REPLICA, RECORD_FIELD.get(field, field): value}], 7, "cluster-x")
+    [(_, encoded)] = records.replica_records(columns_of([{**REPLICA, RECORD_FIELD.get(field, field): value}]),
+                                             10_000, 7, "cluster-x")
     return json.loads(encoded)
 
 
@@ -383,8 +393,8 @@ RECORD_ROWS = [
 
 @pytest.mark.parametrize("kind, row, fields", [pytest.param(k, r, f, id=i) for i, k, r, f in RECORD_ROWS])
 def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind, row, fields):
-    [(_, encoded)] = (records.replica_records([row], 7, "cluster-x") if kind == "replica"
-                      else records.partition_records([row], 10_000, 7, "cluster-x"))
+    [(_, encoded)] = (records.replica_records(columns_of([row]), 10_000, 7, "cluster-x") if kind == "replica"
+                      else records.partition_records(columns_of([row]), 10_000, 7, "cluster-x"))
     value = json.loads(encoded)
     assert encoded == records.encode(value)
     assert {name: value[name] for name in fields} == fields

@@ -142,10 +142,12 @@ def sample(metrics, metric, **labels):
 
 
 def batch(*states, batch_id=7, partition=("t", 0)):
-    """(a batch's output as the watch reads it: one replica row of `partition` per state, its batch id)."""
+    """(a batch's output as the watch reads it - streaming.spark.outputs.BatchOutput's tracked and reported
+    partitions - of one replica row of `partition` per state, its batch id)."""
     snapshot = {"topic_throttles": [], "broker_throttles": []}
-    rows = [{"topic": partition[0], "partition": partition[1], "state": s} for s in states]
-    return SimpleNamespace(replicas=rows, snapshot=snapshot), batch_id
+    moving = [s for s in states if s not in ("COMPLETED", "CANCELLED")]
+    return SimpleNamespace(snapshot=snapshot, tracked_partitions=lambda: {partition} if moving else set(),
+                           reported_partitions=lambda: {partition} if states else set()), batch_id
 
 
 def test_idle_after_the_first_batch_and_liveness_advances(tmp_path):

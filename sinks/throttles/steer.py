@@ -2,13 +2,14 @@
 
 Driver side, called by the batch handler before the janitor, with the batch's snapshot and replica rows:
 
-    outputs = steerer.on_batch(snapshot, replicas, throttles_binding, batch_id)   # JanitorOutput: (action, key, value)
+    outputs = steerer.on_batch(snapshot, behind, throttles_binding, batch_id)   # JanitorOutput: (action, key, value)
 
 1. Which rates are steered (`steered_rates`, pure): a broker's leader and follower rates that our records
    hold (ownership.holders: the newest claim is of the value the broker has), every holder executed with
    `--throttle auto`, the broker alive and used by an ongoing reassignment. Rates it does not own, or owned
    by a request with a fixed throttle, are never changed. Bounds: the job's, narrowed by each holder's.
-2. The signals (pure): FALLING_BEHIND moves per broker (destination and leader of the replica), whether the
+2. The signals (pure): the brokers of FALLING_BEHIND moves (`behind`: destination and leader of each inter-broker
+   move, streaming.spark.outputs.BatchOutput.falling_behind_brokers), whether the
    broker's throttle binds (`throttles_binding`: the brokers whose throttle sets some move's share in the budget
    model, streaming.core.budget_view, computed where the batch's rows meet), and cluster stress (`stress_of`: a partition NOT moving out of its ISR,
    a broker of a move offline, the guard).
@@ -33,9 +34,6 @@ from sinks.throttles.ownership import holders, rate_owners
 from sinks.throttles.report import describe, throttle_record
 from sinks.throttles.view import view_of
 from streaming.vocabulary.config_keys import BROKER, SET
-from streaming.vocabulary.states import ReplicaState
-
-FALLING_BEHIND = ReplicaState.FALLING_BEHIND.name
 
 
 def steered_rates(view, records):
@@ -58,11 +56,6 @@ def bounds_for(job, holders_steering, interval_s):
     ceiling = max(floor, min(b.ceiling for b in all_bounds))
     windows = tuple(Window(*w) for b in all_bounds for w in b.schedule)
     return Bounds(floor, ceiling, windows, interval_s)
-
-
-def falling_behind_brokers(replicas):
-    """Brokers a FALLING_BEHIND inter-broker move goes into or out of."""
-    return {b for r in replicas if r["state"] == FALLING_BEHIND and not r["intra_broker"] for b in (r["broker"], r["leader"])}
 
 
 def stress_of(view, partitions, guard=None):
@@ -91,14 +84,14 @@ class Steerer:
         self.log = log or (lambda line: print(f"throttle auto: {line}", file=sys.stderr, flush=True))
         self.last_change_s = {}  # broker -> clock seconds of its last change
 
-    def on_batch(self, snapshot, replicas, throttles_binding, batch_id):
+    def on_batch(self, snapshot, behind, throttles_binding, batch_id):
         try:
-            return self._steer(snapshot, replicas, throttles_binding, batch_id)
+            return self._steer(snapshot, behind, throttles_binding, batch_id)
         except Exception as error:  # the streaming query must survive a cluster hiccup: steer next batch
             self.log(f"batch {batch_id}: skipped: {type(error).__name__}: {error}")
             return []
 
-    def _steer(self, snapshot, replicas, throttles_binding, batch_id):
+    def _steer(self, snapshot, behind, throttles_binding, batch_id):
         view = view_of(snapshot)
         if not view.complete:
             return []
@@ -108,7 +101,6 @@ class Steerer:
             return []
         now_s = self.clock()
         rates = {b: min(rate for rate, _ in kinds.values()) for b, kinds in steered.items()}
-        behind = falling_behind_brokers(replicas)
         signals = {b: BrokerSignals(falling_behind=b in behind, binds=b in throttles_binding) for b in rates}
         stress = stress_of(view, snapshot["partitions"], self.guard)
         actions = []

@@ -1,7 +1,7 @@
 """`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS] | --request-id ID [--watch SECONDS]`:
 the one-shot report, or a live one, or a plan's, once or live (`--request-id`; the plans running or paused follow
 the one-shot table too). Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
-rendering from streaming.core.report. Nothing on the one-shot path imports Spark, a dataframe library,
+rendering from streaming.core.progress_report. Nothing on the one-shot path imports Spark, a dataframe library,
 grafanalib or rich (the live view's); its start-up is measured by bench/startup.py.
 
 Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
@@ -57,7 +57,7 @@ def _exit_code(report):
 
 
 def _once(admin, moves, source, args):
-    from streaming.core.report import build, diagnose, to_json, to_text
+    from streaming.core.progress_report import build, diagnose, to_json, to_text
 
     snapshot, rows = _rows(admin, moves)
     rows = diagnose(snapshot, rows)
@@ -80,9 +80,7 @@ def _plan_row(admin, args, request_id, snapshot, rows, plans, owners):
     lease = holder_of(plans.leases(request_id))
     holder = lease.holder if lease is not None and lease.until_ms > snapshot.ts_ms else None
     status = PlanStatus(request_id, step.plan.state, step.counts, advanced_by=holder, plan=step.plan, seen=step)
-    # The model reads the copy rate under the history's name for it (streaming.core.report.diagnose).
-    moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
-    return plan_row(status, moving, snapshot.tables, snapshot.ts_ms)
+    return plan_row(status, rows.take(rows["moving"]), snapshot.tables, snapshot.ts_ms)
 
 
 def _active_plans(admin, args, snapshot, rows):
@@ -112,7 +110,7 @@ def _plan_exit_code(row):
 def _plan(admin, args):
     """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
     from sinks.plans.plan_store import KafkaPlanStore
-    from streaming.core.report import diagnose
+    from streaming.core.progress_report import diagnose
     from streaming.watch.plan_report import describe_plan
 
     plans = KafkaPlanStore(admin, args.ownership_topic)
@@ -154,13 +152,14 @@ def _watch_plan(admin, args, interval_s):
     """`progress --request-id ID --watch S`: the plan's line and its moving replicas redrawn every `interval_s`
     (with --output json: its row, one document per line) until it is neither running nor paused; then exit
     as `progress --request-id` does. Rates and ETAs come from the watch's own history, as for moves."""
+    import numpy as np
     from rich.console import Group
     from rich.text import Text
 
     from sinks.plans.plan_store import KafkaPlanStore, find
     from streaming.core import history
-    from streaming.core.report import ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table, with_history
-    from streaming.vocabulary.replica_row import partition_of
+    from streaming.core.progress_report import (ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table,
+                                                with_history)
     from streaming.watch.plan_report import describe_plan
 
     plans = KafkaPlanStore(admin, args.ownership_topic)
@@ -178,7 +177,8 @@ def _watch_plan(admin, args, interval_s):
         if rows_that_fit is None:
             return json.dumps(row, separators=(",", ":")), done
         keys = {(m.topic, m.partition) for m in find(plans, args.request_id).moves}
-        report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
+        mine = [partition in keys for partition in zip(rows["topic"].tolist(), rows["partition"].tolist())]
+        report = build(snapshot, rows.take(np.array(mine, dtype=bool).reshape(len(rows))), ONGOING)
         table = to_table(report, title=_title(snapshot, f"plan {args.request_id}", interval_s),
                          max_rows=rows_that_fit - 1 - len(report.errors))
         return Group(Text(describe_plan(row)), table), done
@@ -189,7 +189,8 @@ def _watch_plan(admin, args, interval_s):
 def _watch(admin, moves, source, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
     from streaming.core import history
-    from streaming.core.report import PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table, with_history
+    from streaming.core.progress_report import (PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table,
+                                                with_history)
 
     memory = history.empty_memory()
 
@@ -215,7 +216,7 @@ def run(args, connect):
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
     admin = connect(args)
     # The report loads only once the input is known good and the cluster answered.
-    from streaming.core.report import FROM_FILE, ONGOING
+    from streaming.core.progress_report import FROM_FILE, ONGOING
 
     source = ONGOING if moves is None else FROM_FILE
     try:

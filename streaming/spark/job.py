@@ -21,10 +21,9 @@ from streaming.vocabulary.kafka_apis import PRODUCE
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
-from streaming.spark.rollup import partition_rollups
 from streaming.watch.plan_report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
-from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_FIELDS, REPLICA_KIND, STATE_SCHEMA,
+from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, REPORTED_KINDS, STATE_SCHEMA,
                                      collector_paused, make_tracker)
 
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
@@ -88,17 +87,12 @@ def build_session(config):
     return spark
 
 
-def replica_table(batch):
-    """The replica rows of a batch of the stateful output (an Arrow table): each bucket's blob, in order."""
-    blobs = batch.filter(pc.equal(batch["kind"], REPLICA_KIND))["payload"].to_pylist()
-    return codec.decode_concatenated(blobs, REPLICA_FIELDS)
-
-
 def batch_rows(batch):
-    """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table):
-    row dicts of plain Python values, null as None, each kind with only its own columns."""
+    """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table): the
+    cluster rows as dicts, the replica rows as columns (streaming.vocabulary.columns), each bucket's in order."""
     cluster = batch.filter(pc.equal(batch["kind"], CLUSTER_KIND)).select(["table", "payload"])
-    return cluster.to_pylist(), replica_table(batch).to_pylist()
+    blobs = batch.filter(pc.equal(batch["kind"], REPLICA_KIND))["payload"].to_pylist()
+    return cluster.to_pylist(), codec.decode_columns(blobs, REPORTED_KINDS)
 
 
 class BatchHandler:
@@ -158,14 +152,13 @@ class BatchHandler:
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         with collector_paused():
-            # The partition rollup in columns (streaming.spark.rollup), from the batch's Arrow replica rows.
-            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s,
-                              partitions=partition_rollups(replica_table(batch)))
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
         plan_rows = self._plan_rows(output, facts.ts_ms)
         keyed += [(records.plan_key(row["request_id"]), records.encode(
             records.plan_record(row, facts.ts_ms, batch_id, facts.cluster_id))) for row in plan_rows]
-        steered = self.steerer.on_batch(output.snapshot, output.replicas, output.throttles_binding, batch_id) if self.steerer is not None else []
+        steered = self.steerer.on_batch(output.snapshot, output.falling_behind_brokers(), output.throttles_binding,
+                                        batch_id) if self.steerer is not None else []
         if self.janitor is not None:
             for action, key, value in steered + self.janitor.on_batch(output.snapshot, batch_id):
                 keyed.append((key, records.encode(value)))

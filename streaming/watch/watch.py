@@ -49,7 +49,6 @@ from sinks.throttles.actions import ALL
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.replica_row import partition_of
-from streaming.vocabulary.states import FINISHED_STATES
 from streaming.watch import gate, rules
 
 WATCH_INTERVAL_S = 1.0
@@ -66,7 +65,6 @@ LOG_PREFIX = "reassign-monitor: watch: "
 # The decision lines, logged when the decision changes (tests read them from the job's log).
 IDLE_LINE = "idle: no Spark batch until something moves"
 BATCHES_LINE = "Spark batches run: "
-FINISHED_NAMES = frozenset(s.name for s in FINISHED_STATES)
 
 
 def _log(line):
@@ -145,10 +143,10 @@ class Watch:
         with self._lock:
             self._batches_done += 1
             self._last_batch_id = batch_id
-            self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
+            self._tracks_moves = bool(output.tracked_partitions())
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
             self._last_batch_s = self.clock()
-            reported = {partition_of(row) for row in output.replicas}
+            reported = output.reported_partitions()
             self._reported |= reported
             for partition in reported:
                 self._unreported.pop(partition, None)
