@@ -22,9 +22,12 @@ from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
 from streaming.core.history import MEMORY_SCHEMA, REPORT_KINDS, Settings
+from streaming.core.measure import replica_progress
+from streaming.core.snapshot_columns import from_snapshot
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
-from streaming.vocabulary.columns import from_rows as columns_of
+from streaming.vocabulary.columns import from_rows as columns_of, state_codes
+from streaming.vocabulary.replica_row import BOOL, INT, STRING
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
                                     with_unreported)
@@ -106,6 +109,29 @@ def test_a_partition_s_bucket_does_not_depend_on_the_other_keys_hashed_with_it()
     keys = [(topic, partition) for topic, partition, _, _ in BUCKETS_OF]
     assert bucket_of(keys, 4) == [of_4 for _, _, of_4, _ in BUCKETS_OF]
     assert bucket_of(keys, 16) == [of_16 for _, _, _, of_16 in BUCKETS_OF]
+
+
+def test_the_buckets_get_the_log_rows_progress_reads_and_it_reads_the_same_from_them():
+    """Logs of partitions not reassigning stay out of the buckets unless a future log (an intra-broker move) is
+    there; replica_progress over the buckets' slices is replica_progress over the whole poll."""
+    snap = cluster_snapshot(1000, 10)
+    steady = [{"broker": b, "log_dir": "d", "topic": "s", "partition": p, "size": 50, "offset_lag": 0,
+               "is_future": False} for p in range(3) for b in (1, 2)]
+    future = [{"broker": 2, "log_dir": "f", "topic": "s", "partition": 1, "size": 20, "offset_lag": 4,
+               "is_future": True}]
+    snap = from_rows(snap.ts_ms, snap.cluster_id, **{**snap.tables, "log_dirs": snap["log_dirs"] + steady + future})
+    frame = source_frame(1, snap)
+    partitioned = frame.loc[(frame["bucket"] != CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
+    shipped = codec.decode_tables(partitioned["table"], partitioned["payload"])["log_dirs"]
+    assert sorted((r["topic"], r["partition"], r["broker"], r["is_future"]) for r in shipped if r["topic"] == "s") == [
+        ("s", 1, 1, False), ("s", 1, 2, False), ("s", 1, 2, True)]
+    buckets = frame.loc[frame["bucket"] != CLUSTER_BUCKET]
+    from_buckets = [row for _, rows in buckets.groupby("bucket")
+                    for row in replica_progress(codec.snapshot_columns(rows["table"].tolist(), rows["payload"].tolist(),
+                                                                       snap.ts_ms)).rows()]
+    key = itemgetter("topic", "partition", "broker", "intra_broker")
+    assert sorted(from_buckets, key=key) == sorted(replica_progress(from_snapshot(snap)).rows(), key=key)
+    assert any(row["intra_broker"] for row in from_buckets)
 
 
 def split_into_parts(snapshot):
@@ -311,17 +337,31 @@ def test_poll_facts_of_parts_add_requests_and_errors_and_take_the_slowest_part()
     assert facts.errors == (PollError("DescribeLogDirs", "timeout"),)
 
 
-def batch_output(batch_id=7, in_isr=()):
+def batch_output(batch_id=7, in_isr=(), states=None, budget=None, steady=False):
     """The records and picture of a second poll of six moving replicas (1000-byte targets, 500 copied);
-    `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup)."""
+    `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup); `states`: each
+    replica's state instead of the step's; `budget`: the record row budget instead of the default; `steady`: no
+    row in transition (in the second poll each went PENDING -> COPYING)."""
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
     _, out = track_all(frames)
     _, replicas = batch_rows(pa.Table.from_pandas(out.loc[out["poll_id"] == 2], preserve_index=False))
     replicas = replicas.with_columns(in_isr=replicas["in_isr"] | np.isin(replicas["topic"], list(in_isr)))
+    if states is not None:
+        order = np.argsort(replicas["topic"])
+        replicas = replicas.take(order).with_columns(state=state_codes(states))
+    if steady:
+        replicas = replicas.with_columns(transition=np.zeros(len(replicas), bool))
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
-    return assemble(replicas, tables, facts, batch_id)
+    if budget is None:
+        return assemble(replicas, tables, facts, batch_id)
+    rewritten = records.rewritten
+    try:
+        records.rewritten = lambda rows, batch: rewritten(rows, batch, budget)
+        return assemble(replicas, tables, facts, batch_id)
+    finally:
+        records.rewritten = rewritten
 
 
 def test_batch_records_are_valid_and_keyed_as_the_contract_says():
@@ -404,6 +444,61 @@ def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind,
 def test_a_number_with_more_than_15_decimals_is_written_exactly():
     """The one difference from pandas, which rounded to 15 decimal places (0.333333333333333 here)."""
     assert replica_record("progress", 1 / 3)["progress"] == 1 / 3
+
+
+MOVE_KINDS = {"topic": STRING, "partition": INT, "broker": INT, "intra_broker": BOOL, "transition": BOOL}
+
+
+def moves(n, transitions=()):
+    """`n` replica rows of 50-partition topics, the positions in `transitions` changing state this batch."""
+    return columns_of([{"topic": f"topic-{i // 50}", "partition": i % 50, "broker": 2, "intra_broker": False,
+                        "transition": i in transitions} for i in range(n)], MOVE_KINDS)
+
+
+@pytest.mark.parametrize("n, budget", [(0, 5), (5, 5), (4, 5), (1, 1)], ids=["none", "at-budget", "under", "one"])
+def test_every_row_is_written_every_batch_while_the_steady_ones_fit_the_budget(n, budget):
+    for batch_id in range(3):
+        assert records.rewritten(moves(n), batch_id, budget).all()
+
+
+@pytest.mark.parametrize("n, budget", [(1_000, 100), (1_001, 100), (250, 7)], ids=["even", "one-over", "odd"])
+def test_past_the_budget_each_steady_row_is_written_once_every_few_batches_and_every_transition_always(n, budget):
+    transitions = {3, 77, n - 1}
+    rows = moves(n, transitions)
+    every = -(-(n - len(transitions)) // budget)
+    written = [records.rewritten(rows, batch_id, budget) for batch_id in range(10, 10 + every)]
+    counts = sum(mask.astype(int) for mask in written)
+    steady = np.array([i not in transitions for i in range(n)])
+    assert (counts[steady] == 1).all()  # once in `every` consecutive batches, whichever they are
+    assert (counts[~steady] == every).all()  # transitions: every batch
+    # A partition's replicas share their turn (a partition's record is written with theirs).
+    partitions = np.array([i % 50 for i in range(n)])
+    topics = np.array([i // 50 for i in range(n)])
+    for mask in written:
+        turn = mask & steady
+        assert all(turn[(topics == t) & (partitions == p) & steady].all() for t, p in zip(topics[turn], partitions[turn]))
+
+
+def test_a_batch_past_the_budget_writes_its_transitions_the_steady_rows_in_turn_and_every_rollup_row():
+    output = batch_output(budget=2, steady=True)  # six moving replicas, one per partition
+    keys = [key for key, _ in output.records]
+    replicas = [key for key in keys if key.count(":") == 2]
+    partitions = [key for key in keys if key.count(":") == 1]
+    assert 0 < len(replicas) < 6 and sorted(partitions) == sorted(k.rsplit(":", 1)[0] for k in replicas)
+    assert "reassignment" in keys and len(batch_output(budget=6, steady=True).records) == 6 + 6 + 1
+
+
+@pytest.mark.parametrize("states, tracked, behind", [
+    (["COPYING"] * 6, {f"t{i}" for i in range(6)}, set()),
+    (["COMPLETED"] * 5 + ["FALLING_BEHIND"], {"t5"}, {1, 2}),
+    (["CANCELLED"] * 6, set(), set()),
+], ids=["moving", "finished-and-behind", "all-finished"])
+def test_a_batch_says_what_its_state_still_tracks_what_it_reported_and_which_brokers_fall_behind(states, tracked,
+                                                                                                behind):
+    output = batch_output(states=states)
+    assert output.reported_partitions() == {(f"t{i}", 0) for i in range(6)}
+    assert output.tracked_partitions() == {(topic, 0) for topic in tracked}
+    assert output.falling_behind_brokers() == behind
 
 
 ROLLUP_AGREEMENT = [

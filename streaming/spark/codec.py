@@ -170,15 +170,34 @@ def _buckets(table, buckets):
     return (pd.util.hash_pandas_object(frame, index=False) % buckets).to_numpy()
 
 
+def _partition_keys(table):
+    """`topic:partition` of each row of an Arrow table, as one string array."""
+    keys = pc.binary_join_element_wise(table["topic"], pc.cast(table["partition"], pa.string()), ":")
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+
+def _logs_read(logs, moving):
+    """The log_dirs rows the progress core reads (streaming.core.measure): those of a partition being reassigned
+    (`moving`: the reassignment tables; its leader's log, the adding brokers') or with a future log (an
+    intra-broker move), future logs included. The rest - every other replica of the cluster - stays out of the
+    state buckets."""
+    future = pc.fill_null(logs["is_future"], False)
+    keys = pa.concat_arrays([_partition_keys(table) for table in moving] + [_partition_keys(logs.filter(future))])
+    return logs.filter(pc.or_(pc.is_in(_partition_keys(logs), value_set=keys), future))
+
+
 def encode_by_bucket(tables, buckets):
     """{bucket: {table name: payload}} for the partition-keyed ones of `tables` ({name: rows}); every bucket
     appears, even empty. Each table is converted to Arrow once and sliced by bucket there (rows keep
-    their order): slicing the row dicts in Python first cost several times more at 100k moves."""
+    their order): slicing the row dicts in Python first cost several times more at 100k moves. The log_dirs
+    rows are those the progress core reads when the poll listed the reassignments (`_logs_read`; a part of a
+    poll without that list, bench/stream.py's per-broker parts, keeps its rows)."""
+    arrow = {name: _arrow_table(tables[name], SCHEMAS[name]) for name in PARTITION_KEYED if tables.get(name)}
+    if "log_dirs" in arrow and "reassignments" in tables:
+        moving = [arrow[name] for name in ("reassignments", "unreported_reassignments") if name in arrow]
+        arrow["log_dirs"] = _logs_read(arrow["log_dirs"], moving)
     split = {b: {} for b in range(buckets)}
-    for name in PARTITION_KEYED:
-        if not tables.get(name):
-            continue
-        table = _arrow_table(tables[name], SCHEMAS[name])
+    for name, table in arrow.items():
         of_row = _buckets(table, buckets)
         for bucket in range(buckets):
             mask = of_row == bucket
