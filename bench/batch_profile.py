@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import pyarrow as pa  # noqa: E402
 
 from bench.results import markdown_table, write_section  # noqa: E402
-from bench.stream import NullWriter, synthetic_snapshot  # noqa: E402
+from bench.stream import synthetic_snapshot  # noqa: E402
 from sinks.prometheus import MonitorMetrics  # noqa: E402
 from streaming.core.history import Settings  # noqa: E402
 from streaming.spark import job, outputs, stateful  # noqa: E402
@@ -43,6 +43,13 @@ WARMUP = 2
 SPARK_TYPES = {"string": pa.string(), "binary": pa.binary(), "int": pa.int32(), "long": pa.int64(),
                "double": pa.float64(), "boolean": pa.bool_()}
 OUTPUT_ARROW = pa.schema([(name, SPARK_TYPES[kind]) for name, (kind, _) in stateful.OUTPUT_FIELDS.items()])
+
+
+class CountingWriter:
+    """Writes nothing; keeps how many records the last write had."""
+
+    def write(self, keyed_values):
+        self.last = len(keyed_values)
 
 
 class Timer:
@@ -163,7 +170,7 @@ def measure(replicas, polls, cprofile=None):
             (stateful, "track_bucket", "  track_bucket")):
         timer.wrap(module, name, label)
     metrics = MonitorMetrics()
-    handler = job.BatchHandler(NullWriter(), metrics, out=None)
+    handler = job.BatchHandler(CountingWriter(), metrics, out=None)
     timer.wrap(metrics.snapshot, "update", "  driver: Prometheus picture")
     tracker = stateful.make_tracker(Settings())
     states = {}
