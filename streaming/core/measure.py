@@ -20,6 +20,11 @@ REPLICA_KINDS = {**{name: FIELDS[name] for name in KEY + ["numerator", "denomina
                                                           "offset_lag", "messages_behind_estimate"]},
                  **CORE_FACTS}
 REPLICA_COLUMNS = list(REPLICA_KINDS)
+# The snapshot columns this module reads, per table: what the job's state buckets need (streaming.spark.codec ships
+# them only); a table not named here is read whole.
+READ = {"reassignments": ("topic", "partition", "adding", "removing"),
+        "unreported_reassignments": ("topic", "partition", "adding"),
+        "log_dirs": ("broker", "topic", "partition", "size", "offset_lag", "is_future")}
 KEY_KINDS = {name: FIELDS[name] for name in KEY}
 _MOVE_KINDS = {"topic": STRING, "partition": INT, "partition_id": INT, "broker": INT, "intra_broker": BOOL,
                "copied": COUNT, "leader": INT, "leader_size": COUNT, "in_isr": BOOL, "offset_lag": COUNT}

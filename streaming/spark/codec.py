@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streaming.core.measure import READ
 from streaming.core.snapshot_columns import LISTED, NO_LEADER, TABLES, SnapshotColumns, list_columns, scalar_kinds
 from streaming.vocabulary.columns import NO_STATE, Columns
 from streaming.vocabulary.replica_row import BOOL, COUNT, FLOAT, INT, STATE, STRING, TEXT
@@ -154,8 +155,9 @@ def snapshot_columns(names, payloads, ts_ms):
     tables = {}
     for name, parts in found.items():
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        tables[name] = columns_of(table, scalar_kinds(name))
-        for listed in list_columns(name):
+        tables[name] = columns_of(table, {column: kind for column, kind in scalar_kinds(name).items()
+                                          if column in table.schema.names})
+        for listed in (column for column in list_columns(name) if column in table.schema.names):
             tables[f"{name}.{listed}"] = _listed(table[listed]) if table.num_rows else columns_of(
                 kinds_schema(LISTED).empty_table(), LISTED)
     return SnapshotColumns(ts_ms, tables)
@@ -186,13 +188,19 @@ def _logs_read(logs, moving):
     return logs.filter(pc.or_(pc.is_in(_partition_keys(logs), value_set=keys), future))
 
 
+def _read(name):
+    """The declared columns of a table that the state buckets read (streaming.core.measure.READ)."""
+    return tuple((column, kind) for column, kind in SCHEMAS[name] if column in READ.get(name, (column,)))
+
+
 def encode_by_bucket(tables, buckets):
     """{bucket: {table name: payload}} for the partition-keyed ones of `tables` ({name: rows}); every bucket
     appears, even empty. Each table is converted to Arrow once and sliced by bucket there (rows keep
-    their order): slicing the row dicts in Python first cost several times more at 100k moves. The log_dirs
-    rows are those the progress core reads when the poll listed the reassignments (`_logs_read`; a part of a
-    poll without that list, bench/stream.py's per-broker parts, keeps its rows)."""
-    arrow = {name: _arrow_table(tables[name], SCHEMAS[name]) for name in PARTITION_KEYED if tables.get(name)}
+    their order): slicing the row dicts in Python first cost several times more at 100k moves. Only the columns
+    the buckets read go (`_read`), and of log_dirs the rows the progress core reads when the poll listed the
+    reassignments (`_logs_read`; a part of a poll without that list, bench/stream.py's per-broker parts, keeps its
+    rows)."""
+    arrow = {name: _arrow_table(tables[name], _read(name)) for name in PARTITION_KEYED if tables.get(name)}
     if "log_dirs" in arrow and "reassignments" in tables:
         moving = [arrow[name] for name in ("reassignments", "unreported_reassignments") if name in arrow]
         arrow["log_dirs"] = _logs_read(arrow["log_dirs"], moving)

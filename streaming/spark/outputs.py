@@ -16,8 +16,7 @@ from streaming.cluster.poller import usable
 from streaming.core.diagnosis import diagnosed, offline_brokers
 from streaming.core.rollups import finished, moving_summary, partition_rollup, request_rollups, topic_rollup
 from streaming.vocabulary import defaults
-from streaming.vocabulary.columns import Columns, member, partition_ids, python_values, state_counts
-from streaming.vocabulary.replica_row import STRING
+from streaming.vocabulary.columns import Columns, member, partition_ids, state_counts
 from streaming.vocabulary.snapshot import PollError, Snapshot
 from streaming.vocabulary.states import ReplicaState
 
@@ -50,8 +49,12 @@ def poll_facts(rows):
                      dict(retries))
 
 
-def _partitions_of(rows):
-    return set(zip(python_values(rows["topic"], STRING), rows["partition"].tolist()))
+def _partitions_of(rows, where=None):
+    """{(topic, partition)} of the rows (those of the mask `where`)."""
+    topics, partitions = rows["topic"], rows["partition"]
+    if where is not None:
+        topics, partitions = topics[where], partitions[where]
+    return set(zip(topics.tolist(), partitions.tolist()))
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class BatchOutput:
 
     def tracked_partitions(self):
         """{(topic, partition)} with a move the state still tracks after this batch (not finished)."""
-        return _partitions_of(self.replicas.take(~finished(self.replicas)))
+        return _partitions_of(self.replicas, ~finished(self.replicas))
 
     def reported_partitions(self):
         """{(topic, partition)} of every replica row this batch reported, finished ones included."""
