@@ -138,7 +138,8 @@ def model(rows, topic_throttles, broker_throttles, now_ms):
     remaining = remaining_bytes(rows)
     copying = is_copying(rows)
     moving = np.flatnonzero(copying & ~np.isnan(remaining))
-    first, second = throttles.budgets(rows.take(moving))
+    first, second = throttles.budgets(rows.select(["topic", "partition", "broker", "leader", "intra_broker"]).take(
+        moving))
     codes = unique(np.concatenate([first, second[second != NO_BUDGET]]))
     budgets = tuple(_budget_key(code) for code in codes.tolist())
     first_at, _ = lookup(codes, first)
