@@ -9,8 +9,10 @@ input, 3 cluster unreachable or a request refused. A file that lists no partitio
 A plan: 1 while it is running or paused, else 0; `--watch` redraws until it is neither (so it ends 0).
 """
 
+import importlib
 import json
 import sys
+import threading
 import time
 from contextlib import nullcontext
 
@@ -44,10 +46,10 @@ def add_arguments(parser):
 
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
-    from streaming.core.kip179 import listed_replicas, ongoing_replicas
-
     topics = [m.topic for m in moves] if moves is not None else []
     snapshot = common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False)
+    from streaming.core.kip179 import listed_replicas, ongoing_replicas
+
     rows = ongoing_replicas(snapshot) if moves is None else listed_replicas(moves, snapshot)
     return snapshot, rows
 
@@ -56,10 +58,11 @@ def _exit_code(report):
     return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
 
 
-def _once(admin, moves, source, args):
-    from streaming.core.progress_report import build, diagnose, to_json, to_text
-
+def _once(admin, moves, args):
     snapshot, rows = _rows(admin, moves)
+    from streaming.core.progress_report import FROM_FILE, ONGOING, build, diagnose, to_json, to_text
+
+    source = ONGOING if moves is None else FROM_FILE
     rows = diagnose(snapshot, rows)
     report = build(snapshot, rows, source)
     print(to_json(report) if args.output == "json" else to_text(report), flush=True)
@@ -186,12 +189,13 @@ def _watch_plan(admin, args, interval_s):
     return _redraw(args.output, interval_s, frame)
 
 
-def _watch(admin, moves, source, output, interval_s):
+def _watch(admin, moves, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
     from streaming.core import history
-    from streaming.core.progress_report import (PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table,
-                                                with_history)
+    from streaming.core.progress_report import (FROM_FILE, ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose,
+                                                to_json, to_table, with_history)
 
+    source = ONGOING if moves is None else FROM_FILE
     memory = history.empty_memory()
 
     def frame(rows_that_fit):
@@ -215,15 +219,14 @@ def run(args, connect):
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
     admin = connect(args)
-    # The report loads only once the input is known good and the cluster answered.
-    from streaming.core.progress_report import FROM_FILE, ONGOING
-
-    source = ONGOING if moves is None else FROM_FILE
+    # The report loads only once the input is known good and the cluster answered, on a thread while the first
+    # poll waits on the network: its modules and numpy take 60-80 ms to import, the poll's round trips as long.
+    threading.Thread(target=importlib.import_module, args=("streaming.core.progress_report",), daemon=True).start()
     try:
         if args.request_id is not None:
             return _watch_plan(admin, args, args.watch) if args.watch else _plan(admin, args)
         if args.watch:
-            return _watch(admin, moves, source, args.output, args.watch)
-        return _once(admin, moves, source, args)
+            return _watch(admin, moves, args.output, args.watch)
+        return _once(admin, moves, args)
     finally:
         admin.close()
