@@ -33,8 +33,9 @@ from prometheus_client import start_http_server  # noqa: E402
 from bench.results import markdown_table, write_section  # noqa: E402
 from sinks import metric_names as m  # noqa: E402
 from sinks.prometheus import DETAIL_KEYS, MonitorMetrics  # noqa: E402
-from streaming.core.history import step  # noqa: E402
-from streaming.core.progress import replica_progress  # noqa: E402
+from streaming.core.history import empty_memory, step  # noqa: E402
+from streaming.core.measure import replica_progress  # noqa: E402
+from streaming.core.snapshot_columns import from_snapshot  # noqa: E402
 from streaming.spark.outputs import PollFacts, assemble  # noqa: E402
 from streaming.spark.stateful import collector_paused  # noqa: E402
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET  # noqa: E402
@@ -71,14 +72,14 @@ def snapshot(replicas, per_partition, poll_id, ts_ms):
 def picture(replicas, per_partition):
     """The Prometheus picture of the second of two polls 10 s apart (rates known)."""
     with collector_paused():
-        memory, _ = step([], replica_progress(snapshot(replicas, per_partition, 1, 1_000_000)), 1_000_000)
+        first = from_snapshot(snapshot(replicas, per_partition, 1, 1_000_000))
+        memory, _ = step(empty_memory(), replica_progress(first), first.ts_ms)
         second = snapshot(replicas, per_partition, 2, 1_010_000)
-        _, report = step(memory, replica_progress(second), second.ts_ms)
-        rows = [{**row, "poll_id": 2, "ts_ms": second.ts_ms} for row in report]
+        _, report = step(memory, replica_progress(from_snapshot(second)), second.ts_ms)
         facts = PollFacts("synthetic", second.ts_ms, 12, 0.5, (), {})
         tables = {name: second.tables[name] for name in ("brokers", "log_dirs_answered", "topic_throttles",
                                                           "broker_throttles", "reassignments")}
-        return assemble(rows, tables, facts, batch_id=2).picture
+        return assemble(report, tables, facts, batch_id=2).picture
 
 
 def scrape(url):

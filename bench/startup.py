@@ -1,10 +1,10 @@
-"""Start-up cost of `reassign-monitor --help`, `--version` and one-shot `progress`, before and after
-(issue 11, section 4), next to Kafka's `ReassignPartitionsCommand --verify`.
+"""Start-up cost of `reassign-monitor --help`, `--version` and one-shot `progress`, before and after, next to
+Kafka's `ReassignPartitionsCommand --verify`.
 
-"Before" is commit BEFORE (the code before this round of start-up work), checked out as a git worktree
-outside the repository and run with this repository's venv interpreter, its cwd and PYTHONPATH set to the
-worktree so that its own `streaming` package loads (checked: that tree has no `streaming.vocabulary`).
-"After" is this tree's installed `.venv/bin/reassign-monitor`.
+"Before" is the code of TREE (`--before`: a directory holding an older commit, e.g. `git archive COMMIT | tar -x
+-C TREE`), run with this repository's venv interpreter, its cwd and PYTHONPATH set to TREE so that its own
+`streaming` package loads (checked: every `streaming` module its CLI loads comes from TREE). "After" is this
+tree's installed `.venv/bin/reassign-monitor`.
 
 `progress` runs against 100 moving partitions set up the way bench/poll.py does (bench/moves.py): a local
 cluster of the bench's own, every partition moved from broker 1 or 2 to broker 3, which is stopped, so the
@@ -16,7 +16,7 @@ round so that a drift of the shared machine's speed falls on both arms alike; th
 the median of the per-pair ratios. Prints a markdown table and writes it to bench/RESULTS.md, section
 "Start-up (bench/startup.py)".
 
-    .venv/bin/python bench/startup.py [--rounds 8] [--partitions 100]
+    .venv/bin/python bench/startup.py --before TREE [--rounds 8] [--partitions 100]
 
 `--run N` measures `reassign-monitor run` instead (issue 18, part 2), N times on an idle cluster of its own:
 from the process start to the first published poll on /metrics (the driver's watch), to the banner the driver
@@ -47,8 +47,6 @@ from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, re
 from bench.results import markdown_table, write_section  # noqa: E402
 from kafka import KafkaAdminClient  # noqa: E402
 
-BEFORE = "232d341"
-WORKTREE = Path(tempfile.gettempdir()) / f"before-{BEFORE}"
 CLUSTER_ENV = {"CLUSTER_DIR": str(ROOT / ".local-cluster" / "bench-startup"), "KAFKA_BASE_PORT": "35290"}
 THROTTLE = 1  # bytes/s
 TOPIC = "bench-startup"
@@ -57,30 +55,23 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 AFTER_CLI = [str(ROOT / ".venv" / "bin" / "reassign-monitor")]
 BEFORE_CLI = [PYTHON, "-c", 'import sys; sys.argv[0] = "reassign-monitor"; from streaming.cli import main; '
                             'sys.exit(main())']
-BEFORE_ENV = {**os.environ, "PYTHONPATH": str(WORKTREE)}
 VERIFY = ["java", "-cp", str(ROOT / "deploy" / "kafka" / "lib" / "*"),
           f"-Dlog4j2.configurationFile={ROOT / 'deploy' / 'kafka' / 'log4j2.properties'}", "-Dkafka.logs.dir=/tmp",
           "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"]
 
 
-def git(*args):
-    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
+def before_env(tree):
+    return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def add_worktree():
-    if WORKTREE.exists():
-        git("worktree", "remove", "--force", str(WORKTREE))
-    git("worktree", "add", "--detach", str(WORKTREE), BEFORE)
-    # The before tree must be the one imported: its own package, not this tree's (editable install). It has
-    # no streaming/vocabulary; every streaming module its CLI loads must come from the worktree.
-    if (WORKTREE / "streaming" / "vocabulary").exists():
-        raise RuntimeError(f"{WORKTREE} is not the tree before streaming/vocabulary")
+def check_before(tree):
+    """The before arm must run TREE's own package, not this tree's (the editable install)."""
     check = subprocess.run([PYTHON, "-c", "import sys, streaming.cli, streaming.commands.progress; print('\\n'.join("
                             "m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'streaming'))"],
-                           cwd=WORKTREE, env=BEFORE_ENV, capture_output=True, text=True, check=True)
+                           cwd=tree, env=before_env(tree), capture_output=True, text=True, check=True)
     loaded = check.stdout.split()
-    stray = [f for f in loaded if not f.startswith(str(WORKTREE) + "/")]
-    if not loaded or stray or any("/vocabulary/" in f for f in loaded):
+    stray = [f for f in loaded if not f.startswith(str(tree) + "/")]
+    if not loaded or stray:
         raise RuntimeError(f"the before run would load {stray or loaded}")
 
 
@@ -93,9 +84,9 @@ def run(command, cwd=None, env=None):
 class Arm:
     """One command whose wall times are collected; `expect(result)` must hold on every run."""
 
-    def __init__(self, name, command, expect, before=False, guard=None):
+    def __init__(self, name, command, expect, before=None, guard=None):
         self.name, self.command, self.expect, self.guard = name, command, expect, guard
-        self.cwd, self.env = (WORKTREE, BEFORE_ENV) if before else (ROOT, None)
+        self.cwd, self.env = (before, before_env(before)) if before else (ROOT, None)
         self.times = []
 
     def once(self):
@@ -123,7 +114,7 @@ def lists_replicas(n):
     return expect
 
 
-def measure(admin, bootstrap, n, rounds, plan):
+def measure(admin, bootstrap, n, rounds, plan, before):
     def all_moving():  # --verify clears every throttle once nothing listed moves
         if reassigning(admin, TOPIC) != n:
             raise RuntimeError("moves finished during the measurement")
@@ -131,13 +122,11 @@ def measure(admin, bootstrap, n, rounds, plan):
     ok = lambda r: r.returncode == 0 and r.stdout.startswith("usage: reassign-monitor")  # noqa: E731
     progress = ["progress", "--bootstrap-server", bootstrap, "--timeout", "60"]
     arms = {
-        # The before tree has no --version: its help proves which CLI ran.
-        "help_before": Arm("`--help` before", BEFORE_CLI + ["--help"], lambda r: ok(r) and "--version" not in r.stdout,
-                           before=True),
+        "help_before": Arm("`--help` before", BEFORE_CLI + ["--help"], ok, before=before),
         "help_after": Arm("`--help` after", AFTER_CLI + ["--help"], lambda r: ok(r) and "--version" in r.stdout),
         "version": Arm("`--version` after", AFTER_CLI + ["--version"],
                        lambda r: r.returncode == 0 and r.stdout.startswith("reassign-monitor ")),
-        "progress_before": Arm("`progress` before", BEFORE_CLI + progress, lists_replicas(n), before=True),
+        "progress_before": Arm("`progress` before", BEFORE_CLI + progress, lists_replicas(n), before=before),
         "progress_after": Arm("`progress` after", AFTER_CLI + progress, lists_replicas(n)),
         "verify": Arm("Kafka `--verify`", VERIFY + ["--bootstrap-server", bootstrap, "--verify",
                                                    "--reassignment-json-file", str(plan)],
@@ -163,22 +152,22 @@ def spread(times):
     return f"{min(times):.2f}", f"{statistics.median(times):.2f}", f"{max(times):.2f}"
 
 
-def report(arms, ratios, n, rounds, still, load):
+def report(arms, ratios, n, rounds, still, load, before):
     ratio = {"help_after": ratios["help"], "progress_after": ratios["progress"]}
     headers = ["command", "runs", "min s", "median s", "max s", "after / before (median of pairs)"]
     rows = [[a.name, len(a.times), *spread(a.times),
              f"{statistics.median(ratio[k]):.2f}" if k in ratio else ""] for k, a in arms.items()]
-    notes = (f"Before: commit {BEFORE} (a git worktree run with the same venv interpreter, its own `streaming` "
+    notes = (f"Before: the code of {before} (run with the same venv interpreter, its own `streaming` "
              f"package checked to be the one loaded); after: this tree's `.venv/bin/reassign-monitor`. Wall time of "
              f"the whole subprocess, {rounds} round(s) paired A B B A (one warm-up run of each command not counted); "
              f"the ratio is the median of the per-pair ratios. `progress --bootstrap-server ... --timeout 60` "
              f"(table output, exit 1, {n} replicas listed) against {n} moving partitions on a local 3-node cluster "
              f"of the bench's own (every partition moved from broker 1 or 2 to broker 3, which is stopped; "
              f"{still} still reassigning after). Kafka `--verify`: Kafka 4.1.1's ReassignPartitionsCommand with the "
-             f"same {n}-partition file, paired A B B A with `progress` after (whose row also counts those runs): `progress` "
-             f"after / `--verify` = "
-             f"{statistics.median(ratios['verify']):.2f} (median of pairs). Targets (issue 11): `--help` <= 0.3 s, "
-             f"`progress` <= 0.5 s. 1-min load average at start / end: {load[0]:.1f} / {load[1]:.1f}"
+             f"same {n}-partition file, paired A B B A with `progress` after (whose row also counts those runs): "
+             f"`progress` after / `--verify` = {statistics.median(ratios['verify']):.2f} (median of pairs). Targets: "
+             f"`--help` <= 0.3 s (issue 11), `progress` <= 0.5 s (issues 11 and 29). 1-min load average at start / "
+             f"end: {load[0]:.1f} / {load[1]:.1f}"
              + (" (other jobs shared the 2 cores: expect noise)." if max(load) > 3 else "."))
     return markdown_table(headers, rows) + "\n\n" + notes
 
@@ -268,6 +257,7 @@ def main_run(times, base_port):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="a tree with older code: the before arm of `--help` and `progress`")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--run", type=int, default=0, help="measure `run` start-up phases this many times instead")
@@ -276,14 +266,17 @@ def main():
     if args.run:
         main_run(args.run, args.base_port)
         return
+    if not args.before:
+        parser.error("--before TREE is needed (or --run N)")
+    before = Path(args.before).resolve()
+    check_before(before)
     n = args.partitions
     load_at_start = os.getloadavg()[0]
     started_here = "running" not in cluster(CLUSTER_ENV, "status")
-    # Ctrl-C or a kill still cancels the moves, deletes the topic, stops the cluster and removes the worktree.
+    # Ctrl-C or a kill still cancels the moves, deletes the topic and stops the cluster.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     admin = None
     try:
-        add_worktree()
         cluster(CLUSTER_ENV, "up")
         bootstrap = bootstrap_of(CLUSTER_ENV)
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
@@ -297,7 +290,7 @@ def main():
             start_moves(admin, bootstrap, TOPIC, n)
             try:
                 wait_until(lambda: reassigning(admin, TOPIC) == n, 120, f"{n} reassigning partitions")
-                arms, ratios, still = measure(admin, bootstrap, n, args.rounds, plan)
+                arms, ratios, still = measure(admin, bootstrap, n, args.rounds, plan, before)
             finally:
                 stop_moves(admin, TOPIC, n)
                 wait_until(lambda: TOPIC not in admin.list_topics(), 120, f"{TOPIC} deleted")
@@ -310,13 +303,9 @@ def main():
                 wait_until(lambda: attempt(throttle_brokers, admin, None), 60, "throttle rates removed")
                 admin.close()
         finally:
-            try:
-                if started_here:
-                    cluster(CLUSTER_ENV, "down")
-            finally:
-                if WORKTREE.exists():
-                    git("worktree", "remove", "--force", str(WORKTREE))
-    table = report(arms, ratios, n, args.rounds, still, (load_at_start, os.getloadavg()[0]))
+            if started_here:
+                cluster(CLUSTER_ENV, "down")
+    table = report(arms, ratios, n, args.rounds, still, (load_at_start, os.getloadavg()[0]), before)
     print(table)
     write_section(SECTION, table)
 

@@ -65,8 +65,21 @@ def percentile(values, q):
 
 
 class NullWriter:
+    """Writes nothing; keeps how many records each write had and when each replica key was last written (batches
+    counted by writes), for what a consumer of the topic would have seen."""
+
+    def __init__(self):
+        self.last, self.writes, self.written_at, self.longest_gap = 0, 0, {}, 0
+
     def write(self, keyed_values):
         self.last = len(keyed_values)
+        self.writes += 1
+        for key, _ in keyed_values:
+            if key.count(":") == 2 and not key.startswith(("reassignment", "plan", "throttle")):  # a replica's
+                before = self.written_at.get(key)
+                if before is not None:
+                    self.longest_gap = max(self.longest_gap, self.writes - before)
+                self.written_at[key] = self.writes
 
     def close(self):
         pass
@@ -185,28 +198,34 @@ def measure(query, handler, batches):
     polls = [o for o in handler.polls if o[0] >= WARMUP]
     return {"poll": [p for _, p in polls], "compute": [t[1] for t in rows], "sinks": [t[2] for t in rows],
             "whole": [whole[t[0]] for t in rows if t[0] in whole],
-            "replicas": [n for _, n in handler.moving if _ >= WARMUP]}
+            "replicas": [n for _, n in handler.moving if _ >= WARMUP],
+            "records": [n for b, n in handler.records if b >= WARMUP],
+            "gap": [getattr(handler.writer, "longest_gap", 0)]}
 
 
 class MeasuringHandler(BatchHandler):
-    """BatchHandler that also keeps each batch's poll duration and number of moving replicas."""
+    """BatchHandler that also keeps each batch's poll duration, number of moving replicas and records written."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.polls, self.moving = [], []
+        self.polls, self.moving, self.records = [], [], []
 
     def __call__(self, frame, batch_id):
         super().__call__(frame, batch_id)
         if self.last_output is not None:
             self.polls.append((batch_id, self.last_output.snapshot.duration_s))
             self.moving.append((batch_id, len(self.last_output.picture.replicas)))
+            if hasattr(self.writer, "last"):
+                self.records.append((batch_id, self.writer.last))
 
 
 def row(label, result):
     fmt = lambda xs, q: f"{percentile(xs, q):.2f}"  # noqa: E731
     return [label, f"{int(np.median(result['replicas'])) if result['replicas'] else '-'}",
             fmt(result["poll"], 50), fmt(result["poll"], 95), fmt(result["compute"], 50), fmt(result["compute"], 95),
-            fmt(result["sinks"], 50), fmt(result["sinks"], 95), fmt(result["whole"], 50), fmt(result["whole"], 95)]
+            fmt(result["sinks"], 50), fmt(result["sinks"], 95), fmt(result["whole"], 50), fmt(result["whole"], 95),
+            f"{int(np.median(result['records']))}" if result.get("records") else "-",
+            f"{max(result['gap'])}" if result.get("gap") and max(result["gap"]) else "-"]
 
 
 def run_synthetic(spark, replicas, batches, checkpoint):
@@ -344,7 +363,7 @@ def main():
                             results.append(row(f"live {size}, {arm}", result))
                     except Exception as error:  # say what happened at this size and go on with the others
                         results.append([f"live {size}", f"failed: {type(error).__name__}: {str(error)[:200]}"]
-                                       + [""] * 8)
+                                       + [""] * 10)
             finally:
                 admin.close()
                 if started_here:
@@ -394,7 +413,8 @@ def _write_phases(phases, batches, title, note):
 
 def _write(results, batches, title, note):
     headers = ["run", "moving replicas", "poll p50 s", "poll p95 s", "compute p50 s", "compute p95 s",
-               "sinks p50 s", "sinks p95 s", "batch p50 s", "batch p95 s"]
+               "sinks p50 s", "sinks p95 s", "batch p50 s", "batch p95 s", "records / batch p50",
+               "most batches between a replica's records"]
     table_text = markdown_table(headers, results)
     print(table_text)
     write_section(title,
@@ -406,7 +426,9 @@ def _write(results, batches, title, note):
                   f"{batches} batches after {WARMUP} warm-up batches per run; each live arm runs twice, "
                   "in the order A B B A on the same moves, and its two runs are pooled. compute = Spark scheduling + source + "
                   "transforms + state (poll included for live runs; synthetic snapshot generation included "
-                  "for synthetic runs); batch = Spark's triggerExecution. " + note + "\n\n" + table_text)
+                  "for synthetic runs); batch = Spark's triggerExecution; records: progress-topic records a batch "
+                  "wrote (synthetic runs: counted, not sent), and the most batches a replica waited between two of "
+                  "its records over the run. " + note + "\n\n" + table_text)
 
 
 if __name__ == "__main__":

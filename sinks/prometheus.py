@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from sinks import metric_names as m
 from sinks.exposition import metrics_app, render, serve
 from sinks.metric_rows import shown_rows
+from streaming.vocabulary.columns import Columns
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
@@ -27,13 +28,13 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 @dataclass(frozen=True)
 class Picture:
-    """What one batch knows, as tuples of row dicts: moving replica rows (streaming.core.history report
-    columns), their partition and topic rollups (streaming.core.progress: the same rollup the progress
-    records carry), partition counts per state, the cluster summary, throttle tables (snapshot rows),
-    last poll time, the active plans' rows."""
-    replicas: tuple = ()
-    partitions: tuple = ()
-    topics: tuple = ()
+    """What one batch knows: moving replica rows (history report columns with the model's ETA and the reasons),
+    their partition and topic rollups (streaming.core.rollups: the same rollup the progress records carry), all
+    three as columns (streaming.vocabulary.columns); partition counts per state, the cluster summary, throttle tables
+    (snapshot rows), last poll time, the active plans' rows."""
+    replicas: Columns = field(default_factory=Columns)
+    partitions: Columns = field(default_factory=Columns)
+    topics: Columns = field(default_factory=Columns)
     partition_states: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
     broker_throttles: tuple = ()
@@ -65,8 +66,10 @@ def samples(picture, detail="replica", budget=METRICS_ROW_BUDGET):
     keys = DETAIL_KEYS[detail]
     out = []
     table, per_row = DETAIL_ROWS[detail]
-    shown, omitted = shown_rows(getattr(picture, table), keys, budget)
-    for row in shown:
+    rows = getattr(picture, table)
+    shown, omitted = shown_rows(rows, keys, budget)
+    columns = [*keys, "state", *(column for _, column in per_row), *(("reason_code",) if "reason_code" in rows else ())]
+    for row in rows.select(list(dict.fromkeys(columns))).take(shown).rows() if len(shown) else ():
         labels = tuple(str(row[k]) for k in keys)
         for metric, column in per_row:
             value = json_value(row[column])

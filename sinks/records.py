@@ -1,30 +1,23 @@
-"""Records of the progress topic (docs/records.md): keys and JSON values. Pure.
+"""Records of the progress topic (docs/records.md): keys, JSON values and which rows get one. Pure.
 
 The value schema ships as progress_record.schema.json beside this module; tests validate against it.
 """
 
 import json
 import math
+import zlib
 from pathlib import Path
 
+import numpy as np
+
+from streaming.vocabulary.defaults import RECORD_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
+from streaming.vocabulary.states import STATE_NAMES
 
 SCHEMA_ID = "kafka-reassign-monitor/progress/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_record.schema.json")
 REPLICA_KIND, PARTITION_KIND, REASSIGNMENT_KIND, THROTTLE_KIND, PLAN_KIND = KINDS = (
     "replica", "partition", "reassignment", "throttle", "plan")
-
-
-def replica_key(replica):
-    """`topic:partition:broker` of a replica row. An intra-broker (log dir) move of the same replica gets its
-    own key (`:future`) so the two never overwrite each other."""
-    future = ":future" if replica["intra_broker"] else ""
-    return f"{replica['topic']}:{replica['partition']}:{replica['broker']}{future}"
-
-
-def partition_key(partition):
-    """`topic:partition` of a partition row."""
-    return f"{partition['topic']}:{partition['partition']}"
 
 
 def reassignment_key(request_id=None):
@@ -50,29 +43,43 @@ def encode(value):
     return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-# Replica and partition records come by the 100,000 per batch, so they are written column by column: each
-# value's JSON text by its kind (exactly the text json.dumps gives it), then one template per record.
-# That took about half the time of json.dumps on dicts when measured at 100,000 records (most of what is left
-# is Python's float repr). None is null; a NaN or infinity (rows never hold one) is null as well,
+# Replica and partition records come by the 100,000 per batch, so they are written column by column from the
+# rows' columns (streaming.vocabulary.columns): each value's JSON text by its kind (exactly the text json.dumps
+# gives it), then one template per record. Null (None, NaN) is null; an infinity (rows never hold one) is null as well,
 # json_value's rule.
 _quote = json.encoder.encode_basestring_ascii  # json.dumps' own string encoder
-_INFINITIES = (math.inf, -math.inf)
 
 
 def _strings(values):
-    return ["null" if v is None else _quote(v) for v in values]
+    return ["null" if v is None else _quote(v) for v in values.tolist()]
 
 
 def _integers(values):
-    return ["null" if v is None else str(v) for v in values]
+    return list(map(str, values.tolist()))
+
+
+def _counts(values):
+    """Whole numbers that may be unknown (NaN): rounded half to even, as round() does."""
+    known = np.isfinite(values)
+    texts = list(map(str, np.where(known, np.round(values), 0).astype(np.int64).tolist()))
+    return texts if known.all() else [t if k else "null" for t, k in zip(texts, known.tolist())]
 
 
 def _numbers(values):
-    return ["null" if v is None or v != v or v in _INFINITIES else repr(v) for v in values]
+    known = np.isfinite(values)
+    texts = list(map(repr, values.tolist()))
+    return texts if known.all() else [t if k else "null" for t, k in zip(texts, known.tolist())]
 
 
 def _flags(values):
-    return ["null" if v is None else "true" if v else "false" for v in values]
+    return np.where(values, "true", "false").tolist()
+
+
+_STATE_TEXTS = np.array(["null", *map(_quote, STATE_NAMES)], dtype=object)  # NO_STATE (-1) reads "null"
+
+
+def _states(values):
+    return _STATE_TEXTS[values.astype(np.int64) + 1].tolist()
 
 
 def _encoded(texts):
@@ -82,69 +89,86 @@ def _encoded(texts):
 
 
 def _head(kind, ts_ms, batch_id, cluster_id, rows):
-    """The fields every record starts with, as texts for `rows` records (`ts_ms`: their texts)."""
-    return {"schema": [_quote(SCHEMA_ID)] * rows, "kind": [_quote(kind)] * rows, "ts_ms": ts_ms,
+    """The fields every record starts with, as texts for `rows` records."""
+    return {"schema": [_quote(SCHEMA_ID)] * rows, "kind": [_quote(kind)] * rows, "ts_ms": [str(int(ts_ms))] * rows,
             "batch_id": [str(int(batch_id))] * rows, "cluster_id": [_quote(cluster_id)] * rows}
 
 
-def _whole(value):
-    """Bytes as an integer (rounded half to even); null stays null."""
-    return None if value is None else round(value)
+def _keys(rows, future):
+    """The key of each row: `topic:partition` (a partition), `topic:partition:broker` (a replica, when `future` is
+    given). An intra-broker (log dir) move of the same replica gets its own key (`:future`) so the two never
+    overwrite each other."""
+    partitions = [f"{topic}:{partition}"
+                  for topic, partition in zip(rows["topic"].tolist(), rows["partition"].tolist())]
+    if future is None:
+        return partitions
+    return [f"{key}:{broker}:future" if intra else f"{key}:{broker}"
+            for key, broker, intra in zip(partitions, rows["broker"].tolist(), future.tolist())]
 
 
-def _target(total):
-    """A partition's target bytes: none (null) when its replicas' targets are unknown or 0."""
-    return _whole(total) if total is not None and total > 0 else None
+def _transitions(replicas):
+    """The record's message: `previous -> state` where the state changed this poll (NEW when first seen)."""
+    names = np.array([*STATE_NAMES, "NEW"], dtype=object)  # NO_STATE (-1) reads the last
+    previous, state = names[replicas["previous_state"].astype(np.int64)], names[replicas["state"].astype(np.int64)]
+    return ["null" if not changed else _quote(f"{before} -> {now}")
+            for changed, before, now in zip(replicas["transition"].tolist(), previous.tolist(), state.tolist())]
 
 
-def _remaining(done, total):
-    return None if done is None or total is None else round(max(total - done, 0.0))
-
-
-def _transition(replica):
-    """The record's message: `previous -> state` when the state changed this poll (NEW when first seen)."""
-    return f"{replica['previous_state'] or 'NEW'} -> {replica['state']}" if replica["transition"] else None
-
-
-def replica_records(replicas, batch_id, cluster_id):
-    """(key, encoded value) per replica row (streaming.core.history report columns plus ts_ms, with the
-    budget model's ETA and the reason of streaming.core.reasons: `reason_code`, `reason`)."""
-    def column(name):
-        return [replica[name] for replica in replicas]
-
+def replica_records(replicas, ts_ms, batch_id, cluster_id):
+    """(key, encoded value) per replica row (history report columns with the budget model's ETA and the reason of
+    streaming.core.diagnosis: `reason_code`, `reason`; rows without them - the benchmarks' synthetic batches -
+    carry null)."""
+    n = len(replicas)
+    nothing = np.full(n, None, dtype=object)
     texts = {
-        **_head(REPLICA_KIND, _integers(column("ts_ms")), batch_id, cluster_id, len(replicas)),
-        "state": _strings(column("state")), "message": _strings(map(_transition, replicas)),
-        "topic": _strings(column("topic")), "partition": _integers(column("partition")),
-        "broker": _integers(column("broker")), "intra_broker": _flags(column("intra_broker")),
-        "previous_state": _strings(column("previous_state")), "state_since_ms": _integers(column("state_since_ms")),
-        "numerator": _integers(column("numerator")), "denominator": _integers(column("denominator")),
-        "progress": _numbers(column("progress")), "in_isr": _flags(column("in_isr")),
-        "rate_bytes_per_sec": _numbers(column("copy_rate")), "eta_seconds": _numbers(column("eta_seconds")),
-        "stalled_seconds": _numbers(column("stalled_seconds")),
-        "messages_behind_estimate": _numbers(column("messages_behind_estimate")),
-        # Rows not diagnosed (the benchmarks' synthetic batches) carry no reason: null.
-        "reason_code": _strings(replica.get("reason_code") for replica in replicas),
-        "reason": _strings(replica.get("reason") for replica in replicas)}
-    return list(zip(map(replica_key, replicas), _encoded(texts)))
+        **_head(REPLICA_KIND, ts_ms, batch_id, cluster_id, n),
+        "state": _states(replicas["state"]), "message": _transitions(replicas),
+        "topic": _strings(replicas["topic"]), "partition": _integers(replicas["partition"]),
+        "broker": _integers(replicas["broker"]), "intra_broker": _flags(replicas["intra_broker"]),
+        "previous_state": _states(replicas["previous_state"]), "state_since_ms": _integers(replicas["state_since_ms"]),
+        "numerator": _counts(replicas["numerator"]), "denominator": _counts(replicas["denominator"]),
+        "progress": _numbers(replicas["progress"]), "in_isr": _flags(replicas["in_isr"]),
+        "rate_bytes_per_sec": _numbers(replicas["copy_rate"]), "eta_seconds": _numbers(replicas["eta_seconds"]),
+        "stalled_seconds": _numbers(replicas["stalled_seconds"]),
+        "messages_behind_estimate": _numbers(replicas["messages_behind_estimate"]),
+        "reason_code": _strings(replicas.get("reason_code", nothing)),
+        "reason": _strings(replicas.get("reason", nothing))}
+    return list(zip(_keys(replicas, replicas["intra_broker"]), _encoded(texts)))
 
 
 def partition_records(partitions, ts_ms, batch_id, cluster_id):
-    """(key, encoded value) per partition rollup row (streaming.spark.outputs adds copy_rate and eta_seconds):
-    bytes done, target and remaining as whole bytes."""
-    def column(name):
-        return [partition[name] for partition in partitions]
-
-    done, total = column("bytes_done"), column("bytes_total")
+    """(key, encoded value) per partition rollup row (streaming.core.rollups): bytes done, target and remaining as
+    whole bytes; a target of 0 (every replica's unknown) is null."""
+    n = len(partitions)
+    done, total = partitions["bytes_done"], partitions["bytes_total"]
     texts = {
-        **_head(PARTITION_KIND, [str(int(ts_ms))] * len(partitions), batch_id, cluster_id, len(partitions)),
-        "state": _strings(column("state")), "message": ["null"] * len(partitions),
-        "topic": _strings(column("topic")), "partition": _integers(column("partition")),
-        "numerator": _integers(map(_whole, done)), "denominator": _integers(map(_target, total)),
-        "progress": _numbers(column("progress")), "rate_bytes_per_sec": _numbers(column("copy_rate")),
-        "eta_seconds": _numbers(column("eta_seconds")), "bytes_total": _integers(map(_whole, total)),
-        "bytes_remaining": _integers(map(_remaining, done, total))}
-    return list(zip(map(partition_key, partitions), _encoded(texts)))
+        **_head(PARTITION_KIND, ts_ms, batch_id, cluster_id, n),
+        "state": _states(partitions["state"]), "message": ["null"] * n,
+        "topic": _strings(partitions["topic"]), "partition": _integers(partitions["partition"]),
+        "numerator": _counts(done), "denominator": _counts(np.where(total > 0, total, np.nan)),
+        "progress": _numbers(partitions["progress"]), "rate_bytes_per_sec": _numbers(partitions["copy_rate"]),
+        "eta_seconds": _numbers(partitions["eta_seconds"]), "bytes_total": _counts(total),
+        "bytes_remaining": _counts(np.maximum(total - done, 0.0))}
+    return list(zip(_keys(partitions, None), _encoded(texts)))
+
+
+def _phase(rows, every):
+    """Each row's turn among `every` batches: by its partition (crc32 of the topic plus the partition), so a
+    partition's record and its replicas' come in the same batch, and a key's turn is the same in every process."""
+    if every == 1:
+        return np.zeros(len(rows), dtype=np.int64)
+    topics = rows["topic"].tolist()
+    crc = {topic: zlib.crc32(topic.encode("utf-8")) for topic in set(topics)}
+    return (np.fromiter(map(crc.__getitem__, topics), np.int64, len(topics)) + rows["partition"]) % every
+
+
+def rewritten(replicas, batch_id, budget=RECORD_ROW_BUDGET):
+    """Which replica rows get a record this batch: every transition (first sight, a state change, the finish of
+    a move), and of the steady rows those whose turn it is - every steady row every batch while there are at
+    most `budget` of them, else each once every ceil(steady / budget) batches, by partition (`_phase`)."""
+    transition = replicas["transition"]
+    every = max(1, math.ceil(int((~transition).sum()) / budget))
+    return transition | ((_phase(replicas, every) + batch_id) % every == 0)
 
 
 def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None):

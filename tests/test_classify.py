@@ -1,9 +1,17 @@
-"""streaming.core.classify: every rule alone, then every precedence between rules, as one table."""
+"""streaming.core.classify: every rule alone, then every precedence between rules, as one table (the rows as the
+columns the rules read: streaming.vocabulary.columns)."""
 
 import pytest
 
 from streaming.core.classify import (classify, is_broker_offline, is_cancelled, is_completed, is_falling_behind,
-                                is_in_sync, is_pending, is_stalled)
+                                     is_in_sync, is_pending, is_stalled)
+from streaming.vocabulary.columns import from_rows, python_values
+from streaming.vocabulary.replica_row import STATE
+
+
+def states(rows, *settings):
+    """The state name of each row dict, classified together."""
+    return python_values(classify(from_rows(rows), *settings), STATE)
 
 STALL_AFTER_S = 600.0
 RATE_WINDOW_S = 60.0
@@ -63,19 +71,19 @@ def row(overrides):
 
 @pytest.mark.parametrize("overrides, expected", [pytest.param(o, e, id=i) for i, o, e in CASES])
 def test_classify(overrides, expected):
-    assert classify(row(overrides), STALL_AFTER_S, RATE_WINDOW_S) == expected
+    assert states([row(overrides)], STALL_AFTER_S, RATE_WINDOW_S) == [expected]
 
 
-def test_the_whole_table_at_once_matches_row_by_row():
+def test_the_whole_table_at_once_is_each_row_alone():
     rows = [row(o) for _, o, _ in CASES]
-    assert [classify(r, STALL_AFTER_S, RATE_WINDOW_S) for r in rows] == [e for _, _, e in CASES]
+    assert states(rows, STALL_AFTER_S, RATE_WINDOW_S) == [e for _, _, e in CASES]
 
 
 def test_one_shot_rows_without_history_columns():
     rows = [{"numerator": 0, "in_isr": False, "destination_alive": True, "leader_alive": True},
             {"numerator": 5, "in_isr": False, "destination_alive": True, "leader_alive": True},
             {"numerator": 5, "in_isr": True, "destination_alive": True, "leader_alive": True}]
-    assert [classify(r) for r in rows] == ["PENDING", "COPYING", "IN_SYNC"]
+    assert states(rows) == ["PENDING", "COPYING", "IN_SYNC"]
 
 
 RULES = [
@@ -92,5 +100,4 @@ RULES = [
 
 @pytest.mark.parametrize("predicate, overrides", [pytest.param(p, o, id=i) for i, p, o in RULES])
 def test_each_rule_alone(predicate, overrides):
-    assert predicate(row(overrides)) is True
-    assert predicate(row({})) is False
+    assert predicate(from_rows([row(overrides), row({})])).tolist() == [True, False]

@@ -12,7 +12,7 @@ import pytest
 
 from streaming import cli
 from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
-from streaming.core.report import SCHEMA_PATH
+from streaming.core.progress_report import SCHEMA_PATH
 from tests.fake_cluster import FakeCluster
 from tests.kafka_fixtures import ROOT
 

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sinks import metric_names as m
 from sinks.exposition import render
 from sinks.prometheus import MonitorMetrics, Picture, samples
+from streaming.vocabulary.columns import from_rows
 
 OPENMETRICS_ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
 
@@ -37,6 +38,11 @@ class Families:
         return families.values()
 
 
+def moves(*rows):
+    """Replica rows as the picture holds them: columns."""
+    return from_rows(list(rows))
+
+
 def replica(topic, partition, broker, state="STALLED", value=500.0, reason="LEADER_NOT_SENDING"):
     return {"topic": topic, "partition": partition, "broker": broker, "state": state, "numerator": value,
             "denominator": 1000.0, "progress": 0.5, "in_isr": False, "copy_rate": value / 7, "eta_seconds": None,
@@ -45,12 +51,12 @@ def replica(topic, partition, broker, state="STALLED", value=500.0, reason="LEAD
 
 PICTURES = [
     ("empty", Picture()),
-    ("plain", Picture(replicas=(replica("orders", 0, 2),), last_poll_s=1700000000.25,
+    ("plain", Picture(replicas=moves(replica("orders", 0, 2)), last_poll_s=1700000000.25,
                       summary={"bytes_remaining": 500, "rate_bytes_per_sec": None, "eta_seconds": None})),
-    ("label-values-to-escape", Picture(replicas=(replica('we"ird\\topic\nx', 3, 1), replica("t\u00e9st", 1, 2)),
+    ("label-values-to-escape", Picture(replicas=moves(replica('we"ird\\topic\nx', 3, 1), replica("t\u00e9st", 1, 2)),
                                        topic_throttles=({"topic": 'a"b', "kind": "leader", "value": "*"},))),
-    ("awkward-numbers", Picture(replicas=(replica("t", 0, 1, value=float("inf")), replica("t", 1, 1, value=-0.0),
-                                          replica("t", 2, 1, value=123456789.125), replica("t", 3, 1, value=1e-300)))),
+    ("awkward-numbers", Picture(replicas=moves(replica("t", 0, 1, value=float("inf")), replica("t", 1, 1, value=-0.0),
+                                             replica("t", 2, 1, value=123456789.125), replica("t", 3, 1, value=1e-300)))),
 ]
 
 
@@ -76,15 +82,15 @@ def test_help_text_is_escaped_as_each_format_escapes_it(openmetrics):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=8), st.integers(0, 3), st.floats(allow_nan=False)), max_size=6))
-def test_render_writes_what_prometheus_client_writes_for_any_labels_and_values(moves):
-    picture = Picture(replicas=tuple(replica(topic, partition, 1, value=value) for topic, partition, value in moves))
+def test_render_writes_what_prometheus_client_writes_for_any_labels_and_values(drawn):
+    picture = Picture(replicas=moves(*(replica(topic, partition, 1, value=value) for topic, partition, value in drawn)))
     gauge_samples = samples(picture, "replica")
     assert render(gauge_samples) == generate_latest(Families(gauge_samples)).decode()
 
 
 def many_moves(n):
-    return Picture(replicas=tuple(replica(f"topic-{i % 3}", i, 1 + i % 4, state="COPYING", value=float(i), reason=None)
-                                  for i in range(n)), last_poll_s=1700000000.0)
+    return Picture(replicas=moves(*(replica(f"topic-{i % 3}", i, 1 + i % 4, state="COPYING", value=float(i), reason=None)
+                                    for i in range(n))), last_poll_s=1700000000.0)
 
 
 @pytest.fixture

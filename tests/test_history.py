@@ -1,11 +1,16 @@
-"""History rules on plain data: sequences of polls in, the last report row out (one case per row)."""
+"""History rules on plain data: sequences of polls in, the last report row out (one case per row). A move's ETA
+is the budget model's over the poll's moves (here one, on its destination's unthrottled budget: remaining bytes
+over its own smoothed rate)."""
 
 import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from streaming.core.budget_view import model
 from streaming.core.history import Settings, empty_memory, step
-from streaming.core.progress import finished_replicas, replica_progress
+from streaming.core.measure import REPLICA_KINDS, finished_replicas, replica_progress
+from streaming.core.snapshot_columns import from_snapshot
+from streaming.vocabulary.columns import concat
 from streaming.vocabulary.snapshot import from_rows
 
 SETTINGS = Settings(stall_after_s=30, rate_window_s=20)
@@ -30,16 +35,18 @@ def snapshot(ts_ms, copied, leader=1_000_000, in_isr=False, moving=True, replica
 
 
 def run(polls, settings=SETTINGS):
-    """Feed (seconds, snapshot kwargs) polls through step; return every report."""
+    """Feed (seconds, snapshot kwargs) polls through step; return the memory and every report (row dicts, each
+    with the budget model's ETA)."""
     memory, reports = empty_memory(), []
     for seconds, kwargs in polls:
-        snap = snapshot(int(seconds * 1000), **kwargs)
+        ts_ms = int(seconds * 1000)
+        snap = from_snapshot(snapshot(ts_ms, **kwargs))
         current = replica_progress(snap)
-        if memory:
-            current = current + finished_replicas(memory, snap, current)
-        memory, report = step(memory, current, int(seconds * 1000), settings)
-        reports.append(report)
-    return memory, reports
+        if len(memory):
+            current = concat([current, finished_replicas(memory, snap, current)], REPLICA_KINDS)
+        memory, report = step(memory, current, ts_ms, settings)
+        reports.append(report.with_columns(eta_seconds=model(report, (), (), ts_ms).eta_seconds()).rows())
+    return memory.rows(), reports
 
 
 CASES = [

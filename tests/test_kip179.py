@@ -4,6 +4,8 @@ import pytest
 
 from streaming.core.kip179 import (BEHIND_UNKNOWN, IN_SYNC, NOT_HOSTED, UNKNOWN_BROKER, UNKNOWN_PARTITION,
                               UNKNOWN_TOPIC, behind, listed, listed_replicas, ongoing_replicas, statuses)
+from streaming.core.kip179 import FACT_KINDS
+from streaming.vocabulary.columns import from_rows as columns_of
 from streaming.vocabulary.reassignment_file import PartitionMove
 from streaming.vocabulary.snapshot import from_rows
 
@@ -63,7 +65,7 @@ def moves_for(replicas):
 
 
 def report_for(*replicas):
-    return listed_replicas(moves_for(replicas), SNAPSHOT)
+    return listed_replicas(moves_for(replicas), SNAPSHOT).rows()
 
 
 @pytest.mark.parametrize("replica, status, state, moving", [pytest.param(r, s, st, m, id=i) for i, r, s, st, m in CASES])
@@ -79,7 +81,7 @@ def test_status_of_a_listed_replica(replica, status, state, moving):
 
 def test_the_whole_table_in_one_file_keeps_file_order():
     moves = moves_for([r for _, r, _, _, _ in CASES])
-    rows = listed_replicas(moves, SNAPSHOT)
+    rows = listed_replicas(moves, SNAPSHOT).rows()
     in_file_order = [(m.topic, m.partition, b) for m in moves for b in m.replicas]
     assert [(r["topic"], r["partition"], r["broker"]) for r in rows] == in_file_order
     expected = {r: s for _, r, s, _, _ in CASES}
@@ -100,7 +102,7 @@ def test_unknown_rows_have_no_numbers():
 
 
 def test_ongoing_moves_without_a_file():
-    rows = ongoing_replicas(SNAPSHOT)
+    rows = ongoing_replicas(SNAPSHOT).rows()
     assert sorted((r["topic"], r["partition"], r["broker"], r["intra_broker"]) for r in rows) == [
         ("t", 0, 2, False), ("t", 4, 3, True)]
     assert {r["status"] for r in rows} == {"Behind: 600 bytes (60.0%)", "Behind: 750 bytes (75.0%)"}
@@ -109,8 +111,8 @@ def test_ongoing_moves_without_a_file():
 
 def test_nothing_moving_nothing_listed():
     quiet = from_rows(0, "c", brokers=[{"broker": 1, "alive": True}], log_dirs_answered=[{"broker": 1}])
-    assert ongoing_replicas(quiet) == []
-    assert listed_replicas([], quiet) == []
+    assert ongoing_replicas(quiet).rows() == []
+    assert listed_replicas([], quiet).rows() == []
     assert listed([]) == []
 
 
@@ -151,4 +153,4 @@ def test_status_precedence(facts, status):
     row = {"topic_known": True, "partition_known": True, "broker_known": True, "hosted": True, "in_isr": True,
            "destination_alive": True, "intra_broker": False, "numerator": 900, "denominator": 1000, "progress": 0.9,
            **facts}
-    assert statuses([row]) == [status]
+    assert statuses(columns_of([row], FACT_KINDS)).tolist() == [status]

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sinks import metric_names as m
-from sinks.metric_rows import UNHEALTHY_STATES, rank, remaining_bytes, shown_rows, unhealthy
+from sinks import metric_rows
+from sinks.metric_rows import UNHEALTHY_STATES
 from sinks.prometheus import DETAIL_KEYS, Picture, samples
+from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
 from streaming.vocabulary.states import STATE_NAMES
 
@@ -25,6 +27,20 @@ def replica(partition, state="COPYING", copied=0, target=1000, reason=None, topi
 
 def rollup(partition, state="COPYING", done=0.0, total=1000.0, topic="t"):
     return {"topic": topic, "partition": partition, "state": state, "bytes_done": done, "bytes_total": total}
+
+
+def shown_rows(rows, keys, budget):
+    """metric_rows.shown_rows of row dicts: (the rows shown, first first; the rows left out per state)."""
+    shown, omitted = metric_rows.shown_rows(from_rows(rows), keys, budget)
+    return [rows[i] for i in shown.tolist()], omitted
+
+
+def unhealthy(row):
+    return bool(metric_rows.unhealthy(from_rows([row]))[0])
+
+
+def remaining_bytes(row):
+    return float(metric_rows.remaining_bytes(from_rows([row]))[0])
 
 
 # id, keys, rows, the partitions of the rows in the order shown. Every row of a case has its own partition.
@@ -66,7 +82,7 @@ def test_rows_are_shown_unhealthy_first_then_by_state_reason_and_bytes_left(keys
 def test_ties_on_every_column_but_the_labels_are_broken_by_topic_then_partition_then_broker():
     rows = [replica(1, topic="b", broker=1), replica(0, topic="b", broker=3), replica(0, topic="b", broker=2),
             replica(5, topic="a", broker=9)]
-    assert [(r["topic"], r["partition"], r["broker"]) for r in sorted(rows, key=lambda r: rank(r, REPLICA_KEYS))] == [
+    assert [(r["topic"], r["partition"], r["broker"]) for r in shown_rows(rows, REPLICA_KEYS, len(rows))[0]] == [
         ("a", 5, 9), ("b", 0, 2), ("b", 0, 3), ("b", 1, 1)]
 
 
@@ -135,7 +151,7 @@ def test_the_budget_keeps_the_unhealthy_first_and_counts_the_rest(rows, budget, 
 
 def picture(rows):
     states = Counter(row["state"] for row in rows)
-    return Picture(replicas=tuple(rows), partition_states=dict(states),
+    return Picture(replicas=from_rows(rows), partition_states=dict(states),
                    summary={"bytes_remaining": 123, "rate_bytes_per_sec": 4.0, "eta_seconds": 5.0})
 
 

@@ -14,8 +14,9 @@ from streaming.control.plans.scheduler import Limits
 from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, plan_key, plan_record
 from streaming.control.ownership.records import Move
-from streaming.control.plans.report import plan_row
 from streaming.control.plans.advancer import PlanStatus
+from streaming.control.plans.report import plan_row
+from streaming.vocabulary.columns import KINDS, from_rows
 from streaming.vocabulary.states import PlanState
 
 ID = "20261123T180000.000Z-abcd"
@@ -33,6 +34,11 @@ def status(states, throttle=MB, limits=Limits(2), sizes=MB):
 def copying(partition, copied, rate=None):
     return {"topic": "t", "partition": partition, "broker": 2, "intra_broker": False, "leader": 1, "state": "COPYING",
             "in_isr": False, "numerator": copied, "denominator": MB, "leader_rate": 0.0, "copy_rate": rate}
+
+
+def batch(rows):
+    """A batch's replica rows, as the job and `progress` hold them: columns."""
+    return from_rows(rows, {name: KINDS[name] for name in copying(0, 0)})
 
 
 THROTTLED_0 = {"topic_throttles": [{"topic": "t", "kind": "leader", "value": "0:1"},
@@ -56,19 +62,19 @@ THROTTLED_0 = {"topic_throttles": [{"topic": "t", "kind": "leader", "value": "0:
 ], ids=["all-pending", "one-half-done", "last-without-row", "unthrottled-unknown", "finished", "done-after-the-poll",
         "one-failed"])
 def test_plan_row(states, rows, tables, throttle, remaining, eta):
-    row = plan_row(status(states, throttle), rows, tables, NOW_MS)
+    row = plan_row(status(states, throttle), batch(rows), tables, NOW_MS)
     assert (row["bytes_total"], row["bytes_remaining"]) == (4 * MB, remaining)
     assert row["eta_seconds"] == (None if eta is None else pytest.approx(eta))
     assert row["partitions"]["pending"] == states.count("pending") and row["partitions_total"] == 4
 
 
 def test_a_plan_not_read_yet_has_no_row():
-    assert plan_row(PlanStatus(ID, PlanState.RUNNING), [], {}, NOW_MS) is None
+    assert plan_row(PlanStatus(ID, PlanState.RUNNING), batch([]), {}, NOW_MS) is None
 
 
 def test_the_plan_record_follows_the_schema_and_the_gauges_name_the_plan():
-    row = plan_row(status(["in_flight", "pending", "failed", "left_alone"]), [copying(0, MB // 2, 4e5)], THROTTLED_0,
-                   NOW_MS)
+    row = plan_row(status(["in_flight", "pending", "failed", "left_alone"]), batch([copying(0, MB // 2, 4e5)]),
+                   THROTTLED_0, NOW_MS)
     value = plan_record(row, NOW_MS, 7, "c1")
     jsonschema.validate(value, json.loads(SCHEMA_PATH.read_text()))
     assert plan_key(ID) == f"plan:{ID}" and value["rate_bytes_per_sec"] == 4e5

@@ -1,13 +1,22 @@
-"""The pure progress core (streaming.core.progress) on plain data: a table of cases, then properties."""
+"""The pure progress core (streaming.core.measure, the partition rollup of streaming.core.rollups) on plain data:
+a table of cases, then properties. Snapshots are built from row dicts and read as the core reads them, in
+columns (streaming.core.snapshot_columns)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.core.progress import (REPLICA_COLUMNS, finished_replicas, partition_rollup, replica_progress,
-                                     unreported_moves, with_states)
+from streaming.core.measure import KEY_KINDS, REPLICA_COLUMNS, finished_replicas, replica_progress, unreported_moves, with_states
+from streaming.core.rollups import partition_rollup
+from streaming.core.snapshot_columns import from_snapshot
+from streaming.vocabulary.columns import from_rows as columns_of
 from streaming.vocabulary.snapshot import from_rows
 from streaming.vocabulary.states import ReplicaState
+
+
+def progress(snapshot):
+    """replica_progress of a row snapshot, as columns."""
+    return replica_progress(from_snapshot(snapshot))
 
 TOPIC = "t"
 LEADER_BYTES = 1000
@@ -37,7 +46,7 @@ def move(*, leader_bytes=LEADER_BYTES, copied=None, isr=(1,), alive=(1, 2, 3), a
 
 
 def only_row(snapshot):
-    rows = with_states(replica_progress(snapshot))
+    rows = with_states(progress(snapshot)).rows()
     assert len(rows) == 1, rows
     return rows[0]
 
@@ -91,7 +100,7 @@ def test_intra_broker_future_log_reports_offset_lag():
                "is_future": False},
               {"broker": 3, "log_dir": "/b", "topic": "u", "partition": 5, "size": 500, "offset_lag": 42,
                "is_future": True}]
-    rows = with_states(replica_progress(move(copied=400, extra_log_dirs=future)))
+    rows = with_states(progress(move(copied=400, extra_log_dirs=future))).rows()
     intra = next(row for row in rows if row["intra_broker"])
     assert (intra["topic"], intra["partition"], intra["broker"], intra["leader"]) == ("u", 5, 3, 3)
     assert (intra["numerator"], intra["denominator"], intra["progress"]) == (500, 2000, 0.25)
@@ -111,12 +120,13 @@ FINISHED_CASES = [
 
 @pytest.mark.parametrize("replicas_after, state", FINISHED_CASES)
 def test_finished_moves(replicas_after, state):
-    tracked = replica_progress(move(copied=400))
+    tracked = progress(move(copied=400))
     after = from_rows(2_000, "cluster", partitions=[] if replicas_after is None else [
         {"topic": TOPIC, "partition": 0, "leader": replicas_after[0], "replicas": replicas_after, "isr": replicas_after}],
         brokers=[{"broker": b, "alive": True} for b in (1, 2, 3)],
         log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
-    gone = with_states(finished_replicas(tracked, after))
+    after = from_snapshot(after)
+    gone = with_states(finished_replicas(tracked, after, replica_progress(after))).rows()
     assert len(gone) == 1
     assert gone[0]["state"] == state
     assert gone[0]["finished"] is True
@@ -131,14 +141,16 @@ def test_finished_moves(replicas_after, state):
 def test_unreported_moves_are_the_replicas_being_added_the_state_does_not_track(adding, tracked_brokers, keys):
     snapshot = from_rows(1_000, "cluster", unreported_reassignments=[
         {"topic": TOPIC, "partition": 0, "replicas": [1, 2, 3], "adding": adding, "removing": [1]}])
-    tracked = [{"topic": TOPIC, "partition": 0, "broker": b, "intra_broker": False} for b in tracked_brokers]
-    assert unreported_moves(snapshot, tracked) == [
+    tracked = columns_of([{"topic": TOPIC, "partition": 0, "broker": b, "intra_broker": False} for b in tracked_brokers],
+                         KEY_KINDS)
+    assert unreported_moves(from_snapshot(snapshot), tracked).rows() == [
         {"topic": TOPIC, "partition": 0, "broker": b, "intra_broker": False} for b in keys]
 
 
 def test_a_move_still_under_way_is_not_finished():
-    tracked = replica_progress(move(copied=400))
-    assert finished_replicas(tracked, move(copied=600)) == []
+    tracked = progress(move(copied=400))
+    after = from_snapshot(move(copied=600))
+    assert len(finished_replicas(tracked, after, replica_progress(after))) == 0
 
 
 # Properties over random partitions: leader bytes, copied bytes, ISR membership, liveness, answers.
@@ -176,7 +188,7 @@ def random_snapshot(case):
 @settings(max_examples=60, deadline=None)
 @given(cluster_case)
 def test_progress_properties(case):
-    rows = replica_progress(random_snapshot(case))
+    rows = progress(random_snapshot(case)).rows()
     assert all(list(row) == REPLICA_COLUMNS for row in rows)
     assert all(0 <= row["progress"] <= 1 for row in rows if row["progress"] is not None)
     assert all(row["progress"] == 1.0 for row in rows if row["in_isr"])
@@ -188,8 +200,8 @@ def test_progress_properties(case):
 @settings(max_examples=60, deadline=None)
 @given(cluster_case)
 def test_partition_rollup_properties(case):
-    replicas = with_states(replica_progress(random_snapshot(case)))
-    partitions = partition_rollup(replicas)
+    columns = with_states(progress(random_snapshot(case)))
+    replicas, partitions = columns.rows(), partition_rollup(columns).rows()
     assert len(partitions) == len(case["partitions"])
     for p in partitions:
         mine = [r for r in replicas if (r["topic"], r["partition"]) == (p["topic"], p["partition"])]

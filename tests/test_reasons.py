@@ -1,5 +1,6 @@
-"""Reasons on plain rows: one case per rule (the row, the throttles, the expected code and line), the budget
-view's choice of budgets, and the reasons' place in records, the schema and /metrics."""
+"""Reasons on plain rows (made columns, as the rules read them): one case per rule (the row, the throttles, the
+expected code and line), the budget view's choice of budgets, and the reasons' place in records, the schema and
+/metrics."""
 
 import json
 
@@ -10,9 +11,9 @@ from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, replica_records
 from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
-from streaming.core.reasons import RULES, Context, diagnose
+from streaming.core.diagnosis import RULES, Context, diagnose
+from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
-from streaming.vocabulary.states import STATE_NAMES
 
 NOW_MS = 3_600_000  # 01:00:00 UTC
 RATE_3 = [{"broker": 3, "kind": "follower", "rate": 1_000_000}, {"broker": 1, "kind": "leader", "rate": 1_000_000}]
@@ -29,9 +30,11 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
 
 
 def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=()):
-    budget_model = model(rows, topic_throttles, broker_throttles, NOW_MS)
-    ctx = Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0)
-    return diagnose(rows[0], ctx)
+    """(code, line) of the first row, diagnosed with the others."""
+    columns = from_rows(rows)
+    budget_model = model(columns, topic_throttles, broker_throttles, NOW_MS)
+    codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0))
+    return codes[0], lines[0]
 
 
 CASES = [
@@ -81,29 +84,8 @@ def test_reason(rows, kwargs, expected):
     assert diagnosis(rows, **kwargs) == expected
 
 
-def first_rule_that_holds(row, ctx):
-    """RULES read as their docstring says: in order, each asked when the row's state is one it can hold in."""
-    for rule, code, states in RULES:
-        if states is None or row.get("state") in states:
-            line = rule(row, ctx)
-            if line is not None:
-                return code.name, line
-    return None, None
-
-
-@pytest.mark.parametrize("state", [*STATE_NAMES, None], ids=[*STATE_NAMES, "no-state"])
-@pytest.mark.parametrize("rows, kwargs", [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
-def test_diagnose_asks_the_rules_of_the_row_s_state_in_their_order(rows, kwargs, state):
-    """diagnose indexes RULES by state: every case's row, in every state, gets the reason of the plain scan."""
-    rows = [{**rows[0], "state": state}, *rows[1:]]
-    kwargs = {"broker_throttles": RATE_3, "topic_throttles": ALL_LISTED, "offline": (), **kwargs}
-    budget_model = model(rows, kwargs["topic_throttles"], kwargs["broker_throttles"], NOW_MS)
-    ctx = Context(budget_model, NOW_MS, frozenset(kwargs["offline"]), pending_after_s=20.0)
-    assert diagnose(rows[0], ctx) == first_rule_that_holds(rows[0], ctx)
-
-
 def test_every_code_has_a_rule_and_the_schema_lists_them():
-    assert sorted(code.name for _, code, _ in RULES) == sorted(REASON_CODES)
+    assert sorted(code.name for _, _, code in RULES) == sorted(REASON_CODES)
     schema = json.loads(SCHEMA_PATH.read_text())
     assert schema["properties"]["reason_code"]["enum"] == [None, *REASON_CODES]
 
@@ -134,13 +116,14 @@ def test_replica_records_and_metrics_carry_the_reason():
     diagnosed = {**row(state="STALLED", stalled_seconds=700.0), "previous_state": "COPYING", "transition": False,
                  "eta_seconds": None, "messages_behind_estimate": None, "reason_code": "LEADER_NOT_SENDING",
                  "reason": "no bytes for 11m40s; ..."}
-    (_, value), = replica_records([diagnosed], 7, "c")
+    (_, value), = replica_records(from_rows([diagnosed]), NOW_MS, 7, "c")
     record = json.loads(value)
     assert record["reason_code"] == "LEADER_NOT_SENDING" and record["reason"] == "no bytes for 11m40s; ..."
-    got = [(labels, v) for metric, _, labels, v in samples(Picture(replicas=(diagnosed,))) if metric == m.REPLICA_DIAGNOSIS]
+    got = [(labels, v) for metric, _, labels, v in samples(Picture(replicas=from_rows([diagnosed])))
+           if metric == m.REPLICA_DIAGNOSIS]
     assert got == [(("t", "0", "3", "LEADER_NOT_SENDING"), 1.0)]
     healthy = {**diagnosed, "reason_code": None, "reason": None}
-    assert not [s for s in samples(Picture(replicas=(healthy,))) if s[0] == m.REPLICA_DIAGNOSIS]
+    assert not [s for s in samples(Picture(replicas=from_rows([healthy]))) if s[0] == m.REPLICA_DIAGNOSIS]
 
 
 def test_every_eta_of_a_batch_comes_from_the_one_simulation():
@@ -156,21 +139,23 @@ def test_every_eta_of_a_batch_comes_from_the_one_simulation():
     tables = {"topic_throttles": ALL_LISTED, "broker_throttles": [{"broker": 3, "kind": "follower", "rate": 300_000}],
               "brokers": [{"broker": b, "alive": True} for b in (1, 2, 3)],
               "log_dirs_answered": [{"broker": b} for b in (1, 2, 3)]}
-    output = assemble([moving(0, 3), moving(1, 6), moving(2, 9)], tables, PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5)
-    assert [r["eta_seconds"] for r in output.replicas] == pytest.approx([30.0, 50.0, 60.0])
-    assert [p["eta_seconds"] for p in output.partitions] == pytest.approx([30.0, 50.0, 60.0])
+    output = assemble(from_rows([moving(0, 3), moving(1, 6), moving(2, 9)]), tables,
+                      PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5)
+    assert output.replicas["eta_seconds"].tolist() == pytest.approx([30.0, 50.0, 60.0])
+    assert output.partitions["eta_seconds"].tolist() == pytest.approx([30.0, 50.0, 60.0])
     assert output.summary["eta_seconds"] == pytest.approx(60.0)
     records = {key: json.loads(value) for key, value in output.records}
     assert records["t:2:3"]["eta_seconds"] == pytest.approx(60.0) and records["t:2"]["eta_seconds"] == pytest.approx(60.0)
     assert records["reassignment"]["eta_seconds"] == pytest.approx(60.0)
-    assert [t["eta_seconds"] for t in output.picture.topics] == pytest.approx([60.0])
+    assert output.picture.topics["eta_seconds"].tolist() == pytest.approx([60.0])
 
 
 def test_a_steady_moves_eta_counts_down_with_the_clock_and_a_burst_moves_it_little():
     """History's smoothed rate feeds an unthrottled budget: polls every 10 s of a move copying 10 KB/s give
     ETAs that fall by 10 s a poll; after one poll with a 5x burst the rate behind the ETA is under 2x."""
     from streaming.core.history import Settings, empty_memory, step
-    from streaming.core.progress import replica_progress
+    from streaming.core.measure import replica_progress
+    from streaming.core.snapshot_columns import from_snapshot
     from tests.test_history import snapshot
 
     def etas(copied_per_poll):
@@ -178,10 +163,10 @@ def test_a_steady_moves_eta_counts_down_with_the_clock_and_a_burst_moves_it_litt
         for i, gain in enumerate(copied_per_poll):
             copied += gain
             ts_ms = i * 10_000
-            memory, report = step(memory, replica_progress(snapshot(ts_ms, copied)), ts_ms,
+            memory, report = step(memory, replica_progress(from_snapshot(snapshot(ts_ms, copied))), ts_ms,
                                   Settings(stall_after_s=600, rate_window_s=60))
-            budget_model = model(report, (), (), ts_ms)
-            out.append(budget_model.eta_seconds(report[0]))
+            eta = model(report, (), (), ts_ms).eta_seconds()[0]
+            out.append(None if eta != eta else float(eta))
         return out
 
     steady = etas([0] + [100_000] * 6)
@@ -208,4 +193,4 @@ THROTTLES_BINDING_CASES = [
                          [case[1:] for case in THROTTLES_BINDING_CASES], ids=[case[0] for case in THROTTLES_BINDING_CASES])
 def test_throttles_binding_is_the_models_binding_budget(rows, broker_throttles, topic_throttles, expected):
     """What `--throttle auto` reads as "more rate would finish a move sooner" is the budget model's own answer."""
-    assert model(rows, topic_throttles, broker_throttles, NOW_MS).throttles_binding() == frozenset(expected)
+    assert model(from_rows(rows), topic_throttles, broker_throttles, NOW_MS).throttles_binding() == frozenset(expected)

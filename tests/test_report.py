@@ -1,4 +1,5 @@
-"""streaming.core.report: summary, the JSON document (validated against its schema), the table, watch history."""
+"""streaming.core.progress_report: summary, the JSON document (validated against its schema), the table, watch
+history."""
 
 import json
 from dataclasses import replace
@@ -9,9 +10,11 @@ from rich.console import Console
 
 from streaming.core import history
 from streaming.core.kip179 import listed_replicas, ongoing_replicas
-from streaming.core.report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds, summary_line,
-                              to_document, to_json, to_table, to_text, with_history)
+from streaming.core.progress_report import (FROM_FILE, ONGOING, SCHEMA_PATH, build, human_bytes, human_seconds,
+                                            report_rows, summary_line, to_document, to_json, to_table, to_text,
+                                            with_history)
 from streaming.vocabulary.snapshot import PollError, from_rows
+from streaming.core.progress_report import diagnose
 from tests.test_kip179 import CASES, SNAPSHOT, moves_for
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -126,15 +129,16 @@ def test_watch_history_gives_rates_and_eta_and_keeps_row_order():
     memory = history.empty_memory()
     first = moved(400, 10_000)
     memory, rows = with_history(memory, listed_replicas(moves, first), first.ts_ms)
-    assert all(row["rate_bytes_per_sec"] is None for row in rows)
+    assert all(row["rate_bytes_per_sec"] is None for row in report_rows(build(first, rows, FROM_FILE)))
     second = moved(500, 20_000)
     memory, rows = with_history(memory, listed_replicas(moves, second), second.ts_ms)
-    assert [(row["partition"], row["broker"]) for row in rows] == [(0, 2), (0, 1), (1, 3)]
-    adding = rows[0]
+    report = build(second, diagnose(second, rows), FROM_FILE)
+    shown = report_rows(report)
+    assert [(row["partition"], row["broker"]) for row in shown] == [(0, 2), (0, 1), (1, 3)]
+    adding = shown[0]
     assert adding["rate_bytes_per_sec"] == pytest.approx(10.0)
     assert adding["eta_seconds"] == pytest.approx(50.0)
-    assert rows[2]["status"] == "In sync"
-    report = build(second, rows, FROM_FILE)
+    assert shown[2]["status"] == "In sync"
     assert report.summary["rate_bytes_per_sec"] == pytest.approx(10.0)
     assert report.summary["eta_seconds"] == pytest.approx(50.0)
     jsonschema.validate(to_document(report), SCHEMA)
@@ -145,10 +149,12 @@ def test_watch_history_passes_the_rows_that_do_not_move_through():
     # Unknown and not-hosted rows carry no progress facts: they pass through, their history columns null.
     one_shot = listed_replicas(EVERY_CASE, SNAPSHOT)
     memory, rows = with_history(history.empty_memory(), one_shot, SNAPSHOT.ts_ms)
-    assert [row["status"] for row in rows] == [row["status"] for row in one_shot]
-    assert [row for row in rows if not row["moving"]] == [
-        {**dict.fromkeys(rows[0]), **row} for row in one_shot if not row["moving"]]
-    assert len(memory) == sum(row["moving"] for row in one_shot)
+    before, after = one_shot.rows(), rows.rows()
+    assert [row["status"] for row in after] == [row["status"] for row in before]
+    still = [(b, a) for b, a in zip(before, after) if not b["moving"]]
+    assert still and all({name: a[name] for name in b} == b for b, a in still)
+    assert all(a[name] is None for _, a in still for name in ("copy_rate", "leader_rate", "stalled_seconds"))
+    assert len(memory) == sum(row["moving"] for row in before)
 
 
 FORMATS = [
@@ -172,8 +178,6 @@ def test_formats(function, value, text):
 def test_a_report_carries_each_moving_replicas_reason_and_the_models_eta():
     """`progress` runs the budget model and the reason rules on its rows: a destination that does not answer
     is named; with no history (one-shot) the ETA stays null."""
-    from streaming.core.report import diagnose
-
     offline = from_rows(3_600_000, "c", brokers=[{"broker": 1, "alive": True}, {"broker": 2, "alive": True}],
                         log_dirs_answered=[{"broker": 1}],
                         partitions=[{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1]}],

@@ -9,6 +9,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 import jsonschema
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -20,15 +21,19 @@ from sinks.records import SCHEMA_PATH
 from streaming.spark import codec
 from streaming.vocabulary.durations import seconds
 from streaming.vocabulary.errors import BadInput
-from streaming.core.history import MEMORY_SCHEMA, Settings
-from streaming.vocabulary.replica_row import FIELDS
+from streaming.core.history import MEMORY_SCHEMA, REPORT_KINDS, Settings
+from streaming.core.measure import READ, replica_progress
+from streaming.core.snapshot_columns import from_snapshot
 from streaming.spark.job import batch_rows, may_stop_now
 from streaming.spark.outputs import assemble, poll_facts
+from streaming.vocabulary.columns import from_rows as columns_of, state_codes
+from streaming.vocabulary.replica_row import BOOL, INT, STRING
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
 from streaming.spark.source import (CLUSTER_BUCKET, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
                                     with_unreported)
-from streaming.spark.stateful import OUTPUT_COLUMNS, REPLICA_KIND, replica_frame, track_bucket
 from streaming.control import gate
+from streaming.spark.stateful import (OUTPUT_COLUMNS, REPLICA_KIND, REPORTED_KINDS, read_memory, replica_frame,
+                                      track_bucket, write_memory)
 from streaming.vocabulary.states import PlanState
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -71,7 +76,8 @@ def test_bucket_slices_reassemble_the_snapshot():
     partitioned = frame.loc[(frame["bucket"] != CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
     log_dirs = codec.decode_tables(partitioned["table"], partitioned["payload"])["log_dirs"]
     key = itemgetter("topic", "partition", "broker")
-    assert sorted(log_dirs, key=key) == sorted(snap["log_dirs"], key=key)
+    read = READ["log_dirs"]  # the columns the buckets read, of every log of a moving partition
+    assert sorted(log_dirs, key=key) == sorted(({c: row[c] for c in read} for row in snap["log_dirs"]), key=key)
 
 
 # (topic, partition) -> bucket with 4 and with 16 buckets, as pandas' object hash of the pair gave them when
@@ -107,6 +113,29 @@ def test_a_partition_s_bucket_does_not_depend_on_the_other_keys_hashed_with_it()
     assert bucket_of(keys, 16) == [of_16 for _, _, _, of_16 in BUCKETS_OF]
 
 
+def test_the_buckets_get_the_log_rows_progress_reads_and_it_reads_the_same_from_them():
+    """Logs of partitions not reassigning stay out of the buckets unless a future log (an intra-broker move) is
+    there; replica_progress over the buckets' slices is replica_progress over the whole poll."""
+    snap = cluster_snapshot(1000, 10)
+    steady = [{"broker": b, "log_dir": "d", "topic": "s", "partition": p, "size": 50, "offset_lag": 0,
+               "is_future": False} for p in range(3) for b in (1, 2)]
+    future = [{"broker": 2, "log_dir": "f", "topic": "s", "partition": 1, "size": 20, "offset_lag": 4,
+               "is_future": True}]
+    snap = from_rows(snap.ts_ms, snap.cluster_id, **{**snap.tables, "log_dirs": snap["log_dirs"] + steady + future})
+    frame = source_frame(1, snap)
+    partitioned = frame.loc[(frame["bucket"] != CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
+    shipped = codec.decode_tables(partitioned["table"], partitioned["payload"])["log_dirs"]
+    assert sorted((r["topic"], r["partition"], r["broker"], r["is_future"]) for r in shipped if r["topic"] == "s") == [
+        ("s", 1, 1, False), ("s", 1, 2, False), ("s", 1, 2, True)]
+    buckets = frame.loc[frame["bucket"] != CLUSTER_BUCKET]
+    from_buckets = [row for _, rows in buckets.groupby("bucket")
+                    for row in replica_progress(codec.snapshot_columns(rows["table"].tolist(), rows["payload"].tolist(),
+                                                                       snap.ts_ms)).rows()]
+    key = itemgetter("topic", "partition", "broker", "intra_broker")
+    assert sorted(from_buckets, key=key) == sorted(replica_progress(from_snapshot(snap)).rows(), key=key)
+    assert any(row["intra_broker"] for row in from_buckets)
+
+
 def split_into_parts(snapshot):
     """The parts a poll is made of (streaming.cluster.poller): the cluster part and one log-dirs part per broker."""
     log_dirs = snapshot["log_dirs"]
@@ -137,14 +166,13 @@ def track_all(frames):
 
 
 def as_report(rows):
-    """Report rows as the history step in columns gives them to replica_frame: {column: Arrow array}."""
-    table = pa.Table.from_pylist(rows, schema=codec.fields_schema(FIELDS))
-    return {name: table[name].combine_chunks() for name in FIELDS}
+    """Report rows (dicts) as the history step gives them to replica_frame: columns."""
+    return columns_of([{name: row[name] for name in REPORT_KINDS} for row in rows], REPORT_KINDS)
 
 
 def reported(out):
     """The replica rows in tracker output frames (one blob a bucket and poll), as a frame."""
-    return pd.DataFrame([row for payload in out["payload"] for row in codec.decode(payload)])
+    return pd.DataFrame(codec.decode_columns(list(out["payload"]), REPORTED_KINDS).rows())
 
 
 def test_tracker_reports_each_move_once_per_poll_and_completion_once():
@@ -228,7 +256,15 @@ def pandas_memory_blob(rows):
 @pytest.mark.parametrize("blob", [pandas_memory_blob, lambda rows: codec.encode(rows, MEMORY_SCHEMA)],
                          ids=["written-from-pandas", "written-from-rows"])
 def test_a_checkpointed_memory_decodes_to_its_rows(blob):
+    """A checkpoint written before the state step went to columns resumes with its rows."""
     assert codec.decode(blob(MEMORY_ROWS)) == MEMORY_ROWS
+    assert read_memory(blob(MEMORY_ROWS)).rows() == MEMORY_ROWS
+
+
+def test_a_memory_written_from_columns_is_the_stored_format_an_older_job_reads():
+    blob = write_memory(read_memory(codec.encode(MEMORY_ROWS, MEMORY_SCHEMA)))
+    assert codec.read(blob).schema == codec.arrow_schema(MEMORY_SCHEMA)
+    assert codec.decode(blob) == MEMORY_ROWS
 
 
 def row_by_row_blob(rows, columns):
@@ -259,12 +295,12 @@ def test_the_output_frame_carries_a_report_row_to_spark_unchanged():
     """Through Arrow, as Spark takes the frame and as the driver's batch reads it: ints stay ints, null stays None."""
     _, out = track_all([source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))])
     _, rows = batch_rows(pa.Table.from_pandas(out, preserve_index=False))
-    report = [{**row, "previous_state": None, "numerator": None} for row in rows]
+    report = [{**row, "previous_state": None, "numerator": None} for row in rows.rows()]
     frame = replica_frame(as_report(report), 3, 20_000)
     assert list(frame.columns) == OUTPUT_COLUMNS
     _, back = batch_rows(pa.Table.from_pandas(frame, preserve_index=False))
-    assert back == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
-    assert isinstance(back[0]["denominator"], int) and back[0]["numerator"] is None
+    assert back.rows() == [{**row, "poll_id": 3, "ts_ms": 20_000} for row in report]
+    assert isinstance(back.rows()[0]["denominator"], int) and back.rows()[0]["numerator"] is None
 
 
 def test_a_poll_combined_from_its_parts_tracks_exactly_like_one_made_whole():
@@ -303,17 +339,31 @@ def test_poll_facts_of_parts_add_requests_and_errors_and_take_the_slowest_part()
     assert facts.errors == (PollError("DescribeLogDirs", "timeout"),)
 
 
-def batch_output(batch_id=7, in_isr=()):
+def batch_output(batch_id=7, in_isr=(), states=None, budget=None, steady=False):
     """The records and picture of a second poll of six moving replicas (1000-byte targets, 500 copied);
-    `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup)."""
+    `in_isr`: topics whose replica already joined the ISR (it counts whole in every rollup); `states`: each
+    replica's state instead of the step's; `budget`: the record row budget instead of the default; `steady`: no
+    row in transition (in the second poll each went PENDING -> COPYING)."""
     frames = [source_frame(1, cluster_snapshot(0, 0)), source_frame(2, cluster_snapshot(10_000, 500))]
     _, out = track_all(frames)
     _, replicas = batch_rows(pa.Table.from_pandas(out.loc[out["poll_id"] == 2], preserve_index=False))
-    replicas = [{**row, "in_isr": row["in_isr"] or row["topic"] in in_isr} for row in replicas]
+    replicas = replicas.with_columns(in_isr=replicas["in_isr"] | np.isin(replicas["topic"], list(in_isr)))
+    if states is not None:
+        order = np.argsort(replicas["topic"])
+        replicas = replicas.take(order).with_columns(state=state_codes(states))
+    if steady:
+        replicas = replicas.with_columns(transition=np.zeros(len(replicas), bool))
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
-    return assemble(replicas, tables, facts, batch_id)
+    if budget is None:
+        return assemble(replicas, tables, facts, batch_id)
+    rewritten = records.rewritten
+    try:
+        records.rewritten = lambda rows, batch: rewritten(rows, batch, budget)
+        return assemble(replicas, tables, facts, batch_id)
+    finally:
+        records.rewritten = rewritten
 
 
 def test_batch_records_are_valid_and_keyed_as_the_contract_says():
@@ -352,7 +402,8 @@ RECORD_FIELD = {"rate_bytes_per_sec": "copy_rate"}
 
 
 def replica_record(field, value):
-    [(_, encoded)] = records.replica_records([{**REPLICA, RECORD_FIELD.get(field, field): value}], 7, "cluster-x")
+    [(_, encoded)] = records.replica_records(columns_of([{**REPLICA, RECORD_FIELD.get(field, field): value}]),
+                                             10_000, 7, "cluster-x")
     return json.loads(encoded)
 
 
@@ -384,8 +435,8 @@ RECORD_ROWS = [
 
 @pytest.mark.parametrize("kind, row, fields", [pytest.param(k, r, f, id=i) for i, k, r, f in RECORD_ROWS])
 def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind, row, fields):
-    [(_, encoded)] = (records.replica_records([row], 7, "cluster-x") if kind == "replica"
-                      else records.partition_records([row], 10_000, 7, "cluster-x"))
+    [(_, encoded)] = (records.replica_records(columns_of([row]), 10_000, 7, "cluster-x") if kind == "replica"
+                      else records.partition_records(columns_of([row]), 10_000, 7, "cluster-x"))
     value = json.loads(encoded)
     assert encoded == records.encode(value)
     assert {name: value[name] for name in fields} == fields
@@ -395,6 +446,61 @@ def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind,
 def test_a_number_with_more_than_15_decimals_is_written_exactly():
     """The one difference from pandas, which rounded to 15 decimal places (0.333333333333333 here)."""
     assert replica_record("progress", 1 / 3)["progress"] == 1 / 3
+
+
+MOVE_KINDS = {"topic": STRING, "partition": INT, "broker": INT, "intra_broker": BOOL, "transition": BOOL}
+
+
+def moves(n, transitions=()):
+    """`n` replica rows of 50-partition topics, the positions in `transitions` changing state this batch."""
+    return columns_of([{"topic": f"topic-{i // 50}", "partition": i % 50, "broker": 2, "intra_broker": False,
+                        "transition": i in transitions} for i in range(n)], MOVE_KINDS)
+
+
+@pytest.mark.parametrize("n, budget", [(0, 5), (5, 5), (4, 5), (1, 1)], ids=["none", "at-budget", "under", "one"])
+def test_every_row_is_written_every_batch_while_the_steady_ones_fit_the_budget(n, budget):
+    for batch_id in range(3):
+        assert records.rewritten(moves(n), batch_id, budget).all()
+
+
+@pytest.mark.parametrize("n, budget", [(1_000, 100), (1_001, 100), (250, 7)], ids=["even", "one-over", "odd"])
+def test_past_the_budget_each_steady_row_is_written_once_every_few_batches_and_every_transition_always(n, budget):
+    transitions = {3, 77, n - 1}
+    rows = moves(n, transitions)
+    every = -(-(n - len(transitions)) // budget)
+    written = [records.rewritten(rows, batch_id, budget) for batch_id in range(10, 10 + every)]
+    counts = sum(mask.astype(int) for mask in written)
+    steady = np.array([i not in transitions for i in range(n)])
+    assert (counts[steady] == 1).all()  # once in `every` consecutive batches, whichever they are
+    assert (counts[~steady] == every).all()  # transitions: every batch
+    # A partition's replicas share their turn (a partition's record is written with theirs).
+    partitions = np.array([i % 50 for i in range(n)])
+    topics = np.array([i // 50 for i in range(n)])
+    for mask in written:
+        turn = mask & steady
+        assert all(turn[(topics == t) & (partitions == p) & steady].all() for t, p in zip(topics[turn], partitions[turn]))
+
+
+def test_a_batch_past_the_budget_writes_its_transitions_the_steady_rows_in_turn_and_every_rollup_row():
+    output = batch_output(budget=2, steady=True)  # six moving replicas, one per partition
+    keys = [key for key, _ in output.records]
+    replicas = [key for key in keys if key.count(":") == 2]
+    partitions = [key for key in keys if key.count(":") == 1]
+    assert 0 < len(replicas) < 6 and sorted(partitions) == sorted(k.rsplit(":", 1)[0] for k in replicas)
+    assert "reassignment" in keys and len(batch_output(budget=6, steady=True).records) == 6 + 6 + 1
+
+
+@pytest.mark.parametrize("states, tracked, behind", [
+    (["COPYING"] * 6, {f"t{i}" for i in range(6)}, set()),
+    (["COMPLETED"] * 5 + ["FALLING_BEHIND"], {"t5"}, {1, 2}),
+    (["CANCELLED"] * 6, set(), set()),
+], ids=["moving", "finished-and-behind", "all-finished"])
+def test_a_batch_says_what_its_state_still_tracks_what_it_reported_and_which_brokers_fall_behind(states, tracked,
+                                                                                                behind):
+    output = batch_output(states=states)
+    assert output.reported_partitions() == {(f"t{i}", 0) for i in range(6)}
+    assert output.tracked_partitions() == {(topic, 0) for topic in tracked}
+    assert output.falling_behind_brokers() == behind
 
 
 ROLLUP_AGREEMENT = [

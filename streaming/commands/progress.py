@@ -1,7 +1,7 @@
 """`reassign-monitor progress [--reassignment-json-file F] [--watch SECONDS] | --request-id ID [--watch SECONDS]`:
 the one-shot report, or a live one, or a plan's, once or live (`--request-id`; the plans running or paused follow
 the one-shot table too). Only I/O lives here (poll, print, sleep); the rows come from streaming.core.kip179 and the
-rendering from streaming.core.report. Nothing on the one-shot path imports Spark, a dataframe library,
+rendering from streaming.core.progress_report. Nothing on the one-shot path imports Spark, a dataframe library,
 grafanalib or rich (the live view's); its start-up is measured by bench/startup.py.
 
 Exit codes: 0 when nothing reported is still moving, 1 while something is (like `--verify`), 2 bad
@@ -9,8 +9,10 @@ input, 3 cluster unreachable or a request refused. A file that lists no partitio
 A plan: 1 while it is running or paused, else 0; `--watch` redraws until it is neither (so it ends 0).
 """
 
+import importlib
 import json
 import sys
+import threading
 import time
 from contextlib import nullcontext
 
@@ -45,10 +47,10 @@ def add_arguments(parser):
 
 def _rows(admin, moves):
     """This poll's snapshot and report rows."""
-    from streaming.core.kip179 import listed_replicas, ongoing_replicas
-
     topics = [m.topic for m in moves] if moves is not None else []
     snapshot = common.strict_poll(admin, topics, needs=REQUIRED_APIS, throttles=False)
+    from streaming.core.kip179 import listed_replicas, ongoing_replicas
+
     rows = ongoing_replicas(snapshot) if moves is None else listed_replicas(moves, snapshot)
     return snapshot, rows
 
@@ -57,10 +59,11 @@ def _exit_code(report):
     return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
 
 
-def _once(admin, moves, source, args):
-    from streaming.core.report import build, diagnose, to_json, to_text
-
+def _once(admin, moves, args):
     snapshot, rows = _rows(admin, moves)
+    from streaming.core.progress_report import FROM_FILE, ONGOING, build, diagnose, to_json, to_text
+
+    source = ONGOING if moves is None else FROM_FILE
     rows = diagnose(snapshot, rows)
     report = build(snapshot, rows, source)
     print(to_json(report) if args.output == "json" else to_text(report), flush=True)
@@ -81,9 +84,7 @@ def _plan_row(admin, args, request_id, snapshot, rows, ledger):
     lease = holder_of(ledger.leases(request_id))
     holder = lease.holder if lease is not None and lease.until_ms > snapshot.ts_ms else None
     status = PlanStatus(request_id, step.plan.state, step.counts, advanced_by=holder, plan=step.plan, seen=step)
-    # The model reads the copy rate under the history's name for it (streaming.core.report.diagnose).
-    moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
-    return plan_row(status, moving, snapshot.tables, snapshot.ts_ms)
+    return plan_row(status, rows.take(rows["moving"]), snapshot.tables, snapshot.ts_ms)
 
 
 def _active_plans(admin, args, snapshot, rows):
@@ -100,14 +101,13 @@ def _active_plans(admin, args, snapshot, rows):
 
 
 def _plan_exit_code(row):
-
     return EXIT_IN_PROGRESS if row["state"] in (PlanState.RUNNING, PlanState.PAUSED) else EXIT_OK
 
 
 def _plan(admin, args):
     """`progress --request-id ID`: the plan's report; exit 1 while it is running or paused."""
-    from streaming.core.report import diagnose
     from streaming.control.plans.report import describe_plan
+    from streaming.core.progress_report import diagnose
 
     ledger = common.open_ledger(args, admin, create=False)
     snapshot, rows = _rows(admin, None)
@@ -147,14 +147,15 @@ def _watch_plan(admin, args, interval_s):
     """`progress --request-id ID --watch S`: the plan's line and its moving replicas redrawn every `interval_s`
     (with --output json: its row, one document per line) until it is neither running nor paused; then exit
     as `progress --request-id` does. Rates and ETAs come from the watch's own history, as for moves."""
+    import numpy as np
     from rich.console import Group
     from rich.text import Text
 
     from streaming.control.ownership.store import find_plan
     from streaming.core import history
-    from streaming.core.report import ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table, with_history
-    from streaming.vocabulary.replica_row import partition_of
     from streaming.control.plans.report import describe_plan
+    from streaming.core.progress_report import (ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table,
+                                                with_history)
 
     ledger = common.open_ledger(args, admin, create=False)
     memory = history.empty_memory()
@@ -170,7 +171,8 @@ def _watch_plan(admin, args, interval_s):
         if rows_that_fit is None:
             return json.dumps(row, separators=(",", ":")), done
         keys = {(m.topic, m.partition) for m in find_plan(ledger, args.request_id).moves}
-        report = build(snapshot, [r for r in rows if partition_of(r) in keys], ONGOING)
+        mine = [partition in keys for partition in zip(rows["topic"].tolist(), rows["partition"].tolist())]
+        report = build(snapshot, rows.take(np.array(mine, dtype=bool).reshape(len(rows))), ONGOING)
         table = to_table(report, title=_title(snapshot, f"plan {args.request_id}", interval_s),
                          max_rows=rows_that_fit - 1 - len(report.errors))
         return Group(Text(describe_plan(row)), table), done
@@ -178,11 +180,13 @@ def _watch_plan(admin, args, interval_s):
     return _redraw(args.output, interval_s, frame)
 
 
-def _watch(admin, moves, source, output, interval_s):
+def _watch(admin, moves, output, interval_s):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
     from streaming.core import history
-    from streaming.core.report import PENDING_REASON_AFTER_POLLS, build, diagnose, to_json, to_table, with_history
+    from streaming.core.progress_report import (FROM_FILE, ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose,
+                                                to_json, to_table, with_history)
 
+    source = ONGOING if moves is None else FROM_FILE
     memory = history.empty_memory()
 
     def frame(rows_that_fit):
@@ -206,15 +210,14 @@ def run(args, connect):
     if args.reassignment_json_file is not None:  # an empty path is a bad path, not "no file"
         moves = reassignment_file.load(args.reassignment_json_file, allow_empty=True)
     admin = connect(args)
-    # The report loads only once the input is known good and the cluster answered.
-    from streaming.core.report import FROM_FILE, ONGOING
-
-    source = ONGOING if moves is None else FROM_FILE
+    # The report loads only once the input is known good and the cluster answered, on a thread while the first
+    # poll waits on the network: its modules and numpy take 60-80 ms to import, the poll's round trips as long.
+    threading.Thread(target=importlib.import_module, args=("streaming.core.progress_report",), daemon=True).start()
     try:
         if args.request_id is not None:
             return _watch_plan(admin, args, args.watch) if args.watch else _plan(admin, args)
         if args.watch:
-            return _watch(admin, moves, source, args.output, args.watch)
-        return _once(admin, moves, source, args)
+            return _watch(admin, moves, args.output, args.watch)
+        return _once(admin, moves, args)
     finally:
         admin.close()

@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Hashable, NamedTuple
 
+import numpy as np
+
 from streaming.vocabulary.kafka_limits import THROTTLE_FLOOR_BYTES_PER_S
 
 LEADER, FOLLOWER, ALTER_LOG_DIRS = DIRECTIONS = ("leader", "follower", "alter_log_dirs")
@@ -100,133 +102,217 @@ def budget_rates(throttles, moves, floor=THROTTLE_FLOOR_BYTES_PER_S):
     return rates
 
 
+def _reshare_below(n):
+    """The users a budget of n users falls to before its shares are handed out again: RESHARE_STEP of them, one at
+    least (exact for small budgets; for a budget of thousands of moves a freed share a little late, never early)."""
+    return n - max(1.0, RESHARE_STEP * n)
+
+
 class _Class:
-    """Moves with the same known budgets: one share each, and the bytes delivered to each member so far
-    (`delivered`, at `since_s`), growing at `share`. `members` in finishing order; `next` the first unfinished."""
-    __slots__ = ("index", "budgets", "members", "next", "share", "delivered", "since_s", "version")
+    """Moves with the same known budgets, one share each, in finishing order (`members`: their indices, with
+    `remaining` and `growth`, also as Python lists for the one-at-a-time path). The bytes delivered to each
+    member grow at `share` from `intercept` (delivered = intercept + share x t, t the simulation's clock);
+    `next` is the first unfinished member, `since` the time of the class's last finish or reshare."""
+    __slots__ = ("index", "budgets", "members", "members_list", "remaining", "growth", "remaining_list",
+                 "growth_list", "next", "share", "intercept", "since", "version")
 
-    def __init__(self, index, budgets, members):
-        self.index, self.budgets, self.members = index, budgets, members
-        self.next, self.share, self.delivered, self.since_s, self.version = 0, 0.0, 0.0, 0.0, 0
+    def __init__(self, index, budgets, members, remaining, growth):
+        self.index, self.budgets, self.members, self.members_list = index, budgets, members, members.tolist()
+        self.remaining, self.growth = remaining, growth
+        self.remaining_list, self.growth_list = remaining.tolist(), growth.tolist()
+        self.next, self.share, self.intercept, self.since, self.version = 0, 0.0, 0.0, 0.0, 0
 
-    def advance(self, t_s):
-        self.delivered += self.share * (t_s - self.since_s)
-        self.since_s = t_s
+    def reshare(self, t_s, share):
+        """The share from `t_s` on (the bytes delivered until then at the old one kept)."""
+        delivered = self.intercept + self.share * t_s
+        self.share, self.intercept, self.since = share, delivered - share * t_s, t_s
+        self.version += 1
 
-    def head_finish_s(self):
-        """When the first unfinished member finishes at the current share (inf: not at this share)."""
-        if self.next >= len(self.members):
-            return math.inf
-        _, remaining, growth = self.members[self.next]
+    def finish(self, member, after_s):
+        """When member number `member` finishes at the current share, not before `after_s`: once the bytes
+        delivered reach its remaining bytes plus its growth since 0 (inf: not at this share)."""
+        growth = self.growth_list[member]
         if self.share <= growth:
             return math.inf
-        # delivered + share (t - since) = remaining + growth t, with remaining and growth as of t = 0.
-        t = (remaining - self.delivered + self.share * self.since_s) / (self.share - growth)
-        return max(t, self.since_s)  # ordered by the first share, a member may be due already: now
+        at_s = (self.remaining_list[member] - self.intercept) / (self.share - growth)
+        return at_s if at_s > after_s else after_s
+
+    def finishes(self, first, end, after_s):
+        """finish() of members first..end-1 one after the other, at once (inf from the first that cannot on)."""
+        growth = self.growth[first:end]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at_s = np.where(self.share > growth, (self.remaining[first:end] - self.intercept) / (self.share - growth),
+                            np.inf)
+        return np.maximum.accumulate(np.maximum(at_s, after_s))
 
 
-def _reshare(classes, rates, users, t_s, events):
-    """The classes' shares from the budgets' users now, each class brought to `t_s` first; their next
-    finishes pushed onto `events`."""
-    for cls in classes:
-        cls.advance(t_s)
-        if cls.next < len(cls.members):
-            cls.share = min(rates[b] / users[b] for b in cls.budgets)
-        cls.version += 1
-        finish_s = cls.head_finish_s()
-        if finish_s < math.inf:
-            heapq.heappush(events, (finish_s, cls.index, cls.version))
+# A run of one class's finishes longer than this is taken with numpy; shorter ones one by one.
+_ONE_BY_ONE = 8
 
 
-def simulate(moves, rates, now_s):
-    """Outcome of running the moves forward from `now_s` (seconds) at their shares of the budgets' `rates`
-    ({BudgetKey: rate or None}). A move with nothing remaining finishes now and takes no share; a move none
-    of whose budgets has a known rate has an unknown finish and takes no share either."""
-    finishes, by_budgets, known_of = {}, {}, {}
-    for move in moves:
-        known = known_of.get(move.budgets)
-        if known is None:  # a few dozen distinct budget sets among 100k moves
-            known = known_of[move.budgets] = tuple(sorted(
-                b for b in move.budgets if rates.get(b) is not None and rates[b] > 0))
-        if move.remaining <= 0:
-            finishes[move.key] = Finish(now_s, None, None)
-        elif not known:
-            finishes[move.key] = Finish(None, None, None)
-        else:
-            growth = move.growth if move.growth > 0 else 0.0
-            by_budgets.setdefault(known, []).append((move.key, float(move.remaining), float(growth)))
-    users = {}
-    for budgets, members in by_budgets.items():
-        for budget in budgets:
-            users[budget] = users.get(budget, 0) + len(members)
-    initial_users = dict(users)
+def run(remaining, growth, budget_sets, set_of_move, rates, now_s):
+    """The simulation over arrays: moves' `remaining` bytes and leader `growth` (bytes/s), the index into
+    `budget_sets` (tuples of budget indices, each sorted) of the budgets each uses, and each budget's effective
+    `rates` (NaN: unknown). Returns (finish time or NaN - never or unknown -, share now or NaN, binding budget
+    index or -1, never, users of each budget now), one value per move (the last: per budget).
 
-    classes, on_budget, now_of = [], {}, {}
-    for budgets, members in by_budgets.items():
-        share = min(rates[b] / users[b] for b in budgets)
-        binding = min(budgets, key=lambda b: rates[b] / users[b])
-
-        def order(member):
-            _, remaining, growth = member
-            return (0, remaining / (share - growth), 0.0) if share > growth else (1, growth, remaining)
-
-        members.sort(key=order)
-        cls = _Class(len(classes), budgets, members)
+    A move with nothing remaining finishes now and takes no share; a move none of whose budgets has a known rate
+    has an unknown finish and takes no share either. Events are finishes in time order (ties: the class made
+    first); a run of one class's finishes that nothing else comes between is taken at once."""
+    n = len(remaining)
+    at_s, share_now = np.full(n, np.nan), np.full(n, np.nan)
+    binding_now, never = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool)
+    known_rate = ~np.isnan(rates) & (rates > 0)
+    known_sets = [tuple(b for b in budgets if known_rate[b]) for budgets in budget_sets]
+    set_known = np.array([bool(budgets) for budgets in known_sets] + [False], dtype=bool)[set_of_move]
+    done = remaining <= 0
+    at_s[done] = now_s
+    live = np.flatnonzero(~done & set_known)
+    users = [0] * len(rates)
+    if not len(live):
+        return at_s, share_now, binding_now, never, np.array(users, dtype=np.int64)
+    # A class per distinct set of known budgets, in the order the moves first use them.
+    class_of_known, set_class = {}, np.full(len(budget_sets), -1, dtype=np.int64)
+    first_use = np.full(len(budget_sets), n, dtype=np.int64)
+    np.minimum.at(first_use, set_of_move[live], np.arange(len(live)))
+    used = np.flatnonzero(first_use < n)
+    for set_index in used[np.argsort(first_use[used])].tolist():
+        set_class[set_index] = class_of_known.setdefault(known_sets[set_index], len(class_of_known))
+    class_budgets = list(class_of_known)
+    class_of = set_class[set_of_move[live]]
+    sizes = np.bincount(class_of, minlength=len(class_budgets))
+    for budgets, size in zip(class_budgets, sizes.tolist()):
+        for b in budgets:
+            users[b] += size
+    initial_users = np.array(users, dtype=np.int64)
+    rate = rates.tolist()
+    positive_growth = np.where(growth > 0, growth, 0.0)
+    classes, on_budget = [], {}
+    groups = np.argsort(class_of, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    for c, budgets in enumerate(class_budgets):
+        members = live[groups[starts[c]:starts[c + 1]]]
+        ratios = [rate[b] / users[b] for b in budgets]
+        share = min(ratios)
+        member_growth, member_remaining = positive_growth[members], remaining[members].astype(np.float64)
+        flowing = share > member_growth
+        with np.errstate(divide="ignore", invalid="ignore"):
+            first = np.where(flowing, member_remaining / (share - member_growth), 0.0)
+        # Finishing order at the first share: those that finish, soonest first; then by growth, then bytes.
+        order = np.lexsort((np.where(flowing, 0.0, member_remaining), np.where(flowing, 0.0, member_growth),
+                            first, ~flowing))
+        members = members[order]
+        share_now[members], binding_now[members] = share, budgets[ratios.index(share)]
+        cls = _Class(c, budgets, members, member_remaining[order], member_growth[order])
         cls.share = share
-        fact = (share, binding)
-        for member in members:
-            now_of[member[0]] = fact
         classes.append(cls)
-        for budget in budgets:
-            on_budget.setdefault(budget, []).append(cls)
+        for b in budgets:
+            on_budget.setdefault(b, []).append(cls)
+    reshare_at = [0.0] * len(rates)
+    for b in on_budget:
+        reshare_at[b] = _reshare_below(users[b])
+    events, finished_members, finished_at, run_members, run_at = [], [], [], [], []
+    push, pop = heapq.heappush, heapq.heappop
 
-    # A budget's shares are handed out again once its users fell by RESHARE_STEP since the last time (and
-    # by one at least): exact for small budgets, and for a budget of thousands of moves a freed share a
-    # little late (never early) instead of every class on it updated at every finish.
-    def reshare_below(n):  # the users a budget of n users falls to before its shares are handed out again
-        return n - max(1.0, RESHARE_STEP * n)
+    def reshare(touched, t_s, finishing=None):
+        """The classes' shares from the budgets' users now; a class whose share is the same keeps its next finish
+        (`finishing`, the class whose finish this is, has none left: its next is pushed)."""
+        for cls in touched:
+            if cls.next >= len(cls.members):
+                continue
+            share = min(rate[b] / users[b] for b in cls.budgets)
+            if share == cls.share and cls is not finishing:
+                continue
+            cls.reshare(t_s, share)
+            head = cls.finish(cls.next, t_s)
+            if head < math.inf:
+                push(events, (head, cls.index, cls.version))
 
-    reshare_at = {budget: reshare_below(n) for budget, n in users.items()}
-    finished_at = {}
-    events = []
-    _reshare(classes, rates, users, 0.0, events)
-    t_s = 0.0
-    pop, push = heapq.heappop, heapq.heappush
+    for cls in classes:
+        head = cls.finish(0, 0.0)
+        if head < math.inf:
+            push(events, (head, cls.index, cls.version))
+    last_s = 0.0
     while events:
         while events:
             t_s, i, version = pop(events)
+            last_s = t_s
             cls = classes[i]
             if version != cls.version:
                 continue
-            finished_at[cls.members[cls.next][0]] = now_s + t_s
-            cls.next += 1
-            due = None
-            for budget in cls.budgets:
-                left = users[budget] = users[budget] - 1
-                if left <= reshare_at[budget]:
-                    reshare_at[budget] = reshare_below(left)
-                    due = (due or []) + [budget]
-            if due is None:  # only this class's next member is due: its share stands (head_finish_s, inlined)
-                cls.version += 1
+            while events and events[0][2] != classes[events[0][1]].version:  # the next event that still holds
+                last_s = pop(events)[0]
+            limit_s, limit_class = events[0][:2] if events else (math.inf, math.inf)
+            # This class's finishes before the next event of any other class (at an equal time, the one made
+            # first), up to the one after which one of its budgets hands out its shares again.
+            cap = min(len(cls.members) - cls.next, min(math.ceil(users[b] - reshare_at[b]) for b in cls.budgets))
+            count, end_s = 1, t_s
+            one_by_one = [t_s]
+            while count < min(cap, _ONE_BY_ONE):
+                at = cls.finish(cls.next + count, end_s)
+                if at == math.inf or at > limit_s or (at == limit_s and i > limit_class):
+                    break
+                one_by_one.append(at)
+                count, end_s = count + 1, at
+            else:
+                if count < cap:  # a long run: the rest of it at once
+                    times = cls.finishes(cls.next + count, cls.next + cap, end_s)
+                    taken = min(int(np.searchsorted(times, math.inf)),
+                                int(np.searchsorted(times, limit_s, side="right" if i < limit_class else "left")))
+                    if taken:
+                        run_members.append(cls.members[cls.next + count:cls.next + count + taken])
+                        run_at.append(times[:taken])
+                        count, end_s = count + taken, float(times[taken - 1])
+            finished_members.extend(cls.members_list[cls.next:cls.next + len(one_by_one)])
+            finished_at.extend(one_by_one)
+            cls.next += count
+            cls.since = end_s
+            last_s = max(last_s, end_s)
+            due = []
+            for b in cls.budgets:
+                users[b] -= count
+                if users[b] <= reshare_at[b]:
+                    reshare_at[b] = _reshare_below(users[b])
+                    due.append(b)
+            if not due:  # only this class's next member is due: its share stands
                 if cls.next < len(cls.members):
-                    _, remaining, growth = cls.members[cls.next]
-                    share = cls.share
-                    if share > growth:
-                        cls.delivered += share * (t_s - cls.since_s)
-                        cls.since_s = t_s
-                        finish_s = (remaining - cls.delivered + share * t_s) / (share - growth)
-                        push(events, (finish_s if finish_s > t_s else t_s, i, cls.version))
+                    head = cls.finish(cls.next, end_s)
+                    if head < math.inf:
+                        push(events, (head, i, cls.version))
                 continue
             touched = {c.index: c for b in due for c in on_budget[b]}
-            touched[cls.index] = cls
-            _reshare(touched.values(), rates, users, t_s, events)
+            touched[i] = cls
+            reshare(touched.values(), end_s, finishing=cls)
         # No finish left at the current shares: hand out every share freed since, once.
-        reshare_at = {budget: reshare_below(n) for budget, n in users.items()}
-        _reshare(classes, rates, users, t_s, events)
-    for key, (share, binding) in now_of.items():
-        at_s = finished_at.get(key)
-        finishes[key] = Finish(at_s, share, binding, never=at_s is None)
-    return Outcome(finishes, dict(rates), initial_users)
+        for b in on_budget:
+            reshare_at[b] = _reshare_below(users[b])
+        reshare(classes, last_s)
+    at_s[np.array(finished_members, dtype=np.int64)] = now_s + np.array(finished_at, dtype=np.float64)
+    if run_members:
+        at_s[np.concatenate(run_members)] = now_s + np.concatenate(run_at)
+    unfinished = np.flatnonzero(np.isnan(at_s[live]))
+    never[live[unfinished]] = True
+    return at_s, share_now, binding_now, never, initial_users
+
+
+def simulate(moves, rates, now_s):
+    """Outcome of running the moves (budget.Move) forward from `now_s` (seconds) at their shares of the budgets'
+    `rates` ({BudgetKey: rate or None}): `run` over them."""
+    catalog = sorted({b for m in moves for b in m.budgets} | set(rates))
+    index = {b: i for i, b in enumerate(catalog)}
+    budget_sets = sorted({tuple(sorted(index[b] for b in m.budgets)) for m in moves})
+    set_index = {s: i for i, s in enumerate(budget_sets)}
+    set_of_move = np.array([set_index[tuple(sorted(index[b] for b in m.budgets))] for m in moves], dtype=np.int64)
+    rate = np.array([np.nan if rates.get(b) is None else float(rates[b]) for b in catalog], dtype=np.float64)
+    at_s, share, binding, never, users = run(np.array([float(m.remaining) for m in moves]),
+                                             np.array([float(m.growth) for m in moves]), budget_sets, set_of_move,
+                                             rate, now_s)
+    finishes = {}
+    for i, m in enumerate(moves):
+        finishes[m.key] = Finish(None if np.isnan(at_s[i]) else float(at_s[i]),
+                                 None if np.isnan(share[i]) else float(share[i]),
+                                 catalog[binding[i]] if binding[i] >= 0 else None, bool(never[i]))
+    return Outcome(finishes, dict(rates), {catalog[b]: int(u) for b, u in enumerate(users.tolist()) if u})
 
 
 def simulate_admitted(running, pending, admit, rates, now_s, keys=None):

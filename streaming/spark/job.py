@@ -18,19 +18,15 @@ from sinks import records
 from streaming.spark import codec
 from streaming.vocabulary import defaults
 from streaming.vocabulary.kafka_apis import PRODUCE
-from streaming.vocabulary.replica_row import partition_of
-from streaming.vocabulary.states import ReplicaState
 from streaming.spark.checkpoint import local_path
 from streaming.core.history import Settings
-from streaming.spark.outputs import FINISHED_NAMES, assemble, describe, poll_facts
-from streaming.spark.rollup import partition_rollups
+from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.control.findings import BatchFindings
 from streaming.control.plans.report import plan_row
 from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
-from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_FIELDS, REPLICA_KIND, STATE_SCHEMA,
+from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, REPORTED_KINDS, STATE_SCHEMA,
                                      collector_paused, make_tracker)
 
-FALLING_BEHIND = ReplicaState.FALLING_BEHIND.name
 # Fixed for the life of a checkpoint: the state store's partitions, one per state bucket (source.STATE_BUCKETS).
 SHUFFLE_PARTITIONS = STATE_BUCKETS
 
@@ -93,17 +89,12 @@ def build_session(config):
     return spark
 
 
-def replica_table(batch):
-    """The replica rows of a batch of the stateful output (an Arrow table): each bucket's blob, in order."""
-    blobs = batch.filter(pc.equal(batch["kind"], REPLICA_KIND))["payload"].to_pylist()
-    return codec.decode_concatenated(blobs, REPLICA_FIELDS)
-
-
 def batch_rows(batch):
-    """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table):
-    row dicts of plain Python values, null as None, each kind with only its own columns."""
+    """(cluster rows {table, payload}, replica rows) of a batch of the stateful output (an Arrow table): the
+    cluster rows as dicts, the replica rows as columns (streaming.vocabulary.columns), each bucket's in order."""
     cluster = batch.filter(pc.equal(batch["kind"], CLUSTER_KIND)).select(["table", "payload"])
-    return cluster.to_pylist(), replica_table(batch).to_pylist()
+    blobs = batch.filter(pc.equal(batch["kind"], REPLICA_KIND))["payload"].to_pylist()
+    return cluster.to_pylist(), codec.decode_columns(blobs, REPORTED_KINDS)
 
 
 class BatchHandler:
@@ -159,9 +150,7 @@ class BatchHandler:
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             return
         with collector_paused():
-            # The partition rollup in columns (streaming.spark.rollup), from the batch's Arrow replica rows.
-            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s,
-                              partitions=partition_rollups(replica_table(batch)))
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
         keyed = list(output.records)
         plan_rows = self._plan_rows(output, facts.ts_ms)
         keyed += [(records.plan_key(row["request_id"]), records.encode(
@@ -184,11 +173,8 @@ class BatchHandler:
 def findings_of(output, batch_id, plans_reported=()):
     """What the batch hands the controller (streaming.control.findings.BatchFindings)."""
     return BatchFindings(
-        batch_id=batch_id, snapshot=output.snapshot,
-        tracks_moves=any(row["state"] not in FINISHED_NAMES for row in output.replicas),
-        reported=frozenset(partition_of(row) for row in output.replicas),
-        falling_behind=frozenset(b for row in output.replicas if row["state"] == FALLING_BEHIND
-                                 and not row["intra_broker"] for b in (row["broker"], row["leader"])),
+        batch_id=batch_id, snapshot=output.snapshot, tracks_moves=bool(output.tracked_partitions()),
+        reported=frozenset(output.reported_partitions()), falling_behind=frozenset(output.falling_behind_brokers()),
         throttles_binding=output.throttles_binding, plans_reported=tuple(plans_reported))
 
 

@@ -1,8 +1,9 @@
 """From one batch's tracked replica rows and cluster tables to everything the sinks write. Pure.
 
-`assemble` returns the progress-topic records (replica, partition and reassignment rows, every batch:
-the topic is compacted by key and every transition is among them), the Prometheus picture and the
-poll facts. The driver's batch handler (streaming.spark.job) only performs the I/O.
+`assemble` returns the progress-topic records (replica and partition rows - every transition every batch, the
+steady ones as sinks.records.rewritten says -, the reassignment rows every batch), the Prometheus picture and
+the poll facts. The rows are columns (streaming.vocabulary.columns) from the state buckets' blobs to the
+records; the driver's batch handler (streaming.spark.job) only performs the I/O.
 """
 
 import json
@@ -12,15 +13,12 @@ from dataclasses import dataclass
 from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
-from streaming.core.budget_view import last_eta, partition_etas
-from streaming.core.progress import known_sum, partition_rollup, reassignment_rollup, topic_rollup
-from streaming.core.reasons import diagnosed, offline_brokers
+from streaming.core.diagnosis import diagnosed, offline_brokers
+from streaming.core.rollups import finished, moving_summary, partition_rollup, request_rollups, topic_rollup
 from streaming.vocabulary import defaults
-from streaming.vocabulary.replica_row import partition_of
+from streaming.vocabulary.columns import Columns, member, partition_ids, state_counts
 from streaming.vocabulary.snapshot import PollError, Snapshot
-from streaming.vocabulary.states import FINISHED_STATES, worst
-
-FINISHED_NAMES = [s.name for s in FINISHED_STATES]
+from streaming.vocabulary.states import ReplicaState
 
 
 @dataclass(frozen=True)
@@ -51,91 +49,71 @@ def poll_facts(rows):
                      dict(retries))
 
 
+def _partitions_of(rows, where=None):
+    """{(topic, partition)} of the rows (those of the mask `where`)."""
+    topics, partitions = rows["topic"], rows["partition"]
+    if where is not None:
+        topics, partitions = topics[where], partitions[where]
+    return set(zip(topics.tolist(), partitions.tolist()))
+
+
 @dataclass(frozen=True)
 class BatchOutput:
+    """What a batch computed; the driver's watch and the throttle steerer read it through the methods below."""
     records: list  # (key, encoded JSON value)
     picture: Picture
     snapshot: Snapshot  # the cluster-wide tables, for the throttle janitor
-    replicas: list  # the batch's replica rows (streaming.core.history report rows plus poll_id and ts_ms)
-    partitions: list  # their partition rollups (streaming.core.progress.partition_rollup)
+    replicas: Columns  # the batch's replica rows: history report columns, the model's ETA, reasons
+    partitions: Columns  # their partition rollups (streaming.core.rollups.partition_rollup)
     summary: dict
     throttles_binding: frozenset = frozenset()  # brokers whose throttle sets a move's share (the budget model)
 
+    def tracked_partitions(self):
+        """{(topic, partition)} with a move the state still tracks after this batch (not finished)."""
+        return _partitions_of(self.replicas, ~finished(self.replicas))
 
-def _moving(rows):
-    """Rows whose move is not finished."""
-    return [row for row in rows if row["state"] not in FINISHED_NAMES]
+    def reported_partitions(self):
+        """{(topic, partition)} of every replica row this batch reported, finished ones included."""
+        return _partitions_of(self.replicas)
 
-
-def _summarize(moving_partitions):
-    """(reassignment_rollup with summed rates and the budget model's ETA - the last partition's finish -,
-    worst state name or None) over moving partition rows."""
-    if not moving_partitions:
-        return reassignment_rollup(moving_partitions, copy_rate=0.0, leader_rate=0.0), None
-    summary = reassignment_rollup(moving_partitions,
-                                  copy_rate=known_sum(row["copy_rate"] for row in moving_partitions),
-                                  leader_rate=known_sum(row["leader_rate"] for row in moving_partitions))
-    summary["eta_seconds"] = last_eta(row["eta_seconds"] for row in moving_partitions)
-    return summary, worst(row["state"] for row in moving_partitions)
+    def falling_behind_brokers(self):
+        """Brokers a FALLING_BEHIND inter-broker move goes into or out of (what `--throttle auto` raises)."""
+        behind = self.replicas.take((self.replicas["state"] == ReplicaState.FALLING_BEHIND.value)
+                                    & ~self.replicas["intra_broker"])
+        return set(behind["broker"].tolist()) | set(behind["leader"].tolist())
 
 
-def request_rollups(partitions, requests):
-    """Per request id ({id: [(topic, partition), ...]} of moves started by `execute`): partitions total /
-    completed and bytes over the request's partitions seen this batch. A partition of the request that
-    is no longer in the batch finished earlier: it counts as completed with its bytes done."""
-    rollups = {}
-    for request_id, keys in requests.items():
-        wanted = set(keys)
-        moving = _moving([row for row in partitions if partition_of(row) in wanted])
-        summary, state = _summarize(moving)
-        summary["partitions_completed"] += len(wanted) - len(moving)
-        summary["partitions_total"] = len(wanted)
-        rollups[request_id] = (summary, state)
-    return rollups
-
-
-def _topics(moving_partitions):
-    """Topic rollups whose ETA is the model's: the last of their partitions' finishes."""
-    etas = {}
-    for row in moving_partitions:
-        etas.setdefault(row["topic"], []).append(row["eta_seconds"])
-    return [{**row, "eta_seconds": last_eta(etas[row["topic"]])} for row in topic_rollup(moving_partitions)]
-
-
-def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S,
-             partitions=None):
-    """`requests`: {request id: [(topic, partition)]} of ongoing `execute` requests, for per-request rows.
-    Every ETA (replica, partition, request, cluster) is the budget model's; `pending_after_s`: how long a
-    PENDING move waits before it gets a reason. `partitions`: the replicas' partition_rollup when the caller
-    has it (the job's handler rolls up in columns: streaming.spark.rollup); None: rolled up here. The budget
-    model changes no column the rollup reads (it adds ETAs and reasons), so either way they are the same
-    rows, and the partition ETAs are set here."""
+def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+    """The batch's output from its replica rows (history report columns). `requests`: {request id: [(topic,
+    partition)]} of ongoing `execute` requests, for per-request rows. Every ETA (replica, partition, request,
+    cluster) is the budget model's; `pending_after_s`: how long a PENDING move waits before it gets a reason."""
     replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
-                            offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
-                            facts.ts_ms, pending_after_s)
-    moving = _moving(replicas)
-    etas = partition_etas(replicas)
-    partitions = partition_rollup(replicas) if partitions is None else partitions
-    for row in partitions:  # rows just made here: set in place (a copy of 100,000 dicts cost 0.1 s)
-        row["eta_seconds"] = etas[partition_of(row)]
-    moving_partitions = _moving(partitions)
-    summary, state = _summarize(moving_partitions)
+                                offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
+                                facts.ts_ms, pending_after_s)
+    partitions = partition_rollup(replicas)
+    moving_partitions = partitions.take(~finished(partitions))
+    summary, state = moving_summary(moving_partitions)
 
-    cluster_id = facts.cluster_id
-    out = records.replica_records(replicas, batch_id, cluster_id)
-    out += records.partition_records(partitions, facts.ts_ms, batch_id, cluster_id)
+    cluster_id, ts_ms = facts.cluster_id, facts.ts_ms
+    written = records.rewritten(replicas, batch_id)
+    # A partition's record is written with its replicas' (a partition's state changes only with one of theirs).
+    of_replica, of_partition = partition_ids((replicas["topic"], replicas["partition"]),
+                                             (partitions["topic"], partitions["partition"]))
+    out = records.replica_records(replicas.take(written), ts_ms, batch_id, cluster_id)
+    out += records.partition_records(partitions.take(member(of_replica[written], of_partition)), ts_ms, batch_id,
+                                     cluster_id)
     out.append((records.reassignment_key(), records.encode(
-        records.reassignment_record(summary, state, facts.ts_ms, batch_id, cluster_id))))
+        records.reassignment_record(summary, state, ts_ms, batch_id, cluster_id))))
     for request_id, (request_summary, request_worst) in request_rollups(partitions, requests or {}).items():
         out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
-            request_summary, request_worst, facts.ts_ms, batch_id, cluster_id, request_id))))
+            request_summary, request_worst, ts_ms, batch_id, cluster_id, request_id))))
 
     picture = Picture(
-        replicas=tuple(moving), partitions=tuple(moving_partitions), topics=tuple(_topics(moving_partitions)),
-        partition_states=dict(Counter(row["state"] for row in moving_partitions)), summary=summary,
+        replicas=replicas.take(~finished(replicas)), partitions=moving_partitions,
+        topics=topic_rollup(moving_partitions), partition_states=state_counts(moving_partitions), summary=summary,
         broker_throttles=tuple(tables.get("broker_throttles", ())),
-        topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=facts.ts_ms / 1000.0)
-    snapshot = Snapshot(ts_ms=facts.ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
+        topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=ts_ms / 1000.0)
+    snapshot = Snapshot(ts_ms=ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
                         errors=facts.errors, duration_s=facts.duration_s)
     return BatchOutput(out, picture, snapshot, replicas, partitions, summary, model.throttles_binding())
 
@@ -147,11 +125,12 @@ def describe(output):
     lines = [f"{len(output.picture.replicas)} replica moves, {s['partitions_total']} partitions, "
              f"{s['bytes_remaining'] / 1e6:.1f} MB remaining, {(s['rate_bytes_per_sec'] or 0) / 1e6:.2f} MB/s, "
              f"ETA {eta}"]
-    for r in output.replicas:
+    for r in output.replicas.select(["topic", "partition", "broker", "state", "progress", "copy_rate", "eta_seconds",
+                                     "reason"]).rows():
         progress = "-" if r["progress"] is None else f"{100 * r['progress']:5.1f}%"
         rate = "-" if r["copy_rate"] is None else f"{r['copy_rate'] / 1e6:.2f} MB/s"
         eta = "-" if r["eta_seconds"] is None else f"{r['eta_seconds']:.0f}s"
-        reason = f" ({r['reason']})" if r.get("reason") else ""
+        reason = f" ({r['reason']})" if r["reason"] else ""
         lines.append(f"  {r['topic']}-{r['partition']} -> broker {r['broker']}: {r['state']:<14} {progress} "
                      f"{rate} ETA {eta}{reason}")
     return "\n".join(lines)

@@ -18,3 +18,8 @@ METRICS_ROW_BUDGET = 5_000
 CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
 MASTER = "local[*]"
 THROTTLE_CLEANUP = "owned"
+# Steady replica (and partition) rows whose progress records are rewritten each batch: up to this many, every one
+# every batch; past it, each steady row once every ceil(steady rows / budget) batches (sinks.records.rewritten).
+# Transitions and finished moves are written every batch whatever the count. Not a flag (docs/records.md
+# "When records are written").
+RECORD_ROW_BUDGET = 10_000

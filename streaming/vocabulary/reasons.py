@@ -1,7 +1,7 @@
 """Why a replica move is not healthy: the enumerated reason codes, defined once. The `reason_code` of
 progress records, the `progress` report and the `reason_code` label of
 kafka_reassignment_replica_diagnosis carry these names (a bounded set, never free text); the one-line
-`reason` beside a code carries the numbers. The rules that pick a code live in streaming.core.reasons.
+`reason` beside a code carries the numbers. The rules that pick a code live in streaming.core.diagnosis.
 """
 
 from enum import Enum

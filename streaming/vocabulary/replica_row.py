@@ -1,37 +1,49 @@
 """The replica row, defined once: the columns a tracked replica move carries from the progress core through
-history and the stateful operator to the sinks, each with its Spark SQL type and whether it may be null.
+history and the stateful operator to the sinks, each with its kind.
 
-A row is a dict of plain Python values; null is None (never NaN). The core adds the facts it classifies
-on (CORE_FACTS); they stay inside the core and its state step.
+Rows travel as columns (streaming.vocabulary.columns: one numpy array per column). A column's kind says how it is
+held there, and how the job ships it as Arrow (streaming.spark.codec):
+- STRING: text (object array); TEXT: text that may be null (None);
+- INT: a whole number that is never null (ids, epoch milliseconds);
+- COUNT: bytes or offsets that may be unknown, held as floats with NaN for null (exact below 2**53 bytes) and
+  written as whole numbers;
+- FLOAT: a measure that may be unknown (NaN for null);
+- BOOL: a yes/no fact, never null;
+- STATE: a streaming.vocabulary.states.ReplicaState held as its value (NO_STATE for none), written by name.
+The core adds the facts it classifies on (CORE_FACTS); they stay inside the core and its state step.
 """
+
+STRING, TEXT, INT, COUNT, FLOAT, BOOL, STATE = "string", "text", "int", "count", "float", "bool", "state"
 
 KEY = ["topic", "partition", "broker", "intra_broker"]
 PARTITION_KEY = ["topic", "partition"]
 
-# name -> (Spark SQL type, nullable), in the order the stateful operator emits them.
+# name -> kind, in the order the stateful operator emits them.
 FIELDS = {
-    "topic": ("string", False),
-    "partition": ("int", False),
-    "broker": ("int", False),
-    "intra_broker": ("boolean", False),
-    "numerator": ("long", True),  # null: the destination did not answer DescribeLogDirs
-    "denominator": ("long", True),  # null: the leader's size is not known
-    "progress": ("double", True),
-    "in_isr": ("boolean", False),
-    "leader": ("int", False),
-    "offset_lag": ("long", True),
-    "messages_behind_estimate": ("double", True),
-    "copy_rate": ("double", True),
-    "leader_rate": ("double", True),
-    "eta_seconds": ("double", True),
-    "stalled_seconds": ("double", True),
-    "state": ("string", True),
-    "previous_state": ("string", True),
-    "state_since_ms": ("long", False),
-    "transition": ("boolean", False),
+    "topic": STRING,
+    "partition": INT,
+    "broker": INT,
+    "intra_broker": BOOL,
+    "numerator": COUNT,  # null: the destination did not answer DescribeLogDirs
+    "denominator": COUNT,  # null: the leader's size is not known
+    "progress": FLOAT,
+    "in_isr": BOOL,
+    "leader": INT,  # -1: no leader
+    "offset_lag": COUNT,
+    "messages_behind_estimate": FLOAT,
+    "copy_rate": FLOAT,
+    "leader_rate": FLOAT,
+    "eta_seconds": FLOAT,
+    "stalled_seconds": FLOAT,
+    "state": STATE,
+    "previous_state": STATE,
+    "state_since_ms": INT,
+    "transition": BOOL,
 }
-CORE_FACTS = ["destination_alive", "leader_alive", "finished", "in_replica_set", "still_reassigning",
-              "being_removed"]
+CORE_FACTS = {"destination_alive": BOOL, "leader_alive": BOOL, "finished": BOOL, "in_replica_set": BOOL,
+              "still_reassigning": BOOL, "being_removed": BOOL}
+# What the budget model and the reasons add to a batch's replica rows (streaming.core.diagnosis).
+DIAGNOSIS = {"reason_code": TEXT, "reason": TEXT}
 
 
 def key_of(row):

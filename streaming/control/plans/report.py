@@ -18,10 +18,13 @@ rows, throttle tables). Pure; runs on the driver in the batch handler (streaming
 
 from collections import Counter
 
+import numpy as np
+
 from streaming.control.plans.scheduler import Candidate, Load, schedule
 from streaming.core.budget import FOLLOWER, LEADER, BudgetKey, Move, budget_rates, simulate_admitted
 from streaming.core.budget_view import Throttles, is_copying, moves_of, remaining_bytes
-from streaming.vocabulary.replica_row import key_of, partition_of
+from streaming.vocabulary.columns import member, partition_ids
+from streaming.vocabulary.replica_row import KEY, key_of, partition_of
 from streaming.vocabulary.states import PlanPartitionState
 
 
@@ -66,23 +69,37 @@ def _admit(plan, sizes, ongoing_brokers):
     return admit
 
 
+def _mine(plan, rows):
+    """The plan's inter-broker replica rows (columns), as dicts with the bytes each has left and whether it copies."""
+    keys = sorted({(m.topic, m.partition) for m in plan.moves})
+    row_ids, plan_ids = partition_ids((rows["topic"], rows["partition"]),
+                                      (np.array([t for t, _ in keys], dtype=object), np.array([p for _, p in keys])))
+    mine = rows.take(member(plan_ids, row_ids) & ~rows["intra_broker"])
+    left, copying = remaining_bytes(mine), is_copying(mine)
+    rates = mine.get("copy_rate", np.full(len(mine), np.nan)).tolist()  # a one-shot report's rows have none
+    return [{**row, "copy_rate": None if rate != rate else rate, "remaining": None if left_ != left_ else left_,
+             "copying": copies}
+            for row, rate, left_, copies in zip(mine.select(KEY).rows(), rates, left.tolist(), copying.tolist())]
+
+
 def plan_row(status, rows, tables, now_ms):
-    """The plan's progress row (docs/records.md "plan"), or None before its first read."""
+    """The plan's progress row (docs/records.md "plan"), or None before its first read. `rows`: the batch's
+    replica rows (columns, with a state)."""
     seen = status.seen
     if seen is None:
         return None
     plan, states, sizes = status.plan, seen.states, seen.sizes
-    keys = {(m.topic, m.partition) for m in plan.moves}
-    mine = [row for row in rows if partition_of(row) in keys and not row["intra_broker"]]
-    in_flight_rows = {key_of(row): row for row in mine if states.get(partition_of(row)) == PlanPartitionState.IN_FLIGHT}
+    mine = _mine(plan, rows)
+    in_flight_rows = {key_of(row): row for row in mine
+                      if states.get(partition_of(row)) == PlanPartitionState.IN_FLIGHT}
     whole = {key: sizes.get(key, 0) * len(_destinations(m)) for m in plan.moves for key in [(m.topic, m.partition)]}
     remaining = 0.0
     for key, state in states.items():
         if state == PlanPartitionState.PENDING:
             remaining += whole[key]
         elif state == PlanPartitionState.IN_FLIGHT:
-            known = [remaining_bytes(r) for r in in_flight_rows.values() if partition_of(r) == key]
-            remaining += sum(b for b in known if b is not None) if known and None not in known else whole[key]
+            known = [r["remaining"] for r in in_flight_rows.values() if partition_of(r) == key]
+            remaining += sum(known) if known and None not in known else whole[key]
     throttles = Throttles(tables.get("topic_throttles", ()), tables.get("broker_throttles", ()))
     running = moves_of(rows, throttles)
     leaders = {(p["topic"], p["partition"]): p["leader"] for p in tables.get("partitions", ())}
@@ -103,7 +120,7 @@ def plan_row(status, rows, tables, now_ms):
             "partitions": {state: counts.get(state, 0) for state in tuple(PlanPartitionState)},
             "partitions_total": len(plan.moves), "partitions_completed": counts.get(PlanPartitionState.DONE, 0),
             "bytes_total": round(sum(whole.values())), "bytes_remaining": round(remaining),
-            "rate_bytes_per_sec": sum(r["copy_rate"] or 0.0 for r in in_flight_rows.values() if is_copying(r)),
+            "rate_bytes_per_sec": sum(r["copy_rate"] or 0.0 for r in in_flight_rows.values() if r["copying"]),
             "eta_seconds": None if finish_s is None else max(finish_s - now_ms / 1000.0, 0.0),
             "advanced_by": status.advanced_by, "not_advanced": status.not_advanced,
             "limits": {"max_partitions_in_flight": plan.limits.partitions_in_flight,

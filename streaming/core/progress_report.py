@@ -9,8 +9,9 @@ The JSON document's shape is progress_report.schema.json beside this module (tes
      reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate,
      rate_bytes_per_sec, eta_seconds}], "summary": {...}, "errors": [{"api", "message"}]}
 
-The replica rows are streaming.core.kip179's dicts (None is null). Rates and ETAs need two polls: they
-are null (table: '-') in a one-shot report and filled by `with_history` while watching.
+The replica rows are streaming.core.kip179's columns (streaming.vocabulary.columns); they become dicts only in
+the document and the table. Rates and ETAs need two polls: they are null (table: '-') in a one-shot report and
+filled by `with_history` while watching.
 """
 
 import json
@@ -18,15 +19,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
+from streaming.core.diagnosis import diagnosed, offline_brokers
 from streaming.core.kip179 import BEHIND
-from streaming.core.budget_view import last_eta
-from streaming.core.progress import partition_rollup, reassignment_rollup
-from streaming.core.reasons import diagnosed, offline_brokers
+from streaming.core.rollups import partition_rollup, summary
+from streaming.vocabulary.columns import KINDS, nulls, partition_ids, unique
 from streaming.vocabulary.json_values import json_value
-from streaming.vocabulary.replica_row import key_of, partition_of
-from streaming.vocabulary.states import SEVERITY
 
 SCHEMA_ID = "kafka-reassign-monitor/progress-report/v1"
 SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")
@@ -35,7 +36,8 @@ REPLICA_FIELDS = ["topic", "partition", "broker", "intra_broker", "status", "sta
                   "numerator", "denominator", "progress", "in_isr", "offset_lag", "messages_behind_estimate",
                   "rate_bytes_per_sec", "eta_seconds", "reason_code", "reason"]
 NOT_KNOWN = "-"
-UNKNOWN_SEVERITY = -1  # a row without a state (not hosted, unknown) sorts below every state
+# The document's name of a column the rows hold under another name.
+COLUMN_OF = {"rate_bytes_per_sec": "copy_rate"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Report:
     ts_ms: int
     cluster_id: str
     source: str
-    replicas: list  # row dicts
+    replicas: object  # Columns (streaming.core.kip179's, with history and diagnosis where made)
     summary: dict
     errors: tuple = ()
 
@@ -52,17 +54,18 @@ class Report:
         return self.summary["in_progress"]
 
 
-def _moving(rows):
-    return [row for row in rows if row["moving"]]
-
-
-def _with_rate_name(row):
-    """A history row with its copy rate under the report's name for it."""
-    return {("rate_bytes_per_sec" if name == "copy_rate" else name): value for name, value in row.items()}
-
-
 # While watching, a PENDING move gets a reason after this many redraws (the job: two triggers).
 PENDING_REASON_AFTER_POLLS = 2
+
+
+def _scattered(rows, at, columns):
+    """`rows` with the columns of `columns` (rows for the positions `at`) set there, null elsewhere."""
+    out = {}
+    for name, values in columns.items():
+        column = rows[name].copy() if name in rows else nulls(len(rows), KINDS.get(name))
+        column[at] = values
+        out[name] = column
+    return rows.with_columns(**out)
 
 
 def diagnose(snapshot, rows, pending_after_s=0.0):
@@ -71,52 +74,35 @@ def diagnose(snapshot, rows, pending_after_s=0.0):
     budget runs at the observed rate of the moves using it, so the model's ETAs know that moves into one broker
     share its budget but not what a throttle is set to; without history (one-shot) ETAs stay null."""
     offline = offline_brokers(snapshot["brokers"], snapshot["log_dirs_answered"])
-    # The model reads the copy rate under the history's name for it.
-    moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
-    if not moving:
-        return rows
-    done, _ = diagnosed(moving, (), (), offline, snapshot.ts_ms, pending_after_s)
-    by_key = {key_of(row): row for row in done}
-    return [by_key[key_of(row)] if row["moving"] else {**row, "reason_code": None, "reason": None} for row in rows]
+    at = np.flatnonzero(rows["moving"])
+    done, _ = diagnosed(rows.take(at), (), (), offline, snapshot.ts_ms, pending_after_s)
+    return _scattered(rows, at, {name: done[name] for name in ("eta_seconds", "reason_code", "reason")})
 
 
 def with_history(memory, rows, now_ms):
-    """(memory, rows) with copy rate, ETA and the history states (STALLED, FALLING_BEHIND) for the moving
-    rows; the others pass through, their history columns null. `memory` starts as history.empty_memory()."""
+    """(memory, rows) with copy rate and the history states (STALLED, FALLING_BEHIND) for the moving rows; the
+    others pass through, their history columns null. `memory` starts as history.empty_memory()."""
     from streaming.core import history
 
-    moving = _moving(rows)
-    if not moving:
+    at = np.flatnonzero(rows["moving"])
+    if not len(at):
         return memory, rows
-    memory, stepped = history.step(memory, moving, now_ms)
-    stepped = [_with_rate_name(row) for row in stepped]
-    blank = dict.fromkeys(stepped[0])  # every column a stepped row has, null for the rows that stay put
-    by_key = {key_of(row): row for row in stepped}
+    memory, stepped = history.step(memory, rows.take(at), now_ms)
     # Keep the rows' order (file order, or topic/partition order): the table must not jump while redrawn.
-    return memory, [by_key[key_of(row)] if row["moving"] else {**blank, **row} for row in rows]
-
-
-def _known(values):
-    return [value for value in values if value is not None]
+    return memory, _scattered(rows, at, dict(stepped.items()))
 
 
 def summarize(rows, source):
-    """Counts and bytes of a report. Bytes, rate and ETA come from the core's reassignment rollup over the
-    replicas that are moving (a listed replica that stays where it is has nothing to copy); the partition
-    counts are those of the partitions moving; `statuses` counts every row by status ('Behind' as one)."""
-    moving = _moving(rows)
-    rates = _known(row.get("rate_bytes_per_sec") for row in moving)
-    leader_rates = _known(row.get("leader_rate") for row in moving)
-    rollup = reassignment_rollup(
-        partition_rollup(moving),
-        copy_rate=float(sum(rates)) if rates else None,
-        leader_rate=float(sum(leader_rates)) if rates else None)
-    if moving:  # the budget model's: the last move's finish
-        rollup["eta_seconds"] = last_eta(row.get("eta_seconds") for row in moving)
-    statuses = Counter(BEHIND if row["status"].startswith(BEHIND) else row["status"] for row in rows)
-    in_progress = bool(moving) or (source == FROM_FILE and any(row["reassigning"] for row in rows))
+    """Counts and bytes of a report. Bytes, rate and ETA come from the core's rollups over the replicas that are
+    moving (a listed replica that stays where it is has nothing to copy); the partition counts are those of the
+    partitions moving; `statuses` counts every row by status ('Behind' as one)."""
+    moving = rows.take(rows["moving"])
+    rates = moving["copy_rate"][~np.isnan(moving["copy_rate"])] if "copy_rate" in moving else ()
+    rollup = summary(partition_rollup(moving), copy_rate=float(np.sum(rates)) if len(rates) else None)
+    statuses = Counter(BEHIND if status.startswith(BEHIND) else status for status in rows["status"].tolist())
+    in_progress = bool(len(moving)) or (source == FROM_FILE and bool(rows["reassigning"].any()))
     return {**rollup,
-            "partitions_listed": len({partition_of(row) for row in rows}),
+            "partitions_listed": len(unique(partition_ids((rows["topic"], rows["partition"]))[0])),
             "replicas_listed": len(rows),
             "replicas_moving": len(moving),
             "statuses": dict(sorted(statuses.items())),
@@ -124,12 +110,19 @@ def summarize(rows, source):
 
 
 def build(snapshot, rows, source):
-    return Report(snapshot.ts_ms, snapshot.cluster_id, source, list(rows), summarize(rows, source),
-                  tuple(snapshot.errors))
+    return Report(snapshot.ts_ms, snapshot.cluster_id, source, rows, summarize(rows, source), tuple(snapshot.errors))
+
+
+def report_rows(report, replicas=None):
+    """The report's replica rows as dicts of REPLICA_FIELDS (a column the rows lack is null)."""
+    replicas = report.replicas if replicas is None else replicas
+    names = [COLUMN_OF.get(name, name) for name in REPLICA_FIELDS]
+    values = replicas.select([name for name in names if name in replicas]).rows()
+    return [{field: row.get(name) for field, name in zip(REPLICA_FIELDS, names)} for row in values]
 
 
 def to_document(report):
-    replicas = [{name: json_value(row.get(name)) for name in REPLICA_FIELDS} for row in report.replicas]
+    replicas = [{name: json_value(value) for name, value in row.items()} for row in report_rows(report)]
     return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster_id": report.cluster_id,
             "source": report.source, "in_progress": report.in_progress, "replicas": replicas,
             "summary": {k: json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
@@ -213,21 +206,17 @@ def _warnings(report):
 def to_text(report):
     """The one-shot table as plain aligned columns, one line per replica: fast for thousands of rows
     (rich takes seconds for 5,000) and easy to grep or diff."""
-    rows = [[name for name, _ in COLUMNS]] + list(_cells(report.replicas))
+    rows = [[name for name, _ in COLUMNS]] + list(_cells(report_rows(report)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(w) if justify == "left" else cell.rjust(w)
                        for cell, w, (_, justify) in zip(row, widths, COLUMNS)).rstrip() for row in rows]
-    body = lines + [""] if report.replicas else []
+    body = lines + [""] if len(report.replicas) else []
     return "\n".join(body + [summary_line(report)] + _warnings(report))
 
 
-def _severity(row):
-    return UNKNOWN_SEVERITY if row["state"] is None else SEVERITY[row["state"]]
-
-
-def _by_severity(rows):
-    """Worst state first (unknown rows last), file or topic order within a state (sorted is stable)."""
-    return sorted(rows, key=_severity, reverse=True)
+def _by_severity(replicas):
+    """Worst state first (unknown rows last), file or topic order within a state (a stable sort)."""
+    return replicas.take(np.argsort(-replicas["state"].astype(np.int64), kind="stable"))
 
 
 def to_table(report, title=None, max_rows=None):
@@ -245,11 +234,11 @@ def to_table(report, title=None, max_rows=None):
         table.add_column(name, justify=justify, no_wrap=name not in WRAPPING, min_width=WRAPPING.get(name),
                          overflow="fold")
     rows = _by_severity(report.replicas)
-    shown = rows if max_rows is None else rows[:max(max_rows, 0)]
-    for cells in _cells(shown):
+    shown = rows if max_rows is None else rows.take(np.arange(min(max(max_rows, 0), len(rows))))
+    for cells in _cells(report_rows(report, shown)):
         table.add_row(*cells)
     hidden = [Text(f"... {len(rows) - len(shown)} more replicas not shown (--output json lists all)")
               ] if len(shown) < len(rows) else []
     lines = hidden + [Text(summary_line(report))] + [Text(w, style="yellow") for w in _warnings(report)]
-    head = [table] if report.replicas else [Text(title)] if title else []
+    head = [table] if len(report.replicas) else [Text(title)] if title else []
     return Group(*head, *lines)

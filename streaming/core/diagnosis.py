@@ -1,0 +1,229 @@
+"""Why a move is not healthy: one named rule per reason, their order in one place (RULES). Pure.
+
+Each rule reads the replica rows of a batch at once (columns: state, state_since_ms, stalled_seconds, copy_rate,
+leader_rate, progress, in_isr, leader, broker) and the `Context` of the batch - the budget model
+(streaming.core.budget_view), the clock, the brokers that are offline and how long a PENDING move may wait
+before it needs a reason - and says for each row whether it holds. A rule that holds says what it saw, with the
+number behind it, in one line (`says`, made only for the few rows it is the reason of); its code is a
+streaming.vocabulary.reasons.ReasonCode name.
+
+Order is precedence: a dead broker explains everything else; a replica that copied everything but is not
+in the ISR says so whatever its byte rate; then why no byte arrives (a throttle set too low, else a silent
+leader); then a copy that cannot keep up; then why a move has not started.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from streaming.core.budget import ALTER_LOG_DIRS, LEADER
+from streaming.core.budget_view import NO_BUDGET, model
+from streaming.vocabulary.kafka_limits import REPLICA_LAG_TIME_MAX_MS, THROTTLE_FLOOR_BYTES_PER_S
+from streaming.vocabulary.reasons import ReasonCode
+from streaming.vocabulary.states import ReplicaState
+
+
+@dataclass(frozen=True)
+class Context:
+    model: object  # streaming.core.budget_view.BudgetModel of the rows
+    now_ms: int
+    offline: frozenset = field(default_factory=frozenset)  # brokers not alive or not answering this poll
+    pending_after_s: float = 20.0  # a PENDING move gets a reason after this long (the job: two triggers)
+
+
+def human_rate(value):
+    """Bytes/s for a reason line: 1.2 MB/s, 95.3 KB/s, 1 B/s."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}/s"
+    return f"{value:.0f} B/s"
+
+
+def human_duration(seconds):
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _clock(ms):
+    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000.0))
+
+
+def _since(row):
+    since = row["state_since_ms"]
+    return "" if since is None else f" since {_clock(since)} UTC"
+
+
+def _in(rows, state):
+    return rows["state"] == state.value
+
+
+def _binding(row, ctx):
+    """(budget, its configured throttle or None, its effective rate, moves using it) of the budget that binds
+    the row's move now; None when the model did not run it."""
+    b = row["binding"]
+    if b == NO_BUDGET:
+        return None
+    m = ctx.model
+    throttle = float(m.throttles[b])
+    return m.budgets[b], None if throttle != throttle else throttle, float(m.rates[b]), int(m.users[b])
+
+
+_SIDE = {LEADER: "leader", ALTER_LOG_DIRS: "alter-log-dirs"}
+
+
+def _moves(n):
+    return f"{n} move" + ("" if n == 1 else "s")
+
+
+def _budget_text(binding):
+    budget, throttle, rate, users = binding
+    side = _SIDE.get(budget.direction, "follower")
+    if throttle is None:
+        return f"no throttle on broker {budget.broker}: {human_rate(rate)} observed, shared by {_moves(users)}"
+    return f"{side} throttle on broker {budget.broker} is {human_rate(throttle)} shared by {_moves(users)}"
+
+
+# -- the rules: `holds(rows, ctx)` a bool per row, `says(row, ctx)` the line of one row it holds for --
+
+def destination_offline(rows, ctx):
+    return _in(rows, ReplicaState.BROKER_OFFLINE) & np.isin(rows["broker"], list(ctx.offline))
+
+
+def destination_offline_says(row, ctx):
+    return f"destination broker {row['broker']} offline{_since(row)}"
+
+
+def leader_offline(rows, ctx):
+    return _in(rows, ReplicaState.BROKER_OFFLINE)
+
+
+def leader_offline_says(row, ctx):
+    if row["leader"] < 0:
+        return f"the partition has no leader{_since(row)}"
+    return f"leader broker {row['leader']} of the partition offline{_since(row)}"
+
+
+def caught_up_not_in_isr(rows, ctx):
+    return (~rows["in_isr"] & ctx.model.copying & (np.nan_to_num(rows["progress"], nan=0.0) >= 1.0)
+            & (rows["stalled_seconds"] >= ctx.pending_after_s))
+
+
+def caught_up_not_in_isr_says(row, ctx):
+    return (f"at 100 % for {human_duration(row['stalled_seconds'])} but not in ISR "
+            f"(replica.lag.time.max.ms {REPLICA_LAG_TIME_MAX_MS} by default)")
+
+
+def throttle_too_low(rows, ctx):
+    m = ctx.model
+    throttle = np.append(m.throttles, np.nan)[m.binding]  # NO_BUDGET (-1) reads the NaN appended
+    return _in(rows, ReplicaState.STALLED) & (m.binding != NO_BUDGET) & (throttle < THROTTLE_FLOOR_BYTES_PER_S)
+
+
+def throttle_too_low_says(row, ctx):
+    budget, throttle, _, _ = _binding(row, ctx)
+    return (f"no bytes for {human_duration(row['stalled_seconds'])}; {_SIDE.get(budget.direction, 'follower')} "
+            f"throttle on broker {budget.broker} is {human_rate(throttle)}")
+
+
+def leader_not_sending(rows, ctx):
+    return _in(rows, ReplicaState.STALLED)
+
+
+def leader_not_sending_says(row, ctx):
+    return (f"no bytes for {human_duration(row['stalled_seconds'])}; leader of the partition is on broker "
+            f"{row['leader']}, which answers DescribeLogDirs but sends nothing")
+
+
+def copy_below_growth(rows, ctx):
+    m = ctx.model
+    return _in(rows, ReplicaState.FALLING_BEHIND) | (m.copying & m.never)
+
+
+def copy_below_growth_says(row, ctx):
+    growth = row["leader_rate"]
+    copy = row["copy_rate"]
+    if copy is None:
+        copy = row["share"]
+    line = f"copy {human_rate(copy or 0.0)} < leader growth {human_rate(growth or 0.0)}"
+    binding = _binding(row, ctx)
+    return f"{line}; {_budget_text(binding)}" if binding else line
+
+
+def _pending_long(rows, ctx):
+    return _in(rows, ReplicaState.PENDING) & ((ctx.now_ms - rows["state_since_ms"]) / 1000.0 >= ctx.pending_after_s)
+
+
+_VERB = {LEADER: "sends", ALTER_LOG_DIRS: "moves"}
+
+
+def waiting_for_budget(rows, ctx):
+    m = ctx.model
+    users = np.append(m.users, 0)[m.binding]  # NO_BUDGET (-1) reads the 0 appended
+    return _pending_long(rows, ctx) & (users > 1)
+
+
+def waiting_for_budget_says(row, ctx):
+    budget, _, _, users = _binding(row, ctx)
+    what = "log dir moves" if budget.direction == ALTER_LOG_DIRS else "moves"
+    return f"waiting: broker {budget.broker} already {_VERB.get(budget.direction, 'receives')} {users - 1} other {what}"
+
+
+def no_bytes_yet(rows, ctx):
+    return _pending_long(rows, ctx)
+
+
+def no_bytes_yet_says(row, ctx):
+    return f"no bytes for {human_duration((ctx.now_ms - row['state_since_ms']) / 1000.0)} since the move was seen"
+
+
+# (rule, what it says, code), in order: the first rule that holds for a row is its reason.
+RULES = (
+    (destination_offline, destination_offline_says, ReasonCode.DESTINATION_OFFLINE),
+    (leader_offline, leader_offline_says, ReasonCode.LEADER_OFFLINE),
+    (caught_up_not_in_isr, caught_up_not_in_isr_says, ReasonCode.CAUGHT_UP_NOT_IN_ISR),
+    (throttle_too_low, throttle_too_low_says, ReasonCode.THROTTLE_TOO_LOW),
+    (leader_not_sending, leader_not_sending_says, ReasonCode.LEADER_NOT_SENDING),
+    (copy_below_growth, copy_below_growth_says, ReasonCode.COPY_BELOW_GROWTH),
+    (waiting_for_budget, waiting_for_budget_says, ReasonCode.WAITING_FOR_BUDGET),
+    (no_bytes_yet, no_bytes_yet_says, ReasonCode.NO_BYTES_YET),
+)
+# What the rules read besides the replica's key and state; rows without history (a one-shot report) lack them.
+HISTORY = ("state_since_ms", "stalled_seconds", "copy_rate", "leader_rate")
+_READ = ("topic", "partition", "broker", "leader", *HISTORY)
+
+
+def diagnose(rows, ctx):
+    """(reason code names, reason lines): object arrays, None for a healthy move."""
+    n = len(rows)
+    rows = rows.with_columns(**{name: np.full(n, np.nan) for name in HISTORY if name not in rows})
+    codes, lines = np.full(n, None, dtype=object), np.full(n, None, dtype=object)
+    undecided = np.ones(n, dtype=bool)
+    for holds, says, code in RULES:
+        fires = np.flatnonzero(undecided & holds(rows, ctx))
+        if not len(fires):
+            continue
+        undecided[fires] = False
+        said = rows.select(_READ).take(fires).rows()
+        for i, row in zip(fires.tolist(), said):
+            row["binding"], row["share"] = int(ctx.model.binding[i]), ctx.model.share[i]
+            row["share"] = None if row["share"] != row["share"] else float(row["share"])
+            codes[i], lines[i] = code.name, says(row, ctx)
+    return codes, lines
+
+
+def offline_brokers(brokers, answered):
+    """Brokers (DescribeCluster rows) not alive or not among those that answered DescribeLogDirs (rows)."""
+    answering = {row["broker"] for row in answered}
+    return frozenset(row["broker"] for row in brokers if not row["alive"] or row["broker"] not in answering)
+
+
+def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s):
+    """(the rows with the budget model's `eta_seconds`, `reason_code` and `reason`, the model): what the job's
+    batch and the live `progress` report both run on their replica rows (history report columns)."""
+    budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
+    context = Context(budget_model, now_ms, offline, pending_after_s)
+    codes, lines = diagnose(rows, context)
+    return rows.with_columns(eta_seconds=budget_model.eta_seconds(), reason_code=codes, reason=lines), budget_model
+
