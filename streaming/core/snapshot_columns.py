@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streaming.vocabulary.columns import Columns, column, empty
+from streaming.vocabulary.columns import NO_ID, Columns, column, empty
 from streaming.vocabulary.replica_row import BOOL, COUNT, FLOAT, INT, STRING
 from streaming.vocabulary.snapshot import (BOOL as BOOL_TYPE, BROKER_KEYED, FLOAT64, INT32, INT64, INT_LIST,
                                            PARTITION_KEYED, SCHEMAS, STRING as STRING_TYPE)
@@ -22,7 +22,7 @@ from streaming.vocabulary.snapshot import (BOOL as BOOL_TYPE, BROKER_KEYED, FLOA
 KIND_OF_TYPE = {STRING_TYPE: STRING, INT32: INT, INT64: COUNT, FLOAT64: FLOAT, BOOL_TYPE: BOOL}
 TABLES = PARTITION_KEYED + BROKER_KEYED
 LISTED = {"row": INT, "broker": INT}  # the columns of a list column's table
-NO_LEADER = -1
+NO_LEADER = NO_ID  # a partition without a leader (Metadata's -1)
 
 
 def scalar_kinds(name):
