@@ -18,12 +18,13 @@ the median of the per-pair ratios. Prints a markdown table and writes it to benc
 
     .venv/bin/python bench/startup.py --before TREE [--rounds 8] [--partitions 100]
 
-`--run N` measures `reassign-monitor run` instead (issue 18, part 2), N times on an idle cluster of its own:
-from the process start to the first published poll on /metrics (the driver's watch), to the banner the driver
-prints once the Spark session is built, and to the first finished Spark batch; and, each in a fresh
-interpreter, the import of the job's Spark side (streaming.spark.job: pyspark, pyarrow, pandas) and building
-the session (JVM start and SparkSession, `local[*]`, as `run` builds it). Section "Run start-up phases
-(bench/startup.py --run)".
+`--run N` measures `reassign-monitor run` instead, N times on a cluster of its own with one throttled move in
+flight (a partition of MOVING_MB moving to another broker at 1 B/s, so about 95 KB/s: it stays in flight): from
+the process start to the first published poll on /metrics (the controller's first look), to the moving replica's
+progress on /metrics (its copied bytes), to the banner the driver prints once the Spark session is built, and to
+the first finished Spark batch; and, each in a fresh interpreter, the import of the job's Spark side
+(streaming.spark.job: pyspark, pyarrow, pandas) and building the session (JVM start and SparkSession,
+`local[*]`, as `run` builds it). Section "Run start-up phases (bench/startup.py --run)".
 
     .venv/bin/python bench/startup.py --run 3 [--base-port 32190]
 """
@@ -42,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.moves import (STOPPED, TIMEOUT_MS, attempt, bootstrap_of, cluster, reassigning,  # noqa: E402
+from bench.moves import (STOPPED, TIMEOUT_MS, alter, attempt, bootstrap_of, cluster, reassigning,  # noqa: E402
                          start_moves, stop_broker, stop_moves, throttle_brokers, wait_until)
 from bench.results import markdown_table, write_section  # noqa: E402
 from kafka import KafkaAdminClient  # noqa: E402
@@ -188,8 +189,28 @@ def fresh_seconds(code):
     return float(out.strip().splitlines()[-1])
 
 
+MOVING_MB = 20  # at about 95 KB/s (a 1 B/s throttle's floor: one fetch per quota window, docs/progress.md): minutes
+MOVING_TOPIC = "bench-run-startup"
+
+
+def start_move_in_flight(local):
+    """One partition of MOVING_MB on broker 1 moving to broker 2 under a 1 B/s throttle: in flight for minutes."""
+    local.create_topic(MOVING_TOPIC, {0: [1]}, megabytes=MOVING_MB)
+    admin = KafkaAdminClient(bootstrap_servers=local.bootstrap, request_timeout_ms=TIMEOUT_MS)
+    try:
+        throttle_brokers(admin, THROTTLE)
+        alter(admin, topic_configs=[(MOVING_TOPIC, {"leader.replication.throttled.replicas": "*",
+                                                    "follower.replication.throttled.replicas": "*"})])
+        from kafka import TopicPartition
+
+        admin.alter_partition_reassignments({TopicPartition(MOVING_TOPIC, 0): [1, 2]})
+    finally:
+        admin.close()
+
+
 def run_phases(job_process, bootstrap, directory):
-    """(s to first published poll, s to the session banner, s to the first Spark batch) of one `run`."""
+    """(s to first published poll, s to the moving replica's progress on /metrics, s to the session banner, s to
+    the first Spark batch) of one `run`."""
     from tests.job_process import BATCHES, LAST_POLL
 
     job = job_process(bootstrap, directory / "checkpoint", directory / "job.log", "--quiet")
@@ -201,6 +222,9 @@ def run_phases(job_process, bootstrap, directory):
             now = time.monotonic() - started
             if "poll" not in marks and job.metric(LAST_POLL):
                 marks["poll"] = now
+            if "progress" not in marks and job.metric("kafka_reassignment_replica_copied_bytes", topic=MOVING_TOPIC,
+                                                      partition=0, broker=2) is not None:
+                marks["progress"] = now
             if "session" not in marks and BANNER in job.log():
                 marks["session"] = now
             if job.metric(BATCHES):
@@ -208,7 +232,7 @@ def run_phases(job_process, bootstrap, directory):
             time.sleep(0.1)
     finally:
         job.stop()
-    return marks.get("poll"), marks.get("session"), marks.get("batch")
+    return marks.get("poll"), marks.get("progress"), marks.get("session"), marks.get("batch")
 
 
 def main_run(times, base_port):
@@ -223,11 +247,12 @@ def main_run(times, base_port):
     with tempfile.TemporaryDirectory() as scratch:
         try:
             local.up()
+            start_move_in_flight(local)
             for n in range(times):
                 directory = Path(scratch) / str(n)
                 directory.mkdir()
                 runs.append(run_phases(JobProcess, local.bootstrap, directory))
-                print(f"run {n}: first poll, session banner, first batch (s): {runs[-1]}", flush=True)
+                print(f"run {n}: first poll, first progress, session banner, first batch (s): {runs[-1]}", flush=True)
         finally:
             local.started_here = True  # the bench's own cluster directory: always stopped
             local.down()
@@ -236,9 +261,10 @@ def main_run(times, base_port):
         known = [v for v in values if v is not None]
         return f"{statistics.median(known):.1f}" if known else "-"
 
-    poll, session, batch = (med(column) for column in zip(*runs))
-    gap = med([b - s for _, s, b in runs if b is not None and s is not None])
-    rows = [["`run` -> first published poll on /metrics (the watch)", poll, "<= 5 s (issue 18)"],
+    poll, progress, session, batch = (med(column) for column in zip(*runs))
+    gap = med([b - s for _, _, s, b in runs if b is not None and s is not None])
+    rows = [["`run` -> first published poll on /metrics (the controller's first look)", poll, "<= 5 s (issue 18)"],
+            ["`run` -> the move in flight's progress on /metrics", progress, "<= 5 s (issue 28)"],
             ["`run` -> Spark session built (banner)", session, ""],
             ["`run` -> first Spark batch finished", batch, "measure and report"],
             ["of which: import of the job's Spark side (fresh interpreter)", med(imports), ""],
@@ -246,10 +272,11 @@ def main_run(times, base_port):
             ["of which: session banner -> first batch (query start, the source's Python processes, first "
              "micro-batch planning, the task workers' start, the batch)", gap, ""]]
     table = markdown_table(["phase", "median s", "target"], rows)
-    text = (f"{times} runs of `reassign-monitor run --quiet` (default trigger and master) on an idle local 3-node "
-            f"cluster, fresh checkpoint each; the import and session rows are {times} fresh interpreters each. "
-            f"The rows marked \"of which\" are measured apart and overlap the run's own phases: the watch polls "
-            f"while the driver imports and builds the session. 1-min load average at start / end: "
+    text = (f"{times} runs of `reassign-monitor run --quiet` (default trigger and master) on a local 3-node "
+            f"cluster with one throttled move in flight ({MOVING_MB} MB at a 1 B/s throttle), fresh checkpoint each; "
+            f"the import and session rows are {times} fresh interpreters each. The rows marked \"of which\" are "
+            f"measured apart and overlap the run's own phases: the controller polls while the driver imports and "
+            f"builds the session. 1-min load average at start / end: "
             f"{load_at_start:.1f} / {os.getloadavg()[0]:.1f}.\n\n{table}")
     print(text)
     write_section(RUN_SECTION, text)

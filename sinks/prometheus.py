@@ -114,12 +114,22 @@ class SnapshotCollector:
     def __init__(self, detail="replica"):
         self._lock = threading.Lock()
         self._picture = Picture()
+        self._rows_s = None  # the time of the poll the shown rows come from (liveness may be later: `touch`)
         self.detail = detail
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
     def update(self, picture):
         with self._lock:
+            self._rows_s = picture.last_poll_s
             self._picture = replace(picture, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s))
+
+    def offer(self, picture):
+        """A picture of a poll taken outside the batches (the controller's first look, before Spark's first batch):
+        shown unless the rows shown come from a later poll already (a batch's)."""
+        with self._lock:
+            if self._rows_s is not None and self._rows_s >= picture.last_poll_s:
+                return
+        self.update(picture)
 
     def touch(self, poll_s):
         """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no

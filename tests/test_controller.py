@@ -491,3 +491,49 @@ def test_an_idle_stretch_is_bridged_by_a_view_once_a_trigger(tmp_path):
     clock.now += 5
     controller.tick()
     assert cluster.requests - reads - cheap > cheap  # the tick a trigger after the last view read the throttles
+
+
+def test_the_first_look_shows_the_moves_in_flight_before_any_batch(tmp_path):
+    """Issue 28: until Spark's first batch, the controller's look at the cluster is a whole poll and /metrics shows
+    the moves in it, measured and classified by the batch's own rules (streaming.spark.outputs.first_look)."""
+    from sinks.metric_names import REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES
+    from streaming.spark.outputs import first_look
+
+    cluster = FakeCluster(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                          sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, metrics, clock = a_controller_on(tmp_path, cluster)
+    controller.picture_of = first_look
+    labels = dict(topic="t", partition="0", broker="2")
+    assert controller.tick() == "first_batch"
+    assert (sample(metrics, REPLICA_COPIED_BYTES, **labels), sample(metrics, REPLICA_TARGET_BYTES, **labels)) == (
+        400.0, 1000.0)
+    cluster.sizes[("t", 0, 2)] = 700
+    clock.now += controller.trigger_interval_s
+    controller.tick()  # Spark still starting: the look is taken again a trigger later
+    assert sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0
+    controller.hand_over(batch("COPYING"))
+    cluster.sizes[("t", 0, 2)] = 900
+    clock.now += controller.trigger_interval_s
+    controller.tick()  # a batch ran: the batches show the moves from now on
+    assert sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0
+
+
+def test_a_first_look_never_replaces_a_batchs_later_picture():
+    from sinks.metric_names import REMAINING_BYTES
+    from sinks.prometheus import Picture, SnapshotCollector
+
+    def remaining(collector):
+        return [s.value for family in collector.collect() if family.name == REMAINING_BYTES.name
+                for s in family.samples]
+
+    def picture(remaining_bytes, poll_s):
+        return Picture(summary={"bytes_remaining": remaining_bytes, "rate_bytes_per_sec": None, "eta_seconds": None},
+                       last_poll_s=poll_s)
+
+    collector = SnapshotCollector()
+    collector.update(picture(100, 20.0))  # a batch's
+    collector.offer(picture(500, 10.0))  # a first look of an earlier poll
+    assert remaining(collector) == [100.0]
+    collector.offer(picture(50, 30.0))
+    assert remaining(collector) == [50.0]

@@ -11,7 +11,7 @@ from kafka import TopicPartition
 from sinks.records import SCHEMA_PATH
 
 from tests import eta_scenario as eta
-from tests.job_process import read_topic, running
+from tests.job_process import BATCHES, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -128,6 +128,11 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
         last_batch = max(r["batch_id"] for r in before)
         job.kill()
         job.start()
+        # Issue 28: the restarted job shows the move in flight on /metrics from its first look, before Spark's
+        # first batch (streaming.spark.outputs.first_look).
+        wait_for(lambda: job.metric("kafka_reassignment_replica_copied_bytes", **labels) is not None, 60,
+                 interval_s=0.2, message="the move's progress on /metrics after the restart")
+        assert not job.metric(BATCHES), "the progress came from a batch, not from the job's first look"
         wait_for(lambda: len({r["batch_id"] for r in replica_records(job, key) if r["batch_id"] > last_batch}) >= 2,
                  120, interval_s=2, message="two batches after the restart")
         after = sorted((r for r in replica_records(job, key) if r["batch_id"] > last_batch),

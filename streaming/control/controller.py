@@ -6,9 +6,11 @@ topic; every decision is a pure function of what it knows (its one view of the c
 reads its decisions need, and what each Spark batch hands it). The Spark batches only compute and write their
 records; they hand their findings over (`hand_over`) and never act.
 
-Start (`start`, before the first published poll): the first look - the reassignments listed, the ledger read, and
-the throttle baseline that adoption compares against (`ViewHistory`) read - then liveness is published and the
-thread runs. Each tick, about every second:
+The first tick is the first look: the reassignments listed, the ledger read, and the throttle baseline that adoption
+compares against (`ViewHistory`) read, before liveness is first published. Until Spark's first batch, that read is a
+whole poll of the cluster, and the picture of its moves (`picture_of`, the same rules as a batch's) is shown on
+/metrics: a move in flight when `run` starts shows there seconds later, not after Spark's start. Each tick, about
+every second:
 1. ListPartitionReassignments, one request. A failure counts in
    kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
@@ -55,6 +57,7 @@ from collections import deque
 from sinks import records as progress_records
 from sinks.throttle_records import describe, describe_observed, throttle_record
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
+from streaming.cluster.poller import poll
 from streaming.control import batch_rules, gate
 from streaming.control.applier import Applier
 from streaming.control.ownership.records import accepted_moves, new_request_id
@@ -159,15 +162,17 @@ class Controller:
     the janitor's streaming.vocabulary.throttle_actions.Policy; `writer`: write(keyed records) to the progress
     topic; `steering`: the job's `--throttle auto` Steering bounds (None: no steering) with `throttle_interval_s`
     and `guard` (a callable, or None); `read(topics)`: a poll of those topics with every decision API answered
-    (plans)."""
+    (plans); `picture_of(snapshot)`: the Prometheus picture of a whole poll, shown until Spark's first batch
+    (None: nothing is shown before a batch's)."""
 
     def __init__(self, admin, ledger, metrics, gate_path, trigger_interval_s, policy, writer=None, read=None,
                  timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
-                 clock=time.monotonic, wall=time.time, log=_log, plans=True):
+                 clock=time.monotonic, wall=time.time, log=_log, plans=True, picture_of=None):
         self.admin, self.ledger, self.metrics, self.gate_path = admin, ledger, metrics, gate_path
         self.trigger_interval_s, self.policy, self.writer = trigger_interval_s, policy, writer
         self.steering, self.throttle_interval_s, self.guard = steering, throttle_interval_s, guard
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
+        self.picture_of = picture_of
         self.applier = Applier(admin, ledger, log=self._janitor_log)
         self.plans = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.history = ViewHistory(observe_gap_ms(trigger_interval_s))
@@ -478,13 +483,21 @@ class Controller:
     def _observe_now(self):
         """The throttles of every topic and broker and the reassignments, read now, as adoption's next view: at
         the first look (the baseline), when a move that is not ours appears, and whenever no view was taken for
-        a trigger interval (no batch ran: idle, or Spark still starting)."""
+        a trigger interval (no batch ran: idle, or Spark still starting). Before Spark's first batch, the read is
+        a whole poll whose picture /metrics shows (module docstring)."""
         self._viewed_s = self.clock()
-        if self.policy.cleanup == ALL:
+        first_look = self.picture_of is not None and not self._batches_done
+        if self.policy.cleanup == ALL and not first_look:
             return
         try:
-            topics = {row["topic"] for row in self.admin.describe_partitions(None)}
-            self._observe(read_cluster(self.admin, topics))
+            if first_look:
+                snapshot = poll(self.admin, all_partitions=True)
+                picture = self.picture_of(snapshot)
+                if picture is not None:
+                    self.metrics.snapshot.offer(picture)
+            else:
+                snapshot = read_cluster(self.admin, {row["topic"] for row in self.admin.describe_partitions(None)})
+            self._observe(snapshot)
         except Exception as error:  # read again next time; a batch's findings observe as well
             self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()
             self._say(f"observing throttles failed: {error}")

@@ -53,13 +53,15 @@ def controller_of(config, admin, metrics, writer, gate_path):
     from streaming.control.controller import Controller
     from streaming.control.ownership.store import KafkaLedger
     from streaming.control.throttles.guard import PrometheusGuard
+    from streaming.spark.outputs import first_look
     from streaming.vocabulary.throttle_actions import Policy
 
     guard = PrometheusGuard(config.guard_url, config.guard_query) if config.guard_url else None
     return Controller(admin, KafkaLedger(admin, config.ownership_topic, create=True), metrics, gate_path,
                       config.trigger_interval_s, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run),
                       writer=writer, read=lambda topics: strict_poll(admin, topics), timeout_s=config.timeout_s,
-                      steering=config.steering, throttle_interval_s=config.throttle_interval_s, guard=guard)
+                      steering=config.steering, throttle_interval_s=config.throttle_interval_s, guard=guard,
+                      picture_of=lambda snapshot: first_look(snapshot, 2 * config.trigger_interval_s))
 
 
 def run(config, out=sys.stderr):

@@ -4,6 +4,10 @@
 steady ones as sinks.records.rewritten says -, the reassignment rows every batch), the Prometheus picture and
 the poll facts. The rows are columns (streaming.vocabulary.columns) from the state buckets' blobs to the
 records; the driver's batch handler (streaming.spark.job) only performs the I/O.
+
+`first_look` is the picture of a poll the driver took itself before Spark's first batch (the controller's first
+look, docs/architecture.md "The controller"): the same measure, history step (first sight: no rates yet),
+model, reasons and rollups as a batch's, so /metrics shows the moves in flight seconds after `run` starts.
 """
 
 import json
@@ -14,7 +18,10 @@ from sinks import records
 from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
 from streaming.core.diagnosis import diagnosed, offline_brokers
+from streaming.core.history import empty_memory, step
+from streaming.core.measure import replica_progress
 from streaming.core.rollups import finished, moving_summary, partition_rollup, request_rollups, topic_rollup
+from streaming.core.snapshot_columns import from_snapshot
 from streaming.vocabulary import defaults
 from streaming.vocabulary.columns import Columns, member, partition_ids, state_counts
 from streaming.vocabulary.snapshot import PollError, Snapshot
@@ -87,13 +94,8 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
     """The batch's output from its replica rows (history report columns). `requests`: {request id: [(topic,
     partition)]} of ongoing `execute` requests, for per-request rows. Every ETA (replica, partition, request,
     cluster) is the budget model's; `pending_after_s`: how long a PENDING move waits before it gets a reason."""
-    replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
-                                offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
-                                facts.ts_ms, pending_after_s)
-    partitions = partition_rollup(replicas)
-    moving_partitions = partitions.take(~finished(partitions))
-    summary, state = moving_summary(moving_partitions)
-
+    replicas, model, partitions, moving_partitions, summary, state = _analysed(replicas, tables, facts.ts_ms,
+                                                                              pending_after_s)
     cluster_id, ts_ms = facts.cluster_id, facts.ts_ms
     written = records.rewritten(replicas, batch_id)
     # A partition's record is written with its replicas' (a partition's state changes only with one of theirs).
@@ -108,14 +110,41 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
         out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
             request_summary, request_worst, ts_ms, batch_id, cluster_id, request_id))))
 
-    picture = Picture(
+    picture = _picture(replicas, moving_partitions, summary, tables, ts_ms)
+    snapshot = Snapshot(ts_ms=ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
+                        errors=facts.errors, duration_s=facts.duration_s)
+    return BatchOutput(out, picture, snapshot, replicas, partitions, summary, model.throttles_binding())
+
+
+def _analysed(replicas, tables, ts_ms, pending_after_s):
+    """(replicas with the budget model's ETA and their reasons, the model, partition rollups, the moving ones, the
+    cluster summary, its worst state) of replica rows (history report columns) and the poll's cluster tables."""
+    replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
+                                offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
+                                ts_ms, pending_after_s)
+    partitions = partition_rollup(replicas)
+    moving_partitions = partitions.take(~finished(partitions))
+    summary, state = moving_summary(moving_partitions)
+    return replicas, model, partitions, moving_partitions, summary, state
+
+
+def _picture(replicas, moving_partitions, summary, tables, ts_ms):
+    return Picture(
         replicas=replicas.take(~finished(replicas)), partitions=moving_partitions,
         topics=topic_rollup(moving_partitions), partition_states=state_counts(moving_partitions), summary=summary,
         broker_throttles=tuple(tables.get("broker_throttles", ())),
         topic_throttles=tuple(tables.get("topic_throttles", ())), last_poll_s=ts_ms / 1000.0)
-    snapshot = Snapshot(ts_ms=ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,
-                        errors=facts.errors, duration_s=facts.duration_s)
-    return BatchOutput(out, picture, snapshot, replicas, partitions, summary, model.throttles_binding())
+
+
+def first_look(snapshot, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+    """The Prometheus picture of one whole poll (streaming.cluster.poller.poll, every topic), or None when the poll
+    cannot tell moving from finished moves (module docstring)."""
+    if not usable(snapshot.cluster_id, snapshot.errors):
+        return None
+    _, report = step(empty_memory(), replica_progress(from_snapshot(snapshot)), snapshot.ts_ms)
+    replicas, _, _, moving_partitions, summary, _ = _analysed(report, snapshot.tables, snapshot.ts_ms,
+                                                              pending_after_s)
+    return _picture(replicas, moving_partitions, summary, snapshot.tables, snapshot.ts_ms)
 
 
 def describe(output):
