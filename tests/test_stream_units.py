@@ -596,3 +596,17 @@ def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
     assert (row["bytes_total"], row["bytes_remaining"], row["partitions"]["in_flight"]) == (7000, 4000, 6)
     assert row["eta_seconds"] is not None and row["rate_bytes_per_sec"] == pytest.approx(300.0)
     VALIDATOR.validate(records.plan_record(row, 10_000, 7, "cluster-x"))
+
+
+@pytest.mark.parametrize("shown, more", [(20, []), (3, ["  ... and 3 more (every move: /metrics, the progress topic)"])],
+                         ids=["all-fit", "the-worst-first"])
+def test_a_batch_prints_its_summary_and_the_worst_moves_first(monkeypatch, shown, more):
+    """Without --quiet a batch prints a line per move it shows, the worst first, at most DESCRIBED_ROWS: the six
+    moves of batch_output, one of them STALLED."""
+    from streaming.spark import outputs
+
+    monkeypatch.setattr(outputs, "DESCRIBED_ROWS", shown)
+    lines = outputs.describe(batch_output(states=["STALLED", "COPYING", "COPYING", "COPYING", "COPYING", "COPYING"]))
+    lines = lines.splitlines()
+    assert lines[0].startswith("6 replica moves") and "STALLED" in lines[1]
+    assert len(lines) == 1 + min(shown, 6) + len(more) and lines[1 + min(shown, 6):] == more

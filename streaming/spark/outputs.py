@@ -15,7 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sinks import records
-from sinks.prometheus import Picture
+from sinks.metric_rows import shown_rows
+from sinks.prometheus import DETAIL_KEYS, Picture
 from streaming.cluster.poller import usable
 from streaming.core.diagnosis import diagnosed, offline_brokers
 from streaming.core.history import empty_memory, step
@@ -147,19 +148,29 @@ def first_look(snapshot, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
     return _picture(replicas, moving_partitions, summary, snapshot.tables, snapshot.ts_ms)
 
 
+# Replica lines a batch prints (without --quiet), the worst first: a terminal is for looking at, /metrics and the
+# progress topic carry every move.
+DESCRIBED_ROWS = 20
+
+
 def describe(output):
-    """A few terminal lines for the operator watching the job."""
+    """A few terminal lines for the operator watching the job: the summary, then the DESCRIBED_ROWS moves
+    /metrics would show first (sinks.metric_rows.shown_rows), and how many more there are."""
     s = output.summary
     eta = "-" if s["eta_seconds"] is None else f"{s['eta_seconds']:.0f}s"
     lines = [f"{len(output.picture.replicas)} replica moves, {s['partitions_total']} partitions, "
              f"{s['bytes_remaining'] / 1e6:.1f} MB remaining, {(s['rate_bytes_per_sec'] or 0) / 1e6:.2f} MB/s, "
              f"ETA {eta}"]
-    for r in output.replicas.select(["topic", "partition", "broker", "state", "progress", "copy_rate", "eta_seconds",
-                                     "reason"]).rows():
+    moving = output.picture.replicas
+    shown, _ = shown_rows(moving, DETAIL_KEYS["replica"], DESCRIBED_ROWS)
+    for r in moving.take(shown).select(["topic", "partition", "broker", "state", "progress", "copy_rate",
+                                        "eta_seconds", "reason"]).rows():
         progress = "-" if r["progress"] is None else f"{100 * r['progress']:5.1f}%"
         rate = "-" if r["copy_rate"] is None else f"{r['copy_rate'] / 1e6:.2f} MB/s"
         eta = "-" if r["eta_seconds"] is None else f"{r['eta_seconds']:.0f}s"
         reason = f" ({r['reason']})" if r["reason"] else ""
         lines.append(f"  {r['topic']}-{r['partition']} -> broker {r['broker']}: {r['state']:<14} {progress} "
                      f"{rate} ETA {eta}{reason}")
+    if len(moving) > len(shown):
+        lines.append(f"  ... and {len(moving) - len(shown)} more (every move: /metrics, the progress topic)")
     return "\n".join(lines)
