@@ -132,9 +132,10 @@ def test_the_image_against_the_cluster(cluster, clean, image, tmp_path):
 
         labels = {"topic": topic, "partition": 0, "broker": 3}
         wait_for(lambda: job.metric(PROGRESS, **labels) is not None, FIRST_POLL_S, interval_s=1,
-                 message="the container's first batch with the move in flight on /metrics")
-        print(f"`run` in the container: first batch with the move in flight {time.monotonic() - started:.1f} s "
+                 message="the move in flight on the container's /metrics")
+        print(f"`run` in the container: the move in flight on /metrics {time.monotonic() - started:.1f} s "
               "after `podman run`")
+        job.wait_first_batch(message="the container's first Spark batch")
         users = podman("top", name, "user")
         assert users.returncode == 0 and set(users.stdout.split()[1:]) == {"reassign-monitor"}, users.stdout
     finally:

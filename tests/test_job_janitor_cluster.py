@@ -185,6 +185,19 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
         cleanup(cluster, topic)
 
 
+def test_the_job_stopped_while_spark_starts_stops_cleanly(job):
+    """/metrics shows the controller's first look seconds before Spark is up: an operator or a container runtime
+    stopping the job then (SIGTERM) gets a clean stop, exit 0, as after any batch."""
+    job.kill()
+    logged_before = len(job.log())
+    job.start()
+    wait_for(lambda: job.metric(LAST_POLL), 60, interval_s=0.1, message="the job's first published poll")
+    assert not job.metric(BATCHES)  # Spark is still starting
+    job.stop()
+    logged = job.log()[logged_before:]
+    assert job.process.returncode == 0 and "Traceback" not in logged, logged[-3000:]
+
+
 def test_kafka_tools_throttled_move_right_after_the_job_says_it_is_up_is_adopted(cluster, job, tmp_path):
     """Issue 28: the job's first published poll means it has looked (the reassignments listed, the throttle
     baseline read), so Kafka's own `--execute --throttle` started the moment the job is up - seconds into its

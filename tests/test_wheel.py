@@ -166,8 +166,9 @@ def test_installed_commands_and_run_against_the_cluster(cluster, clean, installe
 
         labels = {"topic": topic, "partition": 0, "broker": 3}
         wait_for(lambda: job.metric(PROGRESS, **labels) is not None, FIRST_POLL_S, interval_s=1,
-                 message="the installed job's first batch with the move in flight on /metrics")
-        print(f"installed `run`: first batch with the move in flight {time.monotonic() - started:.1f} s after start")
+                 message="the move in flight on the installed job's /metrics")
+        print(f"installed `run`: the move in flight on /metrics {time.monotonic() - started:.1f} s after start")
+        job.wait_first_batch(message="the installed job's first Spark batch")
         # Spark's Python workers (they computed that progress) run the installation's interpreter, from outside
         # the checkout: they can only have imported the installed package.
         processes = job_processes(job)

@@ -77,6 +77,11 @@ def run(config, out=sys.stderr):
     from sinks.prometheus import MonitorMetrics
     from streaming.cluster.admin import KafkaClusterAdmin
 
+    # First of all: /metrics shows the controller's first look seconds before Spark is up, so an operator (or a
+    # container runtime) may stop the job while Spark starts; that is a clean stop too.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
     admin = spark = controller = None
@@ -91,9 +96,6 @@ def run(config, out=sys.stderr):
         from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the controller is up
 
         spark = job.build_session(config)
-        stop = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
         spark.streams.addListener(job._batch_duration_listener(metrics))
         handler = job.BatchHandler(writer, metrics, controller, None if config.quiet else sys.stdout,
                                    pending_after_s=2 * config.trigger_interval_s)
