@@ -35,6 +35,7 @@ class FakeCluster:
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
     gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)
+    unanswered: dict = field(default_factory=dict)  # brokers held as unresponsive -> Unix ms since (also held)
     requests: int = 0
     retried: Counter = field(default_factory=Counter)
     alters: list = field(default_factory=list)
@@ -55,7 +56,10 @@ class FakeCluster:
         return "fake", [{"broker": b, "alive": alive} for b, alive in sorted(self.brokers.items())]
 
     def unanswering(self):
-        return frozenset(self.gone)
+        return frozenset(self.gone) | frozenset(self.unanswered)
+
+    def unanswered_since(self):
+        return dict(self.unanswered)
 
     def list_reassignments(self):
         self._call("list_reassignments")

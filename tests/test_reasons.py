@@ -28,9 +28,9 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
             "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
 
 
-def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=()):
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None):
     budget_model = model(rows, topic_throttles, broker_throttles, NOW_MS)
-    ctx = Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0)
+    ctx = Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0, unanswered=unanswered or {})
     return diagnose(rows[0], ctx)
 
 
@@ -43,6 +43,16 @@ CASES = [
      ("LEADER_OFFLINE", "leader broker 1 of the partition offline since 00:58:20 UTC")),
     ("no-leader", [row(state="BROKER_OFFLINE", leader=-1, denominator=None, since_s=3500)], {},
      ("LEADER_OFFLINE", "the partition has no leader since 00:58:20 UTC")),
+    # A broker the door holds as unresponsive (issue 28): since when it has not answered, not since the state began.
+    ("destination-does-not-answer", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (3,), "unanswered": {3: 3_530_000}},
+     ("DESTINATION_OFFLINE", "destination broker 3 does not answer since 00:58:50 UTC")),
+    ("leader-does-not-answer", [row(state="BROKER_OFFLINE", denominator=None, since_s=3500)],
+     {"offline": (1,), "unanswered": {1: 3_490_000}},
+     ("LEADER_OFFLINE", "leader broker 1 of the partition does not answer since 00:58:10 UTC")),
+    ("another-broker-unanswering-leaves-the-line", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (2, 3), "unanswered": {2: 3_530_000}},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
     ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
      ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
     ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
@@ -96,9 +106,10 @@ def first_rule_that_holds(row, ctx):
 def test_diagnose_asks_the_rules_of_the_row_s_state_in_their_order(rows, kwargs, state):
     """diagnose indexes RULES by state: every case's row, in every state, gets the reason of the plain scan."""
     rows = [{**rows[0], "state": state}, *rows[1:]]
-    kwargs = {"broker_throttles": RATE_3, "topic_throttles": ALL_LISTED, "offline": (), **kwargs}
+    kwargs = {"broker_throttles": RATE_3, "topic_throttles": ALL_LISTED, "offline": (), "unanswered": {}, **kwargs}
     budget_model = model(rows, kwargs["topic_throttles"], kwargs["broker_throttles"], NOW_MS)
-    ctx = Context(budget_model, NOW_MS, frozenset(kwargs["offline"]), pending_after_s=20.0)
+    ctx = Context(budget_model, NOW_MS, frozenset(kwargs["offline"]), pending_after_s=20.0,
+                  unanswered=kwargs["unanswered"])
     assert diagnose(rows[0], ctx) == first_rule_that_holds(rows[0], ctx)
 
 

@@ -8,8 +8,9 @@ bench/stream.py also measured them as separate Spark input partitions):
 A failing call is recorded as a PollError and its rows are missing (a broker whose DescribeLogDirs
 failed is absent from `log_dirs_answered`, so its replicas read as unknown, not as empty). Only
 DescribeCluster failing fails the poll: without it nothing is known, not even who is alive. A broker
-that closed or refused its connection during the poll is reported not alive (the door asked it nothing
-more: streaming.cluster.door), so every part of the snapshot agrees on who answered.
+the door holds at the poll's end (its connection closed or refused, or a request to it lapsed: the door
+asked it nothing more, streaming.cluster.door) is reported not alive, with since when an unresponsive one
+has not answered, so every part of the snapshot agrees on who answered.
 """
 
 import time
@@ -137,7 +138,8 @@ def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
     whole = combine(parts, ts_ms, time.monotonic() - started)
     whole = replace(whole, requests=admin.requests - requests_before,
                     retries={api: n for api, n in retries.items() if n > 0},
-                    tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering())})
+                    tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering(),
+                                                                     admin.unanswered_since())})
     return relevant_log_dirs(whole, topics)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from streaming.core.kip179 import BEHIND
 from streaming.core.budget_view import last_eta
 from streaming.core.progress import partition_rollup, reassignment_rollup
-from streaming.core.reasons import diagnosed, offline_brokers
+from streaming.core.reasons import diagnosed, offline_brokers, unanswered_brokers
 from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.replica_row import key_of, partition_of
 from streaming.vocabulary.states import SEVERITY
@@ -75,7 +75,8 @@ def diagnose(snapshot, rows, pending_after_s=0.0):
     moving = [{**row, "copy_rate": row.get("rate_bytes_per_sec")} for row in rows if row["moving"]]
     if not moving:
         return rows
-    done, _ = diagnosed(moving, (), (), offline, snapshot.ts_ms, pending_after_s)
+    done, _ = diagnosed(moving, (), (), offline, snapshot.ts_ms, pending_after_s,
+                        unanswered_brokers(snapshot["brokers"]))
     by_key = {key_of(row): row for row in done}
     return [by_key[key_of(row)] if row["moving"] else {**row, "reason_code": None, "reason": None} for row in rows]
 

@@ -48,6 +48,11 @@ class JobConfig:
     guard_query: str | None = None
 
 
+def log_line(line):
+    """The job's log (stderr): the door's lines about held nodes, from the driver and from the source's executor."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def plan_advancer(config, admin, janitor):
     """The watch's advancer of plans (streaming.watch.plans), with stores of its own on the ownership topic;
     None without a janitor (the job then knows no ownership topic)."""
@@ -82,8 +87,9 @@ def run(config, janitor_factory=None, out=sys.stderr):
     admin = janitor = spark = watch = None
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (watch.gate)
     try:
-        # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it.
-        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+        # The driver's one door to the cluster: topics, progress records, the janitor and the watch share it. It
+        # logs which node it holds (a node that does not answer) and when that node answers again.
+        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s, log=log_line)
         janitor = janitor_factory(config, admin) if janitor_factory else None
         steerer = steerer_factory(config, admin, janitor.store) if janitor is not None else None
         ensure_progress_topic(admin, config.progress_topic)

@@ -14,7 +14,7 @@ from sinks.prometheus import Picture
 from streaming.cluster.poller import usable
 from streaming.core.budget_view import last_eta, partition_etas
 from streaming.core.progress import known_sum, partition_rollup, reassignment_rollup, topic_rollup
-from streaming.core.reasons import diagnosed, offline_brokers
+from streaming.core.reasons import diagnosed, offline_brokers, unanswered_brokers
 from streaming.vocabulary import defaults
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.snapshot import PollError, Snapshot
@@ -112,7 +112,7 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
     rows, and the partition ETAs are set here."""
     replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
                             offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
-                            facts.ts_ms, pending_after_s)
+                            facts.ts_ms, pending_after_s, unanswered_brokers(tables.get("brokers", ())))
     moving = _moving(replicas)
     etas = partition_etas(replicas)
     partitions = partition_rollup(replicas) if partitions is None else partitions

@@ -43,6 +43,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from streaming.spark import codec
+from streaming.spark.driver import log_line
 from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
@@ -76,8 +77,8 @@ def cached_admin(options):
     from streaming.cluster.admin import KafkaClusterAdmin
 
     key = _admin_key(options)
-    if key not in _admins:
-        _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2])
+    if key not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
+        _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2], log=log_line)
     return _admins[key]
 
 
