@@ -61,6 +61,9 @@ class FakeCluster:
     def unanswered_since(self):
         return dict(self.unanswered)
 
+    def listed_or_last(self):
+        return self.list_reassignments(), False
+
     def list_reassignments(self):
         self._call("list_reassignments")
         return [{"topic": t, "partition": p, "replicas": list(moving[0]), "adding": list(moving[1]),

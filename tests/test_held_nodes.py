@@ -4,16 +4,22 @@ failure holds which node and how (streaming.cluster.door.failure_hold), how long
 held node reported not alive with since when it has not answered (streaming.vocabulary.snapshot.without_gone)
 by every poll and janitor read. The real SIGKILLs and SIGSTOPs are in tests/test_faults_*_cluster.py."""
 
+import threading
+import time
+from collections import Counter
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka import errors as kerrors
 
 from sinks.throttles.read import read_cluster
-from streaming.cluster.door import failure_hold
+from streaming.cluster.door import LAST_LIST_SERVED_S, Door, failure_hold
 from streaming.cluster.held import CONTROLLER, GONE, UNRESPONSIVE, HeldNodes
 from streaming.cluster.poller import poll
 from streaming.vocabulary.defaults import REQUEST_DEADLINE_S, TIMEOUT_S, request_deadline_s
+from streaming.vocabulary.errors import NodeGone
+from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
 from streaming.vocabulary.snapshot import without_gone
 from tests.fake_cluster import FakeCluster
 
@@ -29,7 +35,9 @@ FAILURE_CASES = [
     ("closed-connection-holds-gone", kerrors.KafkaConnectionError("Connection reset"), False, GONE),
     ("refused-connect-holds-gone", kerrors.KafkaConnectionError("unable to connect: refused"), False, GONE),
     ("connect-timeout-holds-gone", kerrors.KafkaConnectionError("Connection timed out"), False, GONE),
-    ("reconnect-backoff-holds-gone", kerrors.NodeNotReadyError(3), False, GONE),
+    # kafka-python's own state, not the node's: the connect that failed before held it already.
+    ("reconnect-backoff-holds-nothing", kerrors.NodeNotReadyError(3), False, None),
+    ("paused-connection-holds-nothing", kerrors.NodeNotReadyError("Node paused: {'buffer'}"), False, None),
     ("write-to-closed-transport-holds-gone", RuntimeError("Transport closed for writes"), False, GONE),
     # Another node's silence: a drop of the whole client (after another node lapsed, or a stale picture)
     # fails every request it had in flight, on every node; none of those nodes did anything.
@@ -60,6 +68,11 @@ def gone(node, now):
     return ("gone", node, now)
 
 
+def forwarded(node, now, asked):
+    """A request `node` forwards to the controller, sent at `asked`, lapsed at `now`."""
+    return ("forwarded", node, now, asked)
+
+
 def lapsed(node, now, asked):
     return ("lapsed", node, now, asked)
 
@@ -74,6 +87,8 @@ def replay(events):
     for kind, node, now, *asked in events:
         if kind == "forwarded":
             returned.append(nodes.forwarded_lapsed(node, now, asked_wall=1000.0 + asked[0]))
+        elif kind == "answered-forwarded":
+            returned.append(nodes.answered(node, now, forwarded=True) is not None)
         elif kind == "gone":
             returned.append(nodes.gone(node, now, wall=1000.0 + now))
         elif kind == "lapsed":
@@ -117,35 +132,43 @@ def test_held_nodes(events, at, held, since, last):
 
 
 FORWARDED_CASES = [
-    # id, events (("forwarded", node, now, asked) = a request the node forwards to the controller lapsed), asked at,
+    # id, events (forwarded(node, now, asked) = a request the node forwards to the controller lapsed), asked at,
     # held, suspects, last return
-    ("forwarded-lapse-holds-the-controller-not-the-broker", [("forwarded", 2, 2.5, 0.0)], 3.0, {CONTROLLER}, {2},
+    ("forwarded-lapse-holds-the-controller-not-the-broker", [forwarded(2, 2.5, 0.0)], 3.0, {CONTROLLER}, {2},
      True),
-    ("the-suspect-answering-its-probe-is-cleared", [("forwarded", 2, 2.5, 0.0), answered(2, 2.6)], 3.0, {CONTROLLER},
+    ("the-suspect-answering-its-probe-is-cleared", [forwarded(2, 2.5, 0.0), answered(2, 2.6)], 3.0, {CONTROLLER},
      set(), False),
-    ("the-suspect-lapsing-its-probe-is-held", [("forwarded", 2, 2.5, 0.0), lapsed(2, 5.1, 2.6)], 6.0, {CONTROLLER, 2},
+    ("the-suspect-lapsing-its-probe-is-held", [forwarded(2, 2.5, 0.0), lapsed(2, 5.1, 2.6)], 6.0, {CONTROLLER, 2},
      set(), True),
-    ("a-suspect-not-probed-out-is-forgotten", [("forwarded", 2, 2.5, 0.0)], 2.5 + HOLD_S, {CONTROLLER}, set(), True),
-    ("a-held-broker-is-no-suspect", [lapsed(2, 2.5, 0.0), ("forwarded", 2, 3.0, 0.5)], 3.5, {CONTROLLER, 2}, set(),
+    ("a-suspect-not-probed-out-is-forgotten", [forwarded(2, 2.5, 0.0)], 2.5 + HOLD_S, {CONTROLLER}, set(), True),
+    ("a-held-broker-is-no-suspect", [lapsed(2, 2.5, 0.0), forwarded(2, 3.0, 0.5)], 3.5, {CONTROLLER, 2}, set(),
      True),
-    ("the-controller-answering-releases-it", [("forwarded", 2, 2.5, 0.0), answered(CONTROLLER, 4.0)], 4.5, set(),
+    ("the-controller-answering-releases-it", [forwarded(2, 2.5, 0.0), answered(CONTROLLER, 4.0)], 4.5, set(),
      {2}, True),
-    ("a-second-forwarded-lapse-is-not-new", [("forwarded", 2, 2.5, 0.0), ("forwarded", 3, 3.0, 0.5)], 3.5,
+    ("a-second-forwarded-lapse-is-not-new", [forwarded(2, 2.5, 0.0), forwarded(3, 3.0, 0.5)], 3.5,
      {CONTROLLER}, {2, 3}, False),
 ]
+
+STUCK_CASES = [
+    # id, events (("answered-forwarded", node, now): a broker got an answer from the controller), at, stuck forwarding
+    ("a-forwarded-lapse-marks-the-broker-s-forwarding", [forwarded(2, 2.5, 0.0)], 3.0, {2}),
+    ("the-broker-answering-itself-leaves-it-stuck", [forwarded(2, 2.5, 0.0), answered(2, 2.6)], 3.0, {2}),
+    ("a-forwarded-answer-through-it-frees-it", [forwarded(2, 2.5, 0.0), ("answered-forwarded", 2, 4.0)], 4.5, set()),
+    ("through-another-broker-frees-only-that-one", [forwarded(2, 2.5, 0.0), forwarded(3, 2.6, 0.1),
+                                                     ("answered-forwarded", 3, 4.0)], 4.5, {2}),
+    ("stuck-for-at-most-a-hold", [forwarded(2, 2.5, 0.0)], 2.5 + HOLD_S, set()),
+]
+
+
+@pytest.mark.parametrize("events, at, stuck", [pytest.param(*c[1:], id=c[0]) for c in STUCK_CASES])
+def test_stuck_forwarding(events, at, stuck):
+    nodes, _ = replay(events)
+    assert nodes.stuck_forwarding(at) == stuck
 
 
 @pytest.mark.parametrize("events, at, held, suspects, last", [pytest.param(*c[1:], id=c[0]) for c in FORWARDED_CASES])
 def test_forwarded_lapses(events, at, held, suspects, last):
-    nodes = HeldNodes(HOLD_S, PROBE_S)
-    returned = []
-    for kind, node, now, *asked in events:
-        if kind == "forwarded":
-            returned.append(nodes.forwarded_lapsed(node, now, asked_wall=1000.0 + asked[0]))
-        elif kind == "lapsed":
-            returned.append(nodes.lapsed(node, now, asked_wall=1000.0 + asked[0]))
-        else:
-            returned.append(nodes.answered(node, now) is not None)
+    nodes, returned = replay(events)
     assert nodes.held(at) == held
     assert nodes.suspects(at) == suspects
     assert returned[-1] == last
@@ -161,7 +184,7 @@ PROBE_CASES = [
     ("a-gone-node-is-not-probed", [gone(3, 0.0)], [(1.0, False)], [[]]),
     ("an-answered-node-is-not-probed", [lapsed(3, 2.5, 0.0), answered(3, 3.0)], [(4.0, False)], [[]]),
     ("each-unresponsive-node", [lapsed(3, 2.5, 0.0), lapsed(1, 2.6, 0.1)], [(3.0, False)], [[1, 3]]),
-    ("a-suspect-and-the-controller", [("forwarded", 3, 2.5, 0.0)], [(2.5, False)], [[3, CONTROLLER]]),
+    ("a-suspect-and-the-controller", [forwarded(3, 2.5, 0.0)], [(2.5, False)], [[3, CONTROLLER]]),
 ]
 
 
@@ -229,3 +252,67 @@ def test_a_poll_reports_a_held_broker_not_alive_and_since_when(held, since):
 def test_a_janitor_read_reports_a_held_broker_not_alive(held):
     # The janitor never removes a rate of a broker that is not alive: its configs were not read.
     assert read_cluster(moving_to_2(**held), ["t"]).alive_brokers() == {1, 3}
+
+
+def test_a_poll_takes_the_watch_list_instead_of_asking_the_silent_controller():
+    """The job's executor, handed the driver watch's last list while the controller answers nobody
+    (streaming.spark.source LISTED): usable, the move's progress computed, counted as a retry of the API."""
+    cluster = moving_to_2(fail={"list_reassignments": RuntimeError("the controller does not answer")})
+    listed = [{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}]
+    snapshot = poll(cluster, now_ms=1, all_partitions=True, listed=listed)
+    assert not snapshot.errors and snapshot.retries == {LIST_REASSIGNMENTS: 1}
+    assert [(r["topic"], r["partition"]) for r in snapshot["reassignments"]] == [("t", 0)]
+    assert poll(cluster, now_ms=1, all_partitions=True).errors[0].api == LIST_REASSIGNMENTS  # not handed: failed
+
+
+class ListingDoor(Door):
+    """The door's own `listed_or_last`, without a cluster: `list_reassignments` answers `answers` in turn (an
+    exception is raised), the controller held or not as the test sets."""
+
+    def __init__(self, answers):
+        self._timeout_s, self._deadline_s = TIMEOUT_S, request_deadline_s(TIMEOUT_S)
+        self._held, self._held_lock, self._lock = HeldNodes(TIMEOUT_S, PROBE_S), threading.Lock(), threading.Lock()
+        self.retried, self._answers = Counter(), list(answers)
+        self._last_listed, self._kafka, self._probing = None, None, None
+
+    def list_reassignments(self):
+        answer = self._answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        with self._held_lock:
+            self._last_listed = (time.monotonic(), answer)
+        return answer
+
+    def _probe_controller(self):
+        pass
+
+
+SILENT = NodeGone("ListPartitionReassignments: the controller did not answer")
+ROWS = [{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}]
+
+
+@pytest.mark.parametrize("controller_held, listed_before, served", [
+    pytest.param(True, True, True, id="controller-silent-the-last-list"),
+    pytest.param(False, True, False, id="controller-answering-no-last-list"),
+    pytest.param(True, False, False, id="never-listed-nothing-to-serve"),
+])
+def test_listed_or_last(controller_held, listed_before, served):
+    door = ListingDoor(([ROWS] if listed_before else []) + [SILENT])
+    if listed_before:
+        assert door.listed_or_last() == (ROWS, False)
+    if controller_held:
+        door._held.forwarded_lapsed(2, time.monotonic(), time.time())
+    if served:
+        assert door.listed_or_last() == (ROWS, True) and door.retried == {LIST_REASSIGNMENTS: 1}
+    else:
+        with pytest.raises(NodeGone):
+            door.listed_or_last()
+
+
+def test_the_last_list_is_not_served_for_ever():
+    door = ListingDoor([ROWS, SILENT])
+    door.listed_or_last()
+    door._held.forwarded_lapsed(2, time.monotonic(), time.time())
+    door._last_listed = (time.monotonic() - LAST_LIST_SERVED_S - 1, ROWS)
+    with pytest.raises(NodeGone):
+        door.listed_or_last()

@@ -10,7 +10,7 @@ from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, replica_records
 from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
-from streaming.core.reasons import RULES, Context, diagnose
+from streaming.core.reasons import RULES, Context, diagnose, diagnosed
 from streaming.vocabulary.reasons import REASON_CODES
 from streaming.vocabulary.states import STATE_NAMES
 
@@ -220,3 +220,14 @@ THROTTLES_BINDING_CASES = [
 def test_throttles_binding_is_the_models_binding_budget(rows, broker_throttles, topic_throttles, expected):
     """What `--throttle auto` reads as "more rate would finish a move sooner" is the budget model's own answer."""
     assert model(rows, topic_throttles, broker_throttles, NOW_MS).throttles_binding() == frozenset(expected)
+
+
+def test_diagnosed_says_since_when_an_unanswering_broker_has_not_answered():
+    """The path the job's batch and `progress` take (streaming.core.reasons.diagnosed), every argument in place: a
+    broker the door holds as unresponsive, and a PENDING move beside it still asked after pending_after_s."""
+    rows = [row(state="BROKER_OFFLINE", numerator=None, since_s=3540),
+            row(partition=1, broker=2, state="PENDING", numerator=0, copy_rate=None, since_s=3570)]
+    done, _ = diagnosed(rows, ALL_LISTED, RATE_3, frozenset({3}), NOW_MS, 20.0, {3: 3_530_000})
+    assert [(r["reason_code"], r["reason"]) for r in done] == [
+        ("DESTINATION_OFFLINE", "destination broker 3 does not answer since 00:58:50 UTC"),
+        ("NO_BYTES_YET", "no bytes for 30s since the move was seen")]

@@ -107,6 +107,27 @@ def test_gate_round_trip(tmp_path):
     gate.write(path, "left_unreported", 6000, [MOVED])
     assert gate.read(path, 6001) == gate.Decision(wanted=True, unreported=(MOVED,))
     assert gate.read(path, 6000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)  # stale: none handed over
+    gate.write(path, "reassigning", 7000, listed=[MOVED])  # the controller answers nobody: the watch's last list
+    assert gate.read(path, 7001) == gate.Decision(wanted=True, listed=(MOVED,))
+    assert gate.read(path, 7000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)
+
+
+class SilentController(FakeCluster):
+    """The door's answer while the controller answers nobody: the last list, and that it is the last one."""
+
+    def listed_or_last(self):
+        return self.list_reassignments(), True
+
+
+def test_the_watch_hands_its_last_list_to_the_batches_while_the_controller_is_silent(tmp_path):
+    path = str(tmp_path / "gate.json")
+    cluster = SilentController(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                               reassigning={("t", 0): ([2, 1], [2])})
+    Watch(cluster, MonitorMetrics(apis=(LIST_REASSIGNMENTS,)), path, 2.0).tick()
+    listed = gate.read(path, time.time() * 1000).listed
+    assert [(r["topic"], r["partition"], r["adding"]) for r in listed] == [("t", 0, [2])]
+    Watch(FakeCluster(), MonitorMetrics(apis=(LIST_REASSIGNMENTS,)), path, 2.0).tick()  # the controller answers: none
+    assert gate.read(path, time.time() * 1000).listed is None
 
 
 class Clock:

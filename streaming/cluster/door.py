@@ -12,22 +12,27 @@ polls failed for minutes after a broker bounce. What a call still cannot do is r
 
 A node that does not answer is not waited on. Every request kafka-python sends passes through the door's
 `_routed` send, and every request has a deadline (streaming.vocabulary.defaults.REQUEST_DEADLINE_S, at most
-half of --timeout: kafka-python's request and connection-setup timeouts), not kafka-python's own 10 s. The
-node a request went to is held (streaming.cluster.held) when its connection was closed or refused (GONE:
-SIGKILLed, restarting; held for one --timeout) or when the request lapsed with the connection open
-(UNRESPONSIVE: SIGSTOP, a long GC pause, a stuck disk; held until it answers a probe the door keeps in flight
-to it). A held node is sent nothing. A request any node can serve goes to a live one; controller-bound
-requests (kafka-python pins them to a cached node id) are steered to a live broker, which under KRaft forwards
-them to the active controller; a request for that very node's own facts (its log dirs, its configs) is
-answered "did not answer" at once (NodeGone), and DescribeCluster reports the node not alive (the poll adds
-since when an unresponsive one has not answered), so the poll shows its replicas BROKER_OFFLINE while every
-other replica keeps updating. A node is marked only for what a request sent to it met: a request that failed
-because the door itself closed the client (a stale client dropped by another thread) marks nothing (measured
-before: a node held as gone for another node's silence, its connection torn down mid-connect by that drop).
-Metadata goes the same way (streaming.cluster.metadata says why not through librdkafka). A new client never
-bootstraps from a held node's address: a bootstrap that picks a hung node waits its whole budget.
+half of --timeout: kafka-python's request and connection-setup timeouts; librdkafka's socket timeouts for the
+producer), not a client's own 10 s or more. The node a request went to is held (streaming.cluster.held) when its
+connection was closed or refused (GONE: SIGKILLed, restarting; held for one --timeout) or when the request
+lapsed with the connection open (UNRESPONSIVE: SIGSTOP, a long GC pause, a stuck disk; held until it answers a
+probe the door keeps in flight to it). A held node is sent nothing. A request any node can serve goes to a live
+one; controller-bound requests (kafka-python pins them to a cached node id) are steered to a live broker, which
+under KRaft forwards them to the active controller; a request for that very node's own facts (its log dirs, its
+configs) is answered "did not answer" at once (NodeGone), and DescribeCluster reports the node not alive (the
+poll adds since when an unresponsive one has not answered), so the poll shows its replicas BROKER_OFFLINE while
+every other replica keeps updating.
+A node is marked only for what a request sent to it met. A forwarded request's lapse holds the path to the
+controller (every controller-bound call then fails at once; `listed_or_last` answers the last list) and makes
+the broker a suspect, held only if a probe of its own lapses too; a request that failed
+because the door itself closed its client (a stale client dropped by another thread: kafka-python then fails a
+connection still being set up with a "connection closed" error, the likely way issue 28's broker 1 was held for
+broker 3's silence) or collateral to another request's lapse on the same connection marks nobody. Metadata goes
+the same way (streaming.cluster.metadata says why not through librdkafka). A new client never bootstraps from a
+held node's address: a bootstrap that picks a hung node waits its whole budget.
 Measured before this rule: the poll after a SIGKILL of the active controller took 18 s at --timeout 10 and
-failed, retrying the dead node; during a 40 s SIGSTOP of a broker every poll waited kafka-python's 10 s.
+failed, retrying the dead node; during a 40 s SIGSTOP of a broker every poll waited kafka-python's 10 s
+(bench/RESULTS.md, "Polls while a node hangs").
 
 Every request counts in `requests` (DescribeLogDirs one per broker); every retried error counts in
 `retried[api]`, which the poll reports as a poll error of that API.
@@ -72,8 +77,8 @@ ANSWERS_AGAIN = " answers again"
 # The requests a KRaft broker forwards to the active controller, by our API names (= kafka-python's request class
 # names without "Request"): a lapse of one holds the path to the controller, not the broker (streaming.cluster.held).
 CONTROLLER_BOUND = frozenset({LIST_REASSIGNMENTS, ALTER_REASSIGNMENTS, ALTER_CONFIGS})
-# While the controller does not answer, ListPartitionReassignments is answered from the last list this door got
-# (`_listed`), for at most this long after it was answered.
+# While the controller does not answer, `listed_or_last` answers the last list this door got, for at most this
+# long after it was answered.
 LAST_LIST_SERVED_S = 120.0
 # The controller's probe lists the reassignments of this topic's partition 0: a name no topic has, so the answer is
 # empty (a list of no topic at all is answered by the broker without asking the controller: measured).
@@ -89,17 +94,20 @@ def failure_hold(error, closed_by_door, collateral=False):
     """The hold a failed request puts on the node it was sent to: held.UNRESPONSIVE for a lapse (kafka-python's
     own RequestTimedOutError, raised when the deadline passed with the connection open; an answer carrying Kafka's
     REQUEST_TIMED_OUT never fails the send), held.GONE for a connection closed or refused, None for anything
-    else. None for everything when the door had closed that client itself (`closed_by_door`: a stale client
+    else - NodeNotReadyError included: kafka-python raises it for a node in its reconnect backoff (the failed
+    connect before it held the node already) or for a connection it paused itself (a full write buffer). None for everything when the door had closed that client itself (`closed_by_door`: a stale client
     dropped by another thread), and for a lapse that is `collateral`: kafka-python closes a connection when one
     request on it lapses and fails every request in flight on it with that same error, and a broker answers the
     requests of one connection in order, so the later ones waited on the first (a request it forwarded to a
     controller that does not answer, say), not on the node."""
-    from kafka.errors import RequestTimedOutError
+    from kafka.errors import NodeNotReadyError, RequestTimedOutError
 
     if closed_by_door:
         return None
     if isinstance(error, RequestTimedOutError):
         return None if collateral else held.UNRESPONSIVE
+    if isinstance(error, NodeNotReadyError):
+        return None
     return held.GONE if kind_of(error) == GONE else None
 
 
@@ -214,12 +222,14 @@ class Door:
             self._probe(key)
         return keys
 
-    def _avoided(self):
-        """The nodes a request for any node (and a controller-bound one) is not sent to: the held ones and the
-        suspects (a forwarded request through them lapsed: streaming.cluster.held)."""
+    def _avoided(self, controller_bound=False):
+        """The nodes a request for any node is not sent to: the held ones and the suspects (a forwarded request
+        through them lapsed: streaming.cluster.held); a controller-bound one neither goes through a broker whose
+        forwarding is stuck."""
         nodes = self.unanswering()
         with self._held_lock:
-            return nodes | self._held.suspects(time.monotonic())
+            now = time.monotonic()
+            return nodes | self._held.suspects(now) | (self._held.stuck_forwarding(now) if controller_bound else set())
 
     def unanswered_since(self):
         """{node: Unix ms since when it has not answered} of the nodes held as unresponsive."""
@@ -252,14 +262,16 @@ class Door:
         if why is not None:
             raise NodeGone(f"{api}: {held.CONTROLLER} did not answer ({why})")
 
-    def _listed(self, call):
-        """ListPartitionReassignments' answer (`call()`), remembered. While the controller is held, the last answer
-        instead, if it is younger than LAST_LIST_SERVED_S, counted as a retry of the API (a poll error on
-        /metrics): every change of a reassignment is made by the controller, so none is made while it does not
-        answer, and the job goes on computing progress from what the brokers answer (measured: a SIGSTOPped
-        active controller was replaced after about 30 s, and no broker answered the list meanwhile)."""
+    def listed_or_last(self):
+        """(ListPartitionReassignments' rows, False); while the controller is held (a forwarded request lapsed
+        and no answer came since) the last rows this door was answered instead, if answered less than
+        LAST_LIST_SERVED_S ago, and True, counted as a retry of the API (a poll error on /metrics). Every change
+        of a reassignment is the controller's, so none is made while it answers nobody; measured: a SIGSTOPped
+        active controller was replaced only after 10-30 s, and meanwhile no broker answered a list. For the job's
+        driver, which lists every second: a decision (the janitor's, a command's) asks `list_reassignments`,
+        which fails at once meanwhile."""
         try:
-            rows = call()
+            return self.list_reassignments(), False
         except Unreachable:
             with self._held_lock:
                 last = self._last_listed
@@ -268,10 +280,7 @@ class Door:
                 raise
             with self._lock:
                 self.retried[LIST_REASSIGNMENTS] += 1
-            return [dict(row) for row in last[1]]
-        with self._held_lock:
-            self._last_listed = (time.monotonic(), rows)
-        return rows
+            return [dict(row) for row in last[1]], True
 
     def _say(self, line):
         if self._log is not None:
@@ -320,7 +329,7 @@ class Door:
     def _answered(self, node, forwarded):
         with self._held_lock:
             now = time.monotonic()
-            ended = [(f"broker {node}", self._held.answered(node, now))]
+            ended = [(f"broker {node}", self._held.answered(node, now, forwarded))]
             if forwarded:
                 ended.append((held.CONTROLLER, self._held.answered(held.CONTROLLER, now)))
         for who, hold in ended:
@@ -412,8 +421,10 @@ class Door:
                             reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS, **self._settings)
                         self._bounded(self._prober._manager)
                     manager = self._prober._manager
-                    node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in self._avoided()),
-                                None)
+                    avoided = self._avoided(controller_bound=True)
+                    node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in avoided),
+                                next((b.node_id for b in manager.cluster.brokers()
+                                      if b.node_id not in self._avoided()), None))
                     if node is not None:
                         request = ListPartitionReassignmentsRequest(timeout_ms=self._deadline_ms(), topics=[
                             ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
@@ -433,13 +444,16 @@ class Door:
         with self._held_lock:
             self._held.probe_done(node)
 
-    def _live_node(self, manager):
-        """kafka-python's least loaded node unless it is avoided (held or a suspect), else a live one (None: none
+    def _live_node(self, manager, controller_bound=False):
+        """kafka-python's least loaded node unless it is avoided (`_avoided`), else a live one; for a
+        controller-bound request, one that is only avoided as stuck forwarding rather than none (None: none
         known)."""
-        gone = self._avoided()
+        gone = self._avoided(controller_bound)
         node = manager.least_loaded_node()
         if node in gone:
             node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in gone), None)
+        if node is None and controller_bound:
+            return self._live_node(manager)
         return node
 
     def _reroute(self):
@@ -456,8 +470,8 @@ class Door:
         CreateTopics) to the node id it cached, asking Metadata for one when it has none: under KRaft that is
         a random broker Kafka still lists, the dead one included until it is fenced. Any broker forwards
         them to the active controller, so they go to a live one (kafka-python still follows NOT_CONTROLLER)."""
-        if kafka._controller_id is None or kafka._controller_id in self._avoided():
-            kafka._controller_id = self._live_node(kafka._manager)
+        if kafka._controller_id is None or kafka._controller_id in self._avoided(controller_bound=True):
+            kafka._controller_id = self._live_node(kafka._manager, controller_bound=True)
         return kafka
 
     def _confluent_admin(self):
@@ -510,7 +524,11 @@ class Door:
                 self._controller_needed(api)
             self._count(requests)
             return work(self._steer(self._connect()))
-        return self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
+        answer = self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
+        if api == LIST_REASSIGNMENTS:  # for `listed_or_last`
+            with self._held_lock:
+                self._last_listed = (time.monotonic(), answer)
+        return answer
 
     def _confluent_call(self, api, work, doing=None, needs=None):
         """`work(confluent_admin_client)`, through `_retrying` (librdkafka reconnects by itself)."""

@@ -43,7 +43,8 @@ class HeldNodes:
         self.gone_hold_s = gone_hold_s
         self.probe_every_s = probe_every_s
         self._holds = {}  # node id (or CONTROLLER) -> Hold
-        self._suspects = {}  # node id -> monotonic time a forwarded request through it lapsed
+        self._suspects = {}  # node id -> monotonic time a forwarded request through it lapsed, until it answers
+        self._forwarding = {}  # node id -> the same, until a forwarded request through it is answered
         self._probes = {}  # node id (or CONTROLLER) -> monotonic time its probe was sent, while one is in flight
         self._probed = {}  # node id (or CONTROLLER) -> monotonic time its last probe was sent
 
@@ -81,15 +82,28 @@ class HeldNodes:
         Whether CONTROLLER was not held before."""
         if self._current(node, now) is None:
             self._suspects[node] = now
+        self._forwarding[node] = now
         return self.lapsed(CONTROLLER, now, asked_wall)
 
-    def answered(self, node, now):
-        """It answered a request: no longer held, whatever held it, nor a suspect. The hold this ended, or None."""
+    def answered(self, node, now, forwarded=False):
+        """It answered a request: no longer held, whatever held it, nor a suspect; `forwarded` (an answer a broker
+        got from the controller): its forwarding works again. The hold this ended, or None."""
         hold = self._current(node, now)
         self._holds.pop(node, None)
         self._probes.pop(node, None)
         self._suspects.pop(node, None)
+        if forwarded:
+            self._forwarding.pop(node, None)
         return hold
+
+    def stuck_forwarding(self, now):
+        """The brokers a forwarded request lapsed through and none was answered since (for at most gone_hold_s):
+        controller-bound requests go through another when there is one. A broker's forwarding can stay stuck on a
+        controller that stopped after another was elected (measured: one broker's lists lapsed for seconds after
+        another's were answered again)."""
+        for node in [n for n, since in self._forwarding.items() if now - since >= self.gone_hold_s]:
+            del self._forwarding[node]
+        return frozenset(self._forwarding)
 
     def suspects(self, now):
         """The nodes a forwarded request lapsed through, not yet probed out (for at most gone_hold_s): requests

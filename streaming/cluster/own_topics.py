@@ -76,10 +76,16 @@ class OwnTopics:
                 # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
                 # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
                 # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
-                # refused) is said only there; later calls say only "_FATAL".
+                # refused) is said only there; later calls say only "_FATAL". A request (and a connection's set-up)
+                # has the door's deadline, not librdkafka's 60 s: a ProduceRequest in flight to a partition leader
+                # that hangs (SIGSTOP) is otherwise waited on until the record's own timeout fails the write, even
+                # after Kafka fenced that leader and elected another (measured: a batch's write failed 20 s after
+                # the stop, the query restarted); timed out, it is sent again where the metadata says, idempotently.
                 self._producer = Producer({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA,
                                            "error_cb": self._client_error, "enable.idempotence": True,
                                            "acks": "all", "linger.ms": 20, "compression.type": "zstd",
+                                           "socket.timeout.ms": self._deadline_ms(),
+                                           "socket.connection.setup.timeout.ms": self._deadline_ms(),
                                            "message.timeout.ms": int(max(self._timeout_s, DELIVERY_OUTLASTS_FENCING_S)
                                                                      * 1000)})
             return self._producer

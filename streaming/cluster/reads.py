@@ -34,8 +34,7 @@ class Reads:
             ongoing = kafka.list_partition_reassignments()
             return [{"topic": tp.topic, "partition": tp.partition, "replicas": r["replicas"],
                      "adding": r["adding_replicas"], "removing": r["removing_replicas"]} for tp, r in ongoing.items()]
-        # While the controller does not answer, the last list (door._listed: no reassignment changes meanwhile).
-        return self._listed(lambda: self._call(LIST_REASSIGNMENTS, work, needs=("Describe", "Cluster")))
+        return self._call(LIST_REASSIGNMENTS, work, needs=("Describe", "Cluster"))
 
     def describe_partitions(self, topics):
         """Leader, replicas and ISR of every partition of `topics` (None: of all topics). Always asks

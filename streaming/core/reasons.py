@@ -26,10 +26,10 @@ class Context:
     model: object  # streaming.core.budget_view.BudgetModel
     now_ms: int
     offline: frozenset = field(default_factory=frozenset)  # brokers not alive or not answering this poll
-    # offline brokers the door holds as unresponsive -> Unix ms since when they have not answered
-    unanswered: dict = field(default_factory=dict)
     pending_after_s: float = 20.0  # a PENDING move gets a reason after this long (the job: two triggers)
     never: bool = True  # whether a move may never finish at its share (the model's any_never)
+    # offline brokers the door holds as unresponsive -> Unix ms since when they have not answered
+    unanswered: dict = field(default_factory=dict)
 
 
 def human_rate(value):
@@ -232,5 +232,5 @@ def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_
     the live `progress` report both run on their replica rows (history report columns). `unanswered`: as
     `unanswered_brokers`."""
     budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
-    context = Context(budget_model, now_ms, offline, pending_after_s, budget_model.any_never, unanswered or {})
+    context = Context(budget_model, now_ms, offline, pending_after_s, budget_model.any_never, unanswered=unanswered or {})
     return with_reasons(rows, context), budget_model

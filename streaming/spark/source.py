@@ -21,6 +21,9 @@ A batch's end offset also carries the moves the watch saw that left the reassign
 (`UNREPORTED`, ListPartitionReassignments rows): its poll adds them as the "unreported_reassignments"
 table, and the stateful step reports them finished. Carried in the offset, they are in the offset log, so a
 replayed batch reports them too; the next batch never carries them again.
+While the controller answers nobody (streaming.cluster.door `listed_or_last`), the end offset carries the watch's
+last list (`LISTED`), which the poll takes instead of asking: the executor's own door may hold an older list (one
+per worker process, listed once a batch), and no reassignment changes meanwhile. It is in the offset log too.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -63,6 +66,7 @@ POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), (
                 ("errors", STRING), ("retries", STRING))
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
 UNREPORTED = "unreported"  # the offsets' key for the watch's unreported moves (module docstring)
+LISTED = "listed"  # the offsets' key for the watch's list while the controller answers nobody (module docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -148,10 +152,11 @@ def _row_key(row):
 
 
 class PollPartition(InputPartition):
-    def __init__(self, poll_id, unreported=()):
+    def __init__(self, poll_id, unreported=(), listed=None):
         super().__init__(poll_id)
         self.poll_id = poll_id
         self.unreported = tuple(unreported)
+        self.listed = None if listed is None else tuple(listed)
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -175,17 +180,19 @@ class PollStreamReader(DataSourceStreamReader):
         handed = [row for row in decision.unreported if _row_key(row) not in carried]
         if handed:
             end[UNREPORTED] = handed
+        if decision.listed is not None:
+            end[LISTED] = list(decision.listed)
         return end
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()))]
+        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED))]
 
     def read(self, partition):
         started = time.monotonic()
         ts_ms = int(time.time() * 1000)
         try:
-            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True),
-                                       partition.unreported)
+            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True,
+                                            listed=partition.listed), partition.unreported)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
             # admin door has dropped whatever client went stale, so the cached door is reused next poll)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)

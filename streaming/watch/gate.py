@@ -21,16 +21,20 @@ STALE_AFTER_MS = 30_000
 class Decision:
     """`unreported`: ListPartitionReassignments rows (streaming.vocabulary.snapshot "reassignments") of moves
     the watch saw that left the list before any batch reported them: a move shorter than the wait for a
-    batch (an idle job's first batch starts Spark's Python workers again) is still reported."""
+    batch (an idle job's first batch starts Spark's Python workers again) is still reported. `listed`: while
+    the controller answers nobody, the watch's last list (its door's `listed_or_last`), which the batch's poll
+    takes instead of asking (no reassignment changes meanwhile); None otherwise."""
     wanted: bool
     unreported: tuple = ()
+    listed: tuple | None = None
 
 
-def write(path, reason, now_ms, unreported=()):
+def write(path, reason, now_ms, unreported=(), listed=None):
     """Record the watch's decision: `reason` is why a batch is wanted, None when none is."""
     temporary = f"{path}.tmp"
     with open(temporary, "w") as out:
-        json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported)}, out)
+        json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported),
+                   "listed": None if listed is None else list(listed)}, out)
     os.replace(temporary, path)
 
 
@@ -39,7 +43,9 @@ def read(path, now_ms):
         with open(path) as gate:
             decision = json.load(gate)
         fresh = now_ms - int(decision["ts_ms"]) <= STALE_AFTER_MS
+        listed = decision.get("listed")
         return Decision(wanted=not fresh or decision["reason"] is not None,
-                        unreported=tuple(decision.get("unreported") or ()) if fresh else ())
+                        unreported=tuple(decision.get("unreported") or ()) if fresh else (),
+                        listed=tuple(listed) if fresh and listed is not None else None)
     except (OSError, ValueError, KeyError, TypeError):
         return Decision(wanted=True)

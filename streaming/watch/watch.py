@@ -128,6 +128,7 @@ class Watch:
         self._accepted = {}  # (topic, partition) -> Move of the requests Kafka accepted, as last read
         self._owned_unread = False  # the last read of the ownership records failed
         self._owned_read_s = None  # when the ownership records were last read
+        self._listed_for_batches = None  # the door's last list while the controller is silent (`_list`)
         self._listed_once = False
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
@@ -207,7 +208,7 @@ class Watch:
                 return
             looked = self.clock()
             try:
-                listed = {partition_of(r) for r in self.admin.list_reassignments()}
+                listed = {partition_of(r) for r in self.admin.listed_or_last()[0]}
             except Exception:
                 return
             took_s = self.clock() - looked
@@ -252,9 +253,13 @@ class Watch:
 
     @_step("list")
     def _list(self):
-        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed."""
+        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed. While the controller
+        answers nobody, the door's last list (streaming.cluster.door `listed_or_last`), also handed to the batches
+        through the gate, since no reassignment changes meanwhile."""
         try:
-            return {partition_of(r): r for r in self.admin.list_reassignments()}
+            rows, last = self.admin.listed_or_last()
+            self._listed_for_batches = rows if last else None
+            return {partition_of(r): r for r in rows}
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
             self.log(f"{LIST_REASSIGNMENTS} failed: {error}")
@@ -387,7 +392,7 @@ class Watch:
             self._wanted_since_s = None
         elif self._wanted_since_s is None:
             self._wanted_since_s = now_s
-        gate.write(self.gate_path, reason, now_wall * 1000, left_unreported[:HANDOVER_LIMIT])
+        gate.write(self.gate_path, reason, now_wall * 1000, left_unreported[:HANDOVER_LIMIT], self._listed_for_batches)
         if reason != self._reason:
             self.log(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason
