@@ -491,3 +491,21 @@ def test_a_move_another_tool_starts_after_an_idle_stretch_is_adopted(tmp_path):
     assert watch.tick() == "reassigning"
     j.on_batch(cluster.snapshot(), 8)
     assert [r.origin for r in store.records()] == [OBSERVED]
+
+
+@pytest.mark.parametrize("silent, published", [(True, True), (False, False)],
+                         ids=["controller-silent-not-late", "controller-answering-late"])
+def test_a_batch_whose_poll_failed_is_late_unless_the_controller_is_silent(tmp_path, silent, published):
+    """While the watch's list is the door's last one (the controller answers nobody), a batch whose poll failed
+    before the watch handed it that list keeps liveness advancing; with the controller answering it does not (a
+    job whose polls fail stops advancing liveness, as before)."""
+    cluster = SilentController() if silent else FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    watch, metrics, clock = a_watch(tmp_path, cluster, trigger_s=2.0)
+    watch.batch_done(*batch("COPYING"))
+    watch.tick()
+    for _ in range(3):  # each a batch whose poll failed: seven triggers without a successful one
+        clock.now += 4.5
+        watch.batch_ran(8)
+        watch.tick()
+    assert (sample(metrics, LAST_POLL) == clock.now) is published

@@ -106,7 +106,8 @@ def run(config, janitor_factory=None, out=sys.stderr):
         spark.streams.addListener(job._batch_duration_listener(metrics))
         handler = job.BatchHandler(writer, metrics, janitor, None if config.quiet else sys.stdout, watch.batch_done,
                                    steerer, pending_after_s=2 * config.trigger_interval_s, plans=watch.plan_statuses,
-                                   plans_reported=watch.plans_reported, writing=watch.batch_writing)
+                                   plans_reported=watch.plans_reported, writing=watch.batch_writing,
+                                   after_failed_poll=watch.batch_ran)
         print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)

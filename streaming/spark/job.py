@@ -107,11 +107,12 @@ class BatchHandler:
 
     def __init__(self, writer, metrics, janitor=None, out=sys.stdout, after_batch=None, steerer=None,
                  pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, plans=None, plans_reported=None,
-                 writing=contextlib.nullcontext):
+                 writing=contextlib.nullcontext, after_failed_poll=None):
         self.writer, self.metrics, self.janitor, self.out = writer, metrics, janitor, out
         self.plans = plans  # () -> {request_id: PlanStatus} of the active plans (the driver's watch), or None
         self.plans_reported = plans_reported  # told the request ids whose records a batch wrote
         self.after_batch = after_batch  # told each successful batch's output (the driver's watch)
+        self.after_failed_poll = after_failed_poll  # told the id of each batch whose poll failed (the same watch)
         self.writing = writing  # around the durable write (the driver's watch: Watch.batch_writing)
         self.steerer = steerer  # sinks.throttles.steer.Steerer with --throttle auto, else None
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
@@ -156,6 +157,8 @@ class BatchHandler:
         if not facts.ok:
             reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
+            if self.after_failed_poll is not None:
+                self.after_failed_poll(batch_id)
             return
         with collector_paused():
             # The partition rollup in columns (streaming.spark.rollup), from the batch's Arrow replica rows.

@@ -24,7 +24,9 @@ Each tick (`Watch.tick`):
    trigger old.
 5. Advance liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when rules.publishes_liveness,
    which also holds while a batch waits for Kafka to acknowledge its records (`batch_writing`): after a broker's
-   SIGKILL Kafka holds acks=all writes until it fenced the broker, and the watch's poll still succeeds.
+   SIGKILL Kafka holds acks=all writes until it fenced the broker, and the watch's poll still succeeds. While the
+   controller answers nobody (the door's `listed_or_last`), the watch's poll is its last list, handed to the
+   batches through the gate, and a batch whose poll failed before it was handed one is not late (`batch_ran`).
 6. Plans: one step of every running or paused plan whose lease this job holds (streaming.watch.plans), at
    most once a second, before the decision of 4 (an active plan keeps batches running: rules.plans_active);
    read at start, then each tick while something reassigns, owned throttles exist or a plan is known active,
@@ -117,6 +119,7 @@ class Watch:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
         self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._observed_s = None  # when the janitor last observed for an idle stretch
@@ -148,11 +151,18 @@ class Watch:
             self._last_batch_id = batch_id
             self._tracks_moves = any(row["state"] not in FINISHED_NAMES for row in output.replicas)
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
-            self._last_batch_s = self.clock()
+            self._last_batch_s = self._last_batch_ran_s = self.clock()
             reported = {partition_of(row) for row in output.replicas}
             self._reported |= reported
             for partition in reported:
                 self._unreported.pop(partition, None)
+
+    def batch_ran(self, batch_id):
+        """After a batch whose poll failed. While the controller answers nobody (the watch's list is the last one),
+        such a batch is not late: its poll failed on the controller's silence before the watch handed it its last
+        list (streaming.watch.gate), not because batches stall."""
+        with self._lock:
+            self._last_batch_ran_s = self.clock()
 
     @contextlib.contextmanager
     def batch_writing(self):
@@ -386,6 +396,8 @@ class Watch:
                                    active_plans=len(self.plans.statuses) if self.plans is not None else 0,
                                    left_unreported=bool(left_unreported))
             last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
+            if self._listed_for_batches is not None:  # the controller is silent: see batch_ran
+                last_batch_s = self._last_batch_ran_s
         reason = rules.batch_reason(view)
         now_s = self.clock()
         if reason is None:
