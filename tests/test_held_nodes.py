@@ -273,7 +273,8 @@ class ListingDoor(Door):
         self._timeout_s, self._deadline_s = TIMEOUT_S, request_deadline_s(TIMEOUT_S)
         self._held, self._held_lock, self._lock = HeldNodes(TIMEOUT_S, PROBE_S), threading.Lock(), threading.Lock()
         self.retried, self._answers = Counter(), list(answers)
-        self._last_listed, self._kafka, self._probing = None, None, None
+        self._last_listed, self._kafka, self._probing, self._impatient = None, None, None, threading.local()
+        self._log = None
 
     def list_reassignments(self):
         answer = self._answers.pop(0)
@@ -316,3 +317,25 @@ def test_the_last_list_is_not_served_for_ever():
     door._last_listed = (time.monotonic() - LAST_LIST_SERVED_S - 1, ROWS)
     with pytest.raises(NodeGone):
         door.listed_or_last()
+
+
+@pytest.mark.parametrize("answers_after_s, budget_s, impatient, waits_then", [
+    pytest.param(0.3, 3.0, False, "goes on", id="a-controller-that-failed-over-answers-the-probe"),
+    pytest.param(None, 0.5, False, "NodeGone", id="a-hung-controller-until-the-call-s-deadline"),
+    pytest.param(0.3, 3.0, True, "NodeGone", id="not-waited-for-with-the-last-list-at-hand"),
+])
+def test_a_controller_bound_call_waits_for_the_probe_within_its_deadline(answers_after_s, budget_s, impatient,
+                                                                        waits_then):
+    door = ListingDoor([])
+    door._held.forwarded_lapsed(2, time.monotonic(), time.time())
+    if answers_after_s is not None:  # the probe's answer, as `_probe_controller` reports it
+        threading.Timer(answers_after_s, door._answered, (3, True)).start()
+    door._impatient.on = impatient
+    started = time.monotonic()
+    try:
+        door._controller_needed(LIST_REASSIGNMENTS, started + budget_s)
+        outcome = "goes on"
+    except NodeGone:
+        outcome = "NodeGone"
+    assert outcome == waits_then
+    assert time.monotonic() - started <= (0.2 if impatient else budget_s + 0.2)

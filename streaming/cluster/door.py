@@ -80,6 +80,8 @@ CONTROLLER_BOUND = frozenset({LIST_REASSIGNMENTS, ALTER_REASSIGNMENTS, ALTER_CON
 # While the controller does not answer, `listed_or_last` answers the last list this door got, for at most this
 # long after it was answered.
 LAST_LIST_SERVED_S = 120.0
+# A controller-bound call waiting for the controller's probe looks again this often.
+CONTROLLER_WAIT_STEP_S = 0.1
 # The controller's probe lists the reassignments of this topic's partition 0: a name no topic has, so the answer is
 # empty (a list of no topic at all is answered by the broker without asking the controller: measured).
 CONTROLLER_PROBE_TOPIC = "reassign-monitor-controller-probe"
@@ -143,6 +145,7 @@ class Door:
         # the one that lapsed, the oldest, whose errback runs first (failure_hold: the others are collateral).
         self._lapses = deque(maxlen=64)
         self._prober = None  # a client of its own that probes the controller (`_probe_controller`)
+        self._impatient = threading.local()  # `.on` inside `listed_or_last`: see `_controller_needed`
         self._probing = None  # its thread, while one runs
         self._closed = False
         self._kafka = None
@@ -254,13 +257,20 @@ class Door:
             raise NodeGone(f"{api}: broker {node} did not answer ({why})")
         return node
 
-    def _controller_needed(self, api):
-        """NodeGone at once for a controller-bound request while the controller is held (a forwarded request
-        lapsed and no answer came since): every broker would forward it to the same controller."""
-        self._held_now()
-        why = self._held_why(held.CONTROLLER)
-        if why is not None:
-            raise NodeGone(f"{api}: {held.CONTROLLER} did not answer ({why})")
+    def _controller_needed(self, api, deadline):
+        """While the controller is held (a forwarded request lapsed and no answer came since), wait for the probe
+        (`_probe_controller`) to hear from it, until the call's `deadline` (monotonic), then NodeGone: every
+        broker would forward the request to the same controller, and no request is sent meanwhile. A controller
+        that failed over answers the probe within a second or two (a SIGKILLed one's successor); one that hangs
+        does not. Not waited for inside `listed_or_last` (`_impatient`), which has the last list to answer."""
+        while True:
+            self._held_now()
+            why = self._held_why(held.CONTROLLER)
+            if why is None:
+                return
+            if getattr(self._impatient, "on", False) or time.monotonic() + CONTROLLER_WAIT_STEP_S > deadline:
+                raise NodeGone(f"{api}: {held.CONTROLLER} did not answer ({why})")
+            time.sleep(CONTROLLER_WAIT_STEP_S)
 
     def listed_or_last(self):
         """(ListPartitionReassignments' rows, False); while the controller is held (a forwarded request lapsed
@@ -270,6 +280,7 @@ class Door:
         active controller was replaced only after 10-30 s, and meanwhile no broker answered a list. For the job's
         driver, which lists every second: a decision (the janitor's, a command's) asks `list_reassignments`,
         which fails at once meanwhile."""
+        self._impatient.on = True
         try:
             return self.list_reassignments(), False
         except Unreachable:
@@ -281,6 +292,8 @@ class Door:
             with self._lock:
                 self.retried[LIST_REASSIGNMENTS] += 1
             return [dict(row) for row in last[1]], True
+        finally:
+            self._impatient.on = False
 
     def _say(self, line):
         if self._log is not None:
@@ -519,9 +532,11 @@ class Door:
     def _call(self, api, work, requests=1, doing=None, needs=None):
         """`work(kafka_python_client)`, through `_retrying`; a controller-bound one fails at once while the
         controller is held."""
+        deadline = time.monotonic() + self._timeout_s
+
         def attempt():
             if api in CONTROLLER_BOUND:
-                self._controller_needed(api)
+                self._controller_needed(api, deadline)
             self._count(requests)
             return work(self._steer(self._connect()))
         answer = self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
