@@ -6,6 +6,7 @@ Writes follow Kafka's semantics: IncrementalAlterConfigs SUBTRACT leaves an empt
 a cancel ends a reassignment back on its original replicas, produce appends to an in-memory topic log.
 """
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -63,6 +64,9 @@ class FakeCluster:
 
     def listed_or_last(self):
         return self.list_reassignments(), False
+
+    def impatient(self):
+        return contextlib.nullcontext()
 
     def list_reassignments(self):
         self._call("list_reassignments")

@@ -4,6 +4,7 @@ failure holds which node and how (streaming.cluster.door.failure_hold), how long
 held node reported not alive with since when it has not answered (streaming.vocabulary.snapshot.without_gone)
 by every poll and janitor read. The real SIGKILLs and SIGSTOPs are in tests/test_faults_*_cluster.py."""
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -330,12 +331,12 @@ def test_a_controller_bound_call_waits_for_the_probe_within_its_deadline(answers
     door._held.forwarded_lapsed(2, time.monotonic(), time.time())
     if answers_after_s is not None:  # the probe's answer, as `_probe_controller` reports it
         threading.Timer(answers_after_s, door._answered, (3, True)).start()
-    door._impatient.on = impatient
     started = time.monotonic()
-    try:
-        door._controller_needed(LIST_REASSIGNMENTS, started + budget_s)
-        outcome = "goes on"
-    except NodeGone:
-        outcome = "NodeGone"
+    with door.impatient() if impatient else contextlib.nullcontext():
+        try:
+            door._controller_needed(LIST_REASSIGNMENTS, started + budget_s)
+            outcome = "goes on"
+        except NodeGone:
+            outcome = "NodeGone"
     assert outcome == waits_then
     assert time.monotonic() - started <= (0.2 if impatient else budget_s + 0.2)

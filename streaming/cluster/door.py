@@ -38,6 +38,7 @@ Every request counts in `requests` (DescribeLogDirs one per broker); every retri
 `retried[api]`, which the poll reports as a poll error of that API.
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -145,7 +146,7 @@ class Door:
         # the one that lapsed, the oldest, whose errback runs first (failure_hold: the others are collateral).
         self._lapses = deque(maxlen=64)
         self._prober = None  # a client of its own that probes the controller (`_probe_controller`)
-        self._impatient = threading.local()  # `.on` inside `listed_or_last`: see `_controller_needed`
+        self._impatient = threading.local()  # `.depth`: within `impatient()` in this thread
         self._probing = None  # its thread, while one runs
         self._closed = False
         self._kafka = None
@@ -262,13 +263,13 @@ class Door:
         (`_probe_controller`) to hear from it, until the call's `deadline` (monotonic), then NodeGone: every
         broker would forward the request to the same controller, and no request is sent meanwhile. A controller
         that failed over answers the probe within a second or two (a SIGKILLed one's successor); one that hangs
-        does not. Not waited for inside `listed_or_last` (`_impatient`), which has the last list to answer."""
+        does not. Not waited for within `impatient()`: the job's watch, and `listed_or_last`."""
         while True:
             self._held_now()
             why = self._held_why(held.CONTROLLER)
             if why is None:
                 return
-            if getattr(self._impatient, "on", False) or time.monotonic() + CONTROLLER_WAIT_STEP_S > deadline:
+            if getattr(self._impatient, "depth", 0) or time.monotonic() + CONTROLLER_WAIT_STEP_S > deadline:
                 raise NodeGone(f"{api}: {held.CONTROLLER} did not answer ({why})")
             time.sleep(CONTROLLER_WAIT_STEP_S)
 
@@ -280,9 +281,9 @@ class Door:
         active controller was replaced only after 10-30 s, and meanwhile no broker answered a list. For the job's
         driver, which lists every second: a decision (the janitor's, a command's) asks `list_reassignments`,
         which fails at once meanwhile."""
-        self._impatient.on = True
         try:
-            return self.list_reassignments(), False
+            with self.impatient():
+                return self.list_reassignments(), False
         except Unreachable:
             with self._held_lock:
                 last = self._last_listed
@@ -292,8 +293,17 @@ class Door:
             with self._lock:
                 self.retried[LIST_REASSIGNMENTS] += 1
             return [dict(row) for row in last[1]], True
+
+    @contextlib.contextmanager
+    def impatient(self):
+        """Within (in this thread), a controller-bound call fails at once while the controller is held instead of
+        waiting for it within the call's deadline (`_controller_needed`): for the job's watch, whose every second
+        is the job's liveness, and `listed_or_last`, which has the last list to answer."""
+        self._impatient.depth = getattr(self._impatient, "depth", 0) + 1
+        try:
+            yield
         finally:
-            self._impatient.on = False
+            self._impatient.depth -= 1
 
     def _say(self, line):
         if self._log is not None:

@@ -192,7 +192,8 @@ class Watch:
             started = self.clock()
             self._tick_steps = {}
             try:
-                self.tick()
+                with self.admin.impatient():  # never waits for a silent controller (streaming.cluster.door)
+                    self.tick()
             except Exception as error:  # a bug must not end the watch: the gate goes stale and fails open
                 self.log(f"tick failed: {type(error).__name__}: {error}")
             took_s = self.clock() - started
