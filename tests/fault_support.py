@@ -374,39 +374,47 @@ def first_sample(series, holds, since=float("-inf")):
 
 
 class FenceWatch(threading.Thread):
-    """When Kafka fenced `node` (DescribeCluster no longer lists it unfenced) and when it took it back, asked every
-    0.5 s by the test's own client, bootstrapped from the other nodes. Each call is bounded (1.5 s) and a failed one
-    asked again with a new client, since kafka-python may send it to the stopped node itself: a fence is seen at
-    most about 2 s late. `fenced_at`, `back_at`: monotonic times of the first answers that showed each."""
+    """When Kafka fenced `node` (DescribeCluster leaves it out, or says it is fenced) and when it took it back, asked
+    every 0.5 s of each other node by name (never of the stopped one: a client choosing its node itself may pick it
+    and wait out its request timeout) by the test's own client. `fenced_at`, `back_at`: monotonic times of the first
+    answers that showed each, seen at most about 0.5 s late."""
 
     def __init__(self, cluster, node):
         super().__init__(daemon=True)
-        self.bootstrap = ",".join(s for s in cluster.bootstrap.split(",") if not s.endswith(f":{cluster.base_port + node}"))
+        self.others = [n for n in cluster.NODES if n != node]
+        self.bootstrap = ",".join(f"127.0.0.1:{cluster.base_port + n}" for n in self.others)
         self.node = node
         self.fenced_at = self.back_at = None
         self._halt = threading.Event()
 
-    def _listed_unfenced(self, admin):
-        return any(b["broker_id"] == self.node and not b.get("is_fenced", False)
-                   for b in admin.describe_cluster()["brokers"])
+    def _listed_unfenced(self, admin, asked):
+        from kafka.protocol.admin import DescribeClusterRequest
+
+        async def ask():
+            return await admin._manager.send(DescribeClusterRequest(include_cluster_authorized_operations=False),
+                                             node_id=asked)
+        brokers = {b.broker_id: b for b in admin._manager.run(ask).brokers}
+        return self.node in brokers and not getattr(brokers[self.node], "is_fenced", False)
 
     def run(self):
         from kafka import KafkaAdminClient
 
         admin = None
         while not self._halt.is_set():
-            try:
-                admin = admin or KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=1500,
-                                                  bootstrap_timeout_ms=3000)
-                listed = self._listed_unfenced(admin)
-            except Exception:  # asked the stopped node, or a node mid-election: a new client asks again
-                if admin is not None:
-                    admin.close()
-                admin, listed = None, None
+            answers = []
+            for asked in self.others:
+                try:
+                    admin = admin or KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=1500,
+                                                      bootstrap_timeout_ms=3000)
+                    answers.append(self._listed_unfenced(admin, asked))
+                except Exception:  # a node mid-election or a client gone stale: asked again with a new client
+                    if admin is not None:
+                        admin.close()
+                    admin = None
             now = time.monotonic()
-            if listed is False and self.fenced_at is None:
+            if answers and not all(answers) and self.fenced_at is None:
                 self.fenced_at = now
-            if listed and self.fenced_at is not None and self.back_at is None:
+            if answers and all(answers) and self.fenced_at is not None and self.back_at is None:
                 self.back_at = now
             self._halt.wait(0.5)
         if admin is not None:

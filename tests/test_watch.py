@@ -11,6 +11,7 @@ import pytest
 from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
 from sinks.prometheus import MonitorMetrics
 from sinks.throttles.ownership import DONE, PENDING, STARTED, MemoryStore, Refusal
+from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS, READ
 from streaming.watch import gate, rules
 from streaming.watch.rules import WatchView
@@ -78,8 +79,9 @@ def test_publishes_liveness(listed, wanted, waiting_since, now, late, writing_si
 
 
 def test_late_after_allows_spark_start_before_the_first_batch():
-    assert rules.late_after_s(10.0, 1) == 30.0
-    assert rules.late_after_s(10.0, 0) == 30.0 + rules.SPARK_START_ALLOWANCE_S
+    lapses_s = rules.LATE_AFTER_LAPSES * REQUEST_DEADLINE_S  # a batch may wait out two lapses (issue 28)
+    assert rules.late_after_s(10.0, 1) == 30.0 + lapses_s
+    assert rules.late_after_s(10.0, 0) == 30.0 + lapses_s + rules.SPARK_START_ALLOWANCE_S
 
 
 @pytest.mark.parametrize("content, now_ms, wanted", [
@@ -307,7 +309,7 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
     watch, metrics, clock = a_watch(tmp_path, cluster, trigger_s=2.0)
     watch.batch_done(*batch("COPYING"))
     watch.tick()
-    clock.now += 7  # more than three triggers without a batch
+    clock.now += rules.late_after_s(2.0, 1) + 1  # three triggers and two lapses without a batch, and more
     watch.tick()
     assert sample(metrics, LAST_POLL) == 1000.0
 
