@@ -90,6 +90,8 @@ def replay(events):
             returned.append(nodes.forwarded_lapsed(node, now, asked_wall=1000.0 + asked[0]))
         elif kind == "answered-forwarded":
             returned.append(nodes.answered(node, now, forwarded=True) is not None)
+        elif kind == "confirm":
+            returned.append(nodes.confirm(node, now))
         elif kind == "gone":
             returned.append(nodes.gone(node, now, wall=1000.0 + now))
         elif kind == "lapsed":
@@ -109,14 +111,19 @@ HOLD_CASES = [
     ("gone-again-after-the-hold-is-new", [gone(1, 0.0), gone(1, HOLD_S + 1.0)], HOLD_S + 2.0, {1}, {}, True),
     ("another-gone-node-is-new", [gone(1, 0.0), gone(2, 1.0)], 2.0, {1, 2}, {}, True),
     ("lapse-held", [lapsed(3, 2.5, 0.0)], 3.0, {3}, {3: 1000.0}, True),
-    ("lapse-held-until-an-answer", [lapsed(3, 2.5, 0.0)], 600.0, {3}, {3: 1000.0}, True),
-    ("answer-releases", [lapsed(3, 2.5, 0.0), answered(3, 40.0)], 40.0, set(), {}, True),
+    ("lapse-held-while-lapses-renew-it", [lapsed(3, 2.5, 0.0), lapsed(3, 5.0, 2.5), lapsed(3, 7.5, 5.0)],
+     7.5 + HOLD_S - 0.1, {3}, {3: 1000.0}, False),
+    ("unrenewed-hold-ends-an-idle-door-asks-again", [lapsed(3, 2.5, 0.0)], 2.5 + HOLD_S, set(), {}, True),
+    ("a-fenced-node-s-probe-renews-it", [lapsed(3, 2.5, 0.0), ("confirm", 3, 6.0)], 6.0 + HOLD_S - 0.1, {3},
+     {3: 1000.0}, None),
+    ("a-refused-probe-renews-it", [lapsed(3, 2.5, 0.0), gone(3, 6.0)], 6.0 + HOLD_S - 0.1, {3}, {3: 1000.0}, False),
+    ("answer-releases", [lapsed(3, 2.5, 0.0), answered(3, 4.0)], 4.0, set(), {}, True),
     ("answer-releases-a-gone-node", [gone(3, 0.0), answered(3, 1.0)], 1.0, set(), {}, True),
     ("an-answer-without-a-lapse-holds-nothing", [answered(3, 1.0)], 1.0, set(), {}, False),
     ("lapse-again-keeps-the-first-since", [lapsed(3, 2.5, 0.0), lapsed(3, 6.0, 3.5)], 7.0, {3}, {3: 1000.0}, False),
-    ("unresponsive-then-refused-stays-unresponsive", [lapsed(3, 2.5, 0.0), gone(3, 4.0)], HOLD_S + 10.0, {3},
-     {3: 1000.0}, False),
-    ("gone-then-lapsed-is-unresponsive", [gone(3, 0.0), lapsed(3, 3.0, 0.5)], HOLD_S + 10.0, {3}, {3: 1000.5}, True),
+    ("unresponsive-then-refused-stays-unresponsive", [lapsed(3, 2.5, 0.0), gone(3, 4.0)], 4.5, {3}, {3: 1000.0},
+     False),
+    ("gone-then-lapsed-is-unresponsive", [gone(3, 0.0), lapsed(3, 3.0, 0.5)], 3.5, {3}, {3: 1000.5}, True),
     ("held-again-after-answering", [lapsed(3, 2.5, 0.0), answered(3, 5.0), lapsed(3, 9.0, 6.5)], 10.0, {3},
      {3: 1006.5}, True),
     ("another-node-s-lapse-holds-only-it", [lapsed(3, 2.5, 0.0)], 3.0, {3}, {3: 1000.0}, True),
@@ -141,7 +148,7 @@ FORWARDED_CASES = [
      set(), False),
     ("the-suspect-lapsing-its-probe-is-held", [forwarded(2, 2.5, 0.0), lapsed(2, 5.1, 2.6)], 6.0, {CONTROLLER, 2},
      set(), True),
-    ("a-suspect-not-probed-out-is-forgotten", [forwarded(2, 2.5, 0.0)], 2.5 + HOLD_S, {CONTROLLER}, set(), True),
+    ("a-suspect-not-probed-out-is-forgotten", [forwarded(2, 2.5, 0.0)], 2.5 + HOLD_S, set(), set(), True),
     ("a-held-broker-is-no-suspect", [lapsed(2, 2.5, 0.0), forwarded(2, 3.0, 0.5)], 3.5, {CONTROLLER, 2}, set(),
      True),
     ("the-controller-answering-releases-it", [forwarded(2, 2.5, 0.0), answered(CONTROLLER, 4.0)], 4.5, set(),

@@ -408,7 +408,9 @@ class Door:
         def send():
             try:
                 future = type(manager).send(manager, request, node_id=key)
-            except Exception:  # UnknownBrokerIdError, or a client closed meanwhile
+            except Exception:  # UnknownBrokerIdError (Kafka fenced it: still no answer), or a client closed meanwhile
+                with self._held_lock:
+                    self._held.confirm(key, time.monotonic())
                 self._probe_done(key)
                 manager.cluster.request_update()
                 return
@@ -511,8 +513,9 @@ class Door:
                             return await manager.send(request, node_id=node)
                         manager.run(ask)
                         self._answered(node, forwarded=True)
-                except Exception:  # no answer (a lapse, a refused connection): the controller stays held
-                    pass
+                except Exception:  # no answer (a lapse, a refused connection): the controller stays held, renewed
+                    with self._held_lock:
+                        self._held.confirm(held.CONTROLLER, time.monotonic())
                 time.sleep(max(0.0, PROBE_EVERY_S - (time.monotonic() - started)))
         finally:
             self._probe_done(held.CONTROLLER)

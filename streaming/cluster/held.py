@@ -8,7 +8,10 @@ A node is held one of two ways, which end differently:
 - UNRESPONSIVE: a request to it got no answer within the request deadline while its connection stayed open
   (SIGSTOP, a long GC pause, a stuck disk). Held from that lapse until the node's first answer, whatever
   it answers: the door keeps a probe in flight to it (`probe_due`), so the hold ends within about one
-  deadline of the node answering again, and a poll never waits on it meanwhile.
+  deadline of the node answering again, and a poll never waits on it meanwhile. Each probe that gets no answer
+  (or finds the node gone from the client's metadata: Kafka fenced it) renews the hold for gone_hold_s; a door
+  that stops asking (idle: a Spark worker's door between its batches) lets it end, and asks again at its next
+  use - measured before: an idle worker's door still held a broker 77 s after it answered again.
 The rule for a slow but alive broker: an answer inside the deadline, however slow, holds nothing; only a
 lapse does, and the node's next answer (a probe's, a cheap request) releases it. So a broker that answered
 one request late is held for about as long as it takes to answer a probe, not flapped for a period.
@@ -35,7 +38,7 @@ class Hold:
     why: str  # GONE or UNRESPONSIVE
     since_wall: float  # Unix seconds: when the node was asked and did not answer (UNRESPONSIVE), or was marked
     began: float  # monotonic: when the hold began
-    until: float | None = None  # monotonic end of a GONE hold; None: until the node answers
+    until: float  # monotonic end, unless renewed (GONE: `gone` again; UNRESPONSIVE: `lapsed`, `confirm`)
 
 
 class HeldNodes:
@@ -50,7 +53,7 @@ class HeldNodes:
 
     def _current(self, node, now):
         hold = self._holds.get(node)
-        if hold is not None and hold.until is not None and hold.until <= now:
+        if hold is not None and hold.until <= now:
             del self._holds[node]
             return None
         return hold
@@ -60,6 +63,7 @@ class HeldNodes:
         An UNRESPONSIVE node stays so: it still has not answered since then. Whether it was not held before."""
         hold = self._current(node, now)
         if hold is not None and hold.why == UNRESPONSIVE:
+            self.confirm(node, now)
             return False
         self._holds[node] = Hold(GONE, wall if hold is None else hold.since_wall, now if hold is None else hold.began,
                                  now + self.gone_hold_s)
@@ -71,10 +75,17 @@ class HeldNodes:
         self._suspects.pop(node, None)
         hold = self._current(node, now)
         if hold is not None and hold.why == UNRESPONSIVE:
-            self._holds[node] = Hold(UNRESPONSIVE, min(hold.since_wall, asked_wall), hold.began)
+            self._holds[node] = Hold(UNRESPONSIVE, min(hold.since_wall, asked_wall), hold.began, now + self.gone_hold_s)
             return False
-        self._holds[node] = Hold(UNRESPONSIVE, asked_wall, now if hold is None else hold.began)
+        self._holds[node] = Hold(UNRESPONSIVE, asked_wall, now if hold is None else hold.began, now + self.gone_hold_s)
         return True
+
+    def confirm(self, node, now):
+        """A probe of an UNRESPONSIVE node ended without an answer other than by a lapse (the client no longer knows
+        the node: Kafka fenced it): the hold is renewed as a lapse renews it."""
+        hold = self._current(node, now)
+        if hold is not None and hold.why == UNRESPONSIVE:
+            self._holds[node] = Hold(UNRESPONSIVE, hold.since_wall, hold.began, now + self.gone_hold_s)
 
     def forwarded_lapsed(self, node, now, asked_wall):
         """A request `node` forwards to the controller, sent at `asked_wall`, got no answer: CONTROLLER is held (as
