@@ -22,10 +22,11 @@ settings.load_profile("suite")
 # still polls every trigger (about a core on this machine) and an idle cluster still runs three JVMs, both
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
 STOPPED_AFTER_LAST_USE = {"polling_job": "stop", "default_trigger_job": "stop", "owned_job": "stop",
-                          "fault_job": "stop", "fault_cluster": "down", "secure_cluster": "down"}
+                          "fault_job": "stop", "fault_default_job": "stop", "fault_cluster": "down",
+                          "secure_cluster": "down"}
 # Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
-# throttles of any test run while it is up.
-RUN_TOGETHER = ("owned_job", "fault_job")
+# throttles of any test run while it is up; a job left up between its tests costs every test in between.
+RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job")
 
 LAST_USE = pytest.StashKey()
 
@@ -295,6 +296,24 @@ def _start_fault_job(fault_cluster):
     if job.process.poll() is not None:
         job.start()
     return job
+
+
+@pytest.fixture(scope="session")
+def fault_default_job(fault_cluster):
+    """A second job on the fault cluster at the default trigger and --timeout (10 s each), that only observes
+    (--throttle-cleanup off: it alters no throttle and writes no ownership record): the default-trigger view of
+    tests/test_faults_stop_cluster.py (beside `fault_job`) and tests/test_faults_trigger_cluster.py. Started, not
+    waited on, so the first test can prepare its data while Spark starts; its own checkpoint and progress topic."""
+    from tests.job_process import JobProcess
+
+    directory = Path(fault_cluster.env["CLUSTER_DIR"]) / "default-job"
+    directory.mkdir(parents=True, exist_ok=True)
+    job = JobProcess(fault_cluster.bootstrap, directory / "checkpoint", directory / "job.log", "--master", "local[2]",
+                     "--throttle-cleanup", "off", "--debug")
+    job.start()
+    yield job
+    job.stop()
+    print(job.log()[-3000:])
 
 
 @pytest.fixture(scope="session")

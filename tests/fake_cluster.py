@@ -6,6 +6,7 @@ Writes follow Kafka's semantics: IncrementalAlterConfigs SUBTRACT leaves an empt
 a cancel ends a reassignment back on its original replicas, produce appends to an in-memory topic log.
 """
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ class FakeCluster:
     fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
     gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)
+    unanswered: dict = field(default_factory=dict)  # brokers held as unresponsive -> Unix ms since (also held)
     requests: int = 0
     retried: Counter = field(default_factory=Counter)
     alters: list = field(default_factory=list)
@@ -55,7 +57,16 @@ class FakeCluster:
         return "fake", [{"broker": b, "alive": alive} for b, alive in sorted(self.brokers.items())]
 
     def unanswering(self):
-        return frozenset(self.gone)
+        return frozenset(self.gone) | frozenset(self.unanswered)
+
+    def unanswered_since(self):
+        return dict(self.unanswered)
+
+    def listed_or_last(self):
+        return self.list_reassignments(), False
+
+    def impatient(self):
+        return contextlib.nullcontext()
 
     def list_reassignments(self):
         self._call("list_reassignments")

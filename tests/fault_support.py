@@ -5,14 +5,17 @@ The job under test is the session's `fault_job` (conftest) on the dedicated `fau
 start serves every fault test (a start costs 20-45 s on the 2-core machine)."""
 
 import json
+import re
 import threading
 import time
 
 from sinks.metric_names import POLL_DURATION as POLL_DURATION_METRIC
+from streaming.cluster.door import HELD_AS
+from streaming.cluster.door import LOG_PREFIX as DOOR_LOG_PREFIX
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
 from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, TICK_INTERVAL_S
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
-from tests.job_process import LAST_POLL, batch_lines, idle, read_topic
+from tests.job_process import LAST_POLL, batch_lines, idle, read_topic, sample_value
 from tests.kafka_fixtures import wait_for
 
 TRIGGER_S = 2.0
@@ -35,14 +38,17 @@ def figure(test, **values):
 
 class BatchWatch(threading.Thread):
     """Samples the job every 0.2 s from its own thread: when each batch's log line first appeared (so gaps
-    between batches are measured while the test waits on something else) and the last-poll gauge (so gaps
-    between published polls are)."""
+    between batches are measured while the test waits on something else), the last-poll gauge (so gaps
+    between published polls are) and the `tracked` series [(metric name, {label: value})], all from one scrape:
+    `series[i]` is [(monotonic time, value)] of the i-th."""
 
-    def __init__(self, job):
+    def __init__(self, job, tracked=()):
         super().__init__(daemon=True)
         self.job = job
         self.seen = {}  # batch id -> (monotonic time its line appeared, ok)
         self.polls = []  # (monotonic time, Unix time, last-poll gauge)
+        self.tracked = list(tracked)
+        self.series = [[] for _ in self.tracked]
         self._halt = threading.Event()
 
     def run(self):
@@ -54,9 +60,14 @@ class BatchWatch(threading.Thread):
                 text = ""
             for batch, ok, _ in batch_lines(text):
                 self.seen.setdefault(batch, (now, ok))
-            gauge = self.job.metric(LAST_POLL)
+            samples = self.job.samples()
+            gauge = sample_value(samples, LAST_POLL)
             if gauge is not None:
                 self.polls.append((now, time.time(), gauge))
+            for series, (name, labels) in zip(self.series, self.tracked):
+                value = sample_value(samples, name, **labels)
+                if value is not None:
+                    series.append((now, value))
             self._halt.wait(0.2)
 
     def __enter__(self):
@@ -382,3 +393,93 @@ def check_a_move_ending_while_the_job_is_down_is_closed(cluster, job, tmp_path, 
             assert states[-1] == wanted and states.count(wanted) == 1, f"{topic}: {states}"
     finally:
         cleanup(cluster, topics)
+
+
+def advances(series, since, until):
+    """(how often a tracked series (BatchWatch.series) rose between monotonic `since` and `until`, the longest
+    stretch of that window without a rise): whether a figure on /metrics "keeps advancing"."""
+    before = [v for t, v in series if t < since]
+    last = before[-1] if before else None
+    rises = [since]
+    for t, v in series:
+        if since <= t <= until:
+            if last is not None and v > last:
+                rises.append(t)
+            last = v if last is None else max(last, v)
+    marks = rises + [until]
+    return len(rises) - 1, max(b - a for a, b in zip(marks, marks[1:]))
+
+
+def first_sample(series, holds, since=float("-inf")):
+    """Monotonic time of the first sample of a tracked series at or after `since` whose value `holds`, or None."""
+    return next((t for t, v in series if t >= since and holds(v)), None)
+
+
+class FenceWatch(threading.Thread):
+    """When Kafka fenced `node` (DescribeCluster leaves it out, or says it is fenced) and when it took it back, asked
+    every 0.5 s of each other node by name (never of the stopped one: a client choosing its node itself may pick it
+    and wait out its request timeout) by the test's own client. `fenced_at`, `back_at`: monotonic times of the first
+    answers that showed each, seen at most about 0.5 s late."""
+
+    def __init__(self, cluster, node):
+        super().__init__(daemon=True)
+        self.others = [n for n in cluster.NODES if n != node]
+        self.bootstrap = ",".join(f"127.0.0.1:{cluster.base_port + n}" for n in self.others)
+        self.node = node
+        self.fenced_at = self.back_at = None
+        self._halt = threading.Event()
+
+    def _listed_unfenced(self, admin, asked):
+        from kafka.protocol.admin import DescribeClusterRequest
+
+        async def ask():
+            return await admin._manager.send(DescribeClusterRequest(include_cluster_authorized_operations=False),
+                                             node_id=asked)
+        brokers = {b.broker_id: b for b in admin._manager.run(ask).brokers}
+        return self.node in brokers and not getattr(brokers[self.node], "is_fenced", False)
+
+    def run(self):
+        from kafka import KafkaAdminClient
+
+        admin = None
+        while not self._halt.is_set():
+            answers = []
+            for asked in self.others:
+                try:
+                    admin = admin or KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=1500,
+                                                      bootstrap_timeout_ms=3000)
+                    answers.append(self._listed_unfenced(admin, asked))
+                except Exception:  # a node mid-election or a client gone stale: asked again with a new client
+                    if admin is not None:
+                        admin.close()
+                    admin = None
+            now = time.monotonic()
+            if answers and not all(answers) and self.fenced_at is None:
+                self.fenced_at = now
+            if answers and all(answers) and self.fenced_at is not None and self.back_at is None:
+                self.back_at = now
+            self._halt.wait(0.5)
+        if admin is not None:
+            admin.close()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *_):
+        self._halt.set()
+        self.join(10)
+
+
+# The door's line when it holds a node (streaming.cluster.door), and any line saying a broker did not answer
+# (a poll error, a janitor's or the watch's skip: "Fetch: broker 1, the leader of t-0, did not answer (...)").
+HELD_LINE = re.compile(rf"^{re.escape(DOOR_LOG_PREFIX)}broker (\d+){re.escape(HELD_AS)}(\w+)", re.M)
+NOT_ANSWERED = re.compile(r"broker (\d+)(?:, the leader of \S+,)? did not answer")
+
+
+def held_in(log_text):
+    """({node: {hold kinds}} of the door's holds, {nodes said not to have answered}) in a stretch of a job's log."""
+    holds = {}
+    for match in HELD_LINE.finditer(log_text):
+        holds.setdefault(int(match.group(1)), set()).add(match.group(2))
+    return holds, {int(n) for n in NOT_ANSWERED.findall(log_text)}

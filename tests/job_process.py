@@ -107,14 +107,19 @@ class JobProcess:
                 for family in text_string_to_metric_families(text) for s in family.samples}
 
     def metric(self, name, **labels):
-        wanted = {k: str(v) for k, v in labels.items()}
-        for (sample_name, sample_labels), value in self.samples().items():
-            if sample_name == name and all(dict(sample_labels).get(k) == v for k, v in wanted.items()):
-                return value
-        return None
+        return sample_value(self.samples(), name, **labels)
 
     def log(self):
         return Path(self.log_path).read_text()
+
+
+def sample_value(samples, name, **labels):
+    """The value of the first sample of `samples` (JobProcess.samples) named `name` with these labels, or None."""
+    wanted = {k: str(v) for k, v in labels.items()}
+    for (sample_name, sample_labels), value in samples.items():
+        if sample_name == name and all(dict(sample_labels).get(k) == v for k, v in wanted.items()):
+            return value
+    return None
 
 
 def running(job):

@@ -14,6 +14,7 @@ from streaming.control.batch_rules import BatchView
 from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND_S
 from streaming.control.ownership.records import Refusal
 from streaming.control.ownership.store import MemoryLedger
+from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
 from streaming.vocabulary.kafka_apis import READ
 from streaming.vocabulary.snapshot import Snapshot
 from tests.controller_support import Clock, Writer, a_controller, findings, sample
@@ -83,8 +84,9 @@ def test_publishes_liveness(listed, wanted, waiting_since, now, late, writing_si
 
 
 def test_late_after_allows_spark_start_before_the_first_batch():
-    assert rules.late_after_s(10.0, 1) == 30.0
-    assert rules.late_after_s(10.0, 0) == 30.0 + rules.SPARK_START_ALLOWANCE_S
+    lapses_s = rules.LATE_AFTER_LAPSES * REQUEST_DEADLINE_S  # a batch may wait out two lapses (issue 28)
+    assert rules.late_after_s(10.0, 1) == 30.0 + lapses_s
+    assert rules.late_after_s(10.0, 0) == 30.0 + lapses_s + rules.SPARK_START_ALLOWANCE_S
 
 
 @pytest.mark.parametrize("content, now_ms, wanted", [
@@ -112,6 +114,28 @@ def test_gate_round_trip(tmp_path):
     gate.write(path, "unreported", 6000, [MOVED])
     assert gate.read(path, 6001) == gate.Decision(wanted=True, unreported=(MOVED,))
     assert gate.read(path, 6000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)  # stale: none handed over
+    gate.write(path, "reassigning", 7000, listed=[MOVED])  # Kafka's controller answers nobody: the last list
+    assert gate.read(path, 7001) == gate.Decision(wanted=True, listed=(MOVED,))
+    assert gate.read(path, 7000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)
+
+
+class SilentKafkaController(FakeCluster):
+    """The door's answer while Kafka's controller answers nobody: the last list, and that it is the last one."""
+
+    def listed_or_last(self):
+        return self.list_reassignments(), True
+
+
+def test_the_last_list_goes_to_the_batches_while_kafkas_controller_is_silent(tmp_path):
+    path = str(tmp_path / "gate.json")
+    cluster = SilentKafkaController(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                                    reassigning={("t", 0): ([2, 1], [2])})
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.tick()
+    listed = gate.read(path, clock.now * 1000).listed
+    assert [(r["topic"], r["partition"], r["adding"]) for r in listed] == [("t", 0, [2])]
+    a_controller_on(tmp_path, FakeCluster())[0].tick()  # Kafka's controller answers: no list handed over
+    assert gate.read(path, clock.now * 1000).listed is None
 
 
 
@@ -298,9 +322,27 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
     controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0)
     controller.hand_over(batch("COPYING"))
     controller.tick()
-    clock.now += 7  # more than three triggers without a batch
+    clock.now += rules.late_after_s(2.0, 1) + 1  # three triggers and two lapses without a batch, and more
     controller.tick()
     assert sample(metrics, LAST_POLL) == 1000.0
+
+
+@pytest.mark.parametrize("silent, published", [(True, True), (False, False)],
+                         ids=["kafka-controller-silent-not-late", "kafka-controller-answering-late"])
+def test_a_batch_whose_poll_failed_is_late_unless_kafkas_controller_is_silent(tmp_path, silent, published):
+    """While the list is the door's last one (Kafka's controller answers nobody), a batch whose poll failed before
+    the gate handed it that list keeps liveness advancing; with Kafka's controller answering it does not (a job whose
+    polls fail stops advancing liveness)."""
+    cluster = SilentKafkaController() if silent else FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    for _ in range(3):  # each a batch whose poll failed: seven triggers without a successful one
+        clock.now += 4.5
+        controller.batch_ran()
+        controller.tick()
+    assert (sample(metrics, LAST_POLL) == clock.now) is published
 
 
 def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_bound(tmp_path):

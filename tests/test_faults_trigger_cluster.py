@@ -4,9 +4,10 @@ its --timeout on the dead node, and no gap between two published polls (the last
 of the driver's watch was longer than two triggers plus 1 s.
 (At the 2 s trigger the same is checked by tests/test_faults_broker_cluster.py.)
 
-The shared `fault_job` is restarted here with the defaults (same checkpoint, metrics port, progress topic).
-This file's name sorts it after every other test of the fault job, so no test after it sees the 10 s trigger;
-the fixture stops the job after it."""
+The job is the session's `fault_default_job` (the default trigger and --timeout, --throttle-cleanup off), which
+tests/test_faults_stop_cluster.py, sorted just before this file, started beside `fault_job`: `fault_job` is stopped
+after that file, so this test runs with the default-trigger job alone, as it did when it restarted `fault_job` with
+the defaults (a Spark start saved). Nothing here is asserted of throttle removals."""
 
 import time
 
@@ -21,7 +22,6 @@ from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
-DEFAULTS = ("--trigger-interval", f"{TRIGGER_INTERVAL_S:g}s", "--timeout", f"{TIMEOUT_S:g}")
 # Slow enough that 15 MB stay in flight through both kills (about 100 s), above the ~95 KB/s a throttle
 # cannot go under (docs/progress.md "Kafka's replication throttle": one fetch per quota window).
 SLOW_RATE = 150_000
@@ -52,16 +52,14 @@ def kill_and_restart(cluster, job, watch, victim, slowest_before_s=None):
     return found
 
 
-def test_default_trigger_controller_then_destination_killed_mid_move(fault_cluster, fault_job, tmp_path):
-    cluster, job, created = fault_cluster, fault_job, []
-    job.stop()
-    job.start(extra=DEFAULTS)
+def test_default_trigger_controller_then_destination_killed_mid_move(fault_cluster, fault_default_job, tmp_path):
+    cluster, job, created = fault_cluster, fault_default_job.ensure_started(), []
     try:
         controller = cluster.active_controller()
         source, destination = [n for n in (1, 2, 3) if n != controller]
-        topic = prepare(cluster, source, controller, MEGABYTES)  # while Spark starts
+        topic = prepare(cluster, source, controller, MEGABYTES)
         created.append(topic)
-        wait_for(lambda: batches_done(job), FIRST_POLL_S, message="the restarted job's first batch")
+        wait_for(lambda: batches_done(job), FIRST_POLL_S, message="the default-trigger job's first batch")
         with BatchWatch(job) as watch:
             execute(cluster, tmp_path, [(topic, 0, [source, destination])], SLOW_RATE)
             wait_for(lambda: (job.metric(COPIED, topic=topic, partition=0, broker=destination) or 0) > 0,

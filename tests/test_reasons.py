@@ -11,7 +11,7 @@ from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, replica_records
 from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
-from streaming.core.diagnosis import RULES, Context, diagnose
+from streaming.core.diagnosis import RULES, Context, diagnose, diagnosed
 from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
 
@@ -29,11 +29,12 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
             "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
 
 
-def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=()):
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None):
     """(code, line) of the first row, diagnosed with the others."""
     columns = from_rows(rows)
     budget_model = model(columns, topic_throttles, broker_throttles, NOW_MS)
-    codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0))
+    codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0,
+                                             unanswered=unanswered or {}))
     return codes[0], lines[0]
 
 
@@ -46,6 +47,16 @@ CASES = [
      ("LEADER_OFFLINE", "leader broker 1 of the partition offline since 00:58:20 UTC")),
     ("no-leader", [row(state="BROKER_OFFLINE", leader=-1, denominator=None, since_s=3500)], {},
      ("LEADER_OFFLINE", "the partition has no leader since 00:58:20 UTC")),
+    # A broker the door holds as unresponsive (issue 28): since when it has not answered, not since the state began.
+    ("destination-does-not-answer", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (3,), "unanswered": {3: 3_530_000}},
+     ("DESTINATION_OFFLINE", "destination broker 3 does not answer since 00:58:50 UTC")),
+    ("leader-does-not-answer", [row(state="BROKER_OFFLINE", denominator=None, since_s=3500)],
+     {"offline": (1,), "unanswered": {1: 3_490_000}},
+     ("LEADER_OFFLINE", "leader broker 1 of the partition does not answer since 00:58:10 UTC")),
+    ("another-broker-unanswering-leaves-the-line", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (2, 3), "unanswered": {2: 3_530_000}},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
     ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
      ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
     ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
@@ -194,3 +205,14 @@ THROTTLES_BINDING_CASES = [
 def test_throttles_binding_is_the_models_binding_budget(rows, broker_throttles, topic_throttles, expected):
     """What `--throttle auto` reads as "more rate would finish a move sooner" is the budget model's own answer."""
     assert model(from_rows(rows), topic_throttles, broker_throttles, NOW_MS).throttles_binding() == frozenset(expected)
+
+
+def test_diagnosed_says_since_when_an_unanswering_broker_has_not_answered():
+    """The path the job's batch and `progress` take (streaming.core.diagnosis.diagnosed), every argument in place: a
+    broker the door holds as unresponsive, and a PENDING move beside it still asked after pending_after_s."""
+    rows = from_rows([row(state="BROKER_OFFLINE", numerator=None, since_s=3540),
+                      row(partition=1, broker=2, state="PENDING", numerator=0, copy_rate=None, since_s=3570)])
+    done, _ = diagnosed(rows, ALL_LISTED, RATE_3, frozenset({3}), NOW_MS, 20.0, {3: 3_530_000})
+    assert list(zip(done["reason_code"].tolist(), done["reason"].tolist())) == [
+        ("DESTINATION_OFFLINE", "destination broker 3 does not answer since 00:58:50 UTC"),
+        ("NO_BYTES_YET", "no bytes for 30s since the move was seen")]

@@ -7,7 +7,7 @@ clients dropped, refusals named) in streaming.cluster.door; the calls in .reads,
 """
 
 from collections import Counter
-from typing import Protocol
+from typing import ContextManager, Protocol
 
 from streaming.cluster.door import Door
 from streaming.cluster.own_topics import OwnTopics
@@ -21,7 +21,10 @@ class ClusterAdmin(Protocol):
 
     def describe_cluster(self) -> tuple[str, list[dict]]: ...
     def unanswering(self) -> frozenset[int]: ...
+    def unanswered_since(self) -> dict[int, int]: ...  # unresponsive brokers -> Unix ms since they did not answer
     def list_reassignments(self) -> list[dict]: ...
+    def listed_or_last(self) -> tuple[list[dict], bool]: ...  # the last list while the controller is silent: True
+    def impatient(self) -> ContextManager: ...  # controller-bound calls never wait for a silent controller within
     def describe_partitions(self, topics: list[str] | None) -> list[dict]: ...
     def unknown_topics(self, topics: list[str]) -> frozenset[str]: ...  # asked by name; NotAuthorized if hidden
     def describe_log_dirs(self, broker: int) -> list[dict]: ...

@@ -10,32 +10,50 @@ retry bootstraps a fresh one. A long-lived kafka-python client otherwise keeps s
 periodic refresh and pins controller-bound requests to one cached broker: measured on a real cluster,
 polls failed for minutes after a broker bounce. What a call still cannot do is raised as our exception.
 
-A node whose connection the other side closed or refused (SIGKILLed, stopped, restarting) is not waited
-on: every request kafka-python sends passes through the door's `_routed` send, which holds such a node as
-gone (streaming.cluster.gone) the moment a request to it fails that way, and sends it nothing for one
-deadline. A request any node can serve goes to a live one; controller-bound requests (kafka-python pins
-them to a cached node id) are steered to a live broker, which under KRaft forwards them to the active
-controller; a request for that very node's own facts (its log dirs, its configs) is answered "did not
-answer" at once (NodeGone), and DescribeCluster reports the node not alive, so the poll shows its replicas
-BROKER_OFFLINE. Without this rule the poll after a SIGKILL of the active controller waited out --timeout on the
-dead node and failed (bench/RESULTS.md "Poll after a SIGKILL").
+A node that does not answer is not waited on. Every request kafka-python sends passes through the door's
+`_routed` send, and every request has a deadline (streaming.vocabulary.defaults.REQUEST_DEADLINE_S, at most
+half of --timeout: kafka-python's request and connection-setup timeouts; librdkafka's socket timeouts for the
+producer), not a client's own 10 s or more. The node a request went to is held (streaming.cluster.held) when its
+connection was closed or refused (GONE: SIGKILLed, restarting; held for one --timeout) or when the request
+lapsed with the connection open (UNRESPONSIVE: SIGSTOP, a long GC pause, a stuck disk; held until it answers a
+probe the door keeps in flight to it). A held node is sent nothing. A request any node can serve goes to a live
+one; controller-bound requests (kafka-python pins them to a cached node id) are steered to a live broker, which
+under KRaft forwards them to the active controller; a request for that very node's own facts (its log dirs, its
+configs) is answered "did not answer" at once (NodeGone), and DescribeCluster reports the node not alive (the
+poll adds since when an unresponsive one has not answered), so the poll shows its replicas BROKER_OFFLINE while
+every other replica keeps updating.
+A node is marked only for what a request sent to it met. A forwarded request's lapse holds the path to the
+controller (every controller-bound call then fails at once; `listed_or_last` answers the last list) and makes
+the broker a suspect, held only if a probe of its own lapses too; a request that failed
+because the door itself closed its client (a stale client dropped by another thread: kafka-python then fails a
+connection still being set up with a "connection closed" error, the likely way issue 28's broker 1 was held for
+broker 3's silence) or collateral to another request's lapse on the same connection marks nobody. Metadata goes
+the same way (streaming.cluster.metadata says why not through librdkafka). A new client never bootstraps from a
+held node's address: a bootstrap that picks a hung node waits its whole budget.
+Without this rule the poll after a SIGKILL of the active controller waited out --timeout on the dead node and
+failed (bench/RESULTS.md "Poll after a SIGKILL"), and during a 40 s SIGSTOP of a broker every poll waited
+kafka-python's 10 s (bench/RESULTS.md "Polls while a node hangs").
 
 Every request counts in `requests` (DescribeLogDirs one per broker); every retried error counts in
 `retried[api]`, which the poll reports as a poll error of that API.
 """
 
+import contextlib
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 
-from streaming.cluster.gone import GoneNodes
+from streaming.cluster import held
+from streaming.cluster.held import HeldNodes
+from streaming.cluster.metadata import from_response
 from streaming.cluster.retry import retrying
 from streaming.vocabulary import client_config
-from streaming.vocabulary.defaults import TIMEOUT_S
+from streaming.vocabulary.defaults import TIMEOUT_S, request_deadline_s
+from streaming.vocabulary.durations import utc_clock
 from streaming.vocabulary.errors import (GONE, ClusterError, NodeGone, NotAuthorized, Refused, Unreachable,
                                          from_kafka_error, kind_of)
-from streaming.vocabulary.kafka_apis import METADATA
+from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, METADATA
 
 # The first bootstrap gets this share of --timeout; the rest is for saying why it failed.
 BOOTSTRAP_SHARE = 0.7
@@ -47,24 +65,70 @@ QUIET_LIBRDKAFKA = logging.getLogger("reassign-monitor.librdkafka")
 QUIET_LIBRDKAFKA.addHandler(logging.NullHandler())
 QUIET_LIBRDKAFKA.propagate = False
 
+# An unresponsive node is probed at most this often (each probe lasts at most one request deadline).
+PROBE_EVERY_S = 0.5
+# kafka-python waits this long at most before connecting again to a node whose connection failed (its default
+# grows to 30 s): a node held as unresponsive for 40 s would otherwise be probed again only that much later.
+RECONNECT_BACKOFF_MAX_MS = 1000
+# The lines the door logs when it holds a node and when the node answers again (the job's log; tests read them):
+# "reassign-monitor: door: broker 3 held as unresponsive (no answer within 2.5 s since 12:00:01 UTC)".
+LOG_PREFIX = "reassign-monitor: door: "
+HELD_AS = " held as "
+ANSWERS_AGAIN = " answers again"
+# The requests a KRaft broker forwards to the active controller, by our API names (= kafka-python's request class
+# names without "Request"): a lapse of one holds the path to the controller, not the broker (streaming.cluster.held).
+CONTROLLER_BOUND = frozenset({LIST_REASSIGNMENTS, ALTER_REASSIGNMENTS, ALTER_CONFIGS})
+# While the controller does not answer, `listed_or_last` answers the last list this door got, for at most this
+# long after it was answered.
+LAST_LIST_SERVED_S = 120.0
+# A controller-bound call waiting for the controller's probe looks again this often.
+CONTROLLER_WAIT_STEP_S = 0.1
+# The controller's probe lists the reassignments of this topic's partition 0: a name no topic has, so the answer is
+# empty (a list of no topic at all is answered by the broker without asking the controller: measured).
+CONTROLLER_PROBE_TOPIC = "reassign-monitor-controller-probe"
+
 
 def config_acl_resource(is_broker, name):
     """The ACL resource a config authorizes on: broker configs on the Cluster, a topic's on the topic."""
     return "Cluster" if is_broker else f"Topic {name}"
 
 
+def failure_hold(error, closed_by_door, collateral=False):
+    """The hold a failed request puts on the node it was sent to: held.UNRESPONSIVE for a lapse (kafka-python's
+    own RequestTimedOutError, raised when the deadline passed with the connection open; an answer carrying Kafka's
+    REQUEST_TIMED_OUT never fails the send), held.GONE for a connection closed or refused, None for anything
+    else - NodeNotReadyError included: kafka-python raises it for a node in its reconnect backoff (the failed
+    connect before it held the node already) or for a connection it paused itself (a full write buffer). None for everything when the door had closed that client itself (`closed_by_door`: a stale client
+    dropped by another thread), and for a lapse that is `collateral`: kafka-python closes a connection when one
+    request on it lapses and fails every request in flight on it with that same error, and a broker answers the
+    requests of one connection in order, so the later ones waited on the first (a request it forwarded to a
+    controller that does not answer, say), not on the node."""
+    from kafka.errors import NodeNotReadyError, RequestTimedOutError
+
+    if closed_by_door:
+        return None
+    if isinstance(error, RequestTimedOutError):
+        return None if collateral else held.UNRESPONSIVE
+    if isinstance(error, NodeNotReadyError):
+        return None
+    return held.GONE if kind_of(error) == GONE else None
+
+
 class Door:
     """The clients (kafka-python, and confluent-kafka's admin client, producer and a reader, each made on
     first use) and the call path. Construction reads the command config once and bootstraps (bounded by
-    `timeout_s`)."""
+    `timeout_s`). `log(line)`: where the door says which node it holds and when it answers again (None:
+    nowhere; the job logs them)."""
 
-    def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S):
+    def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
         self._bootstrap = bootstrap_servers
         self._config = client_config.read_config(command_config)
         self._settings = client_config.kafka_python_settings(self._config)
         self._principal = client_config.principal_of(self._config)
         self._confluent_settings = client_config.confluent_settings(self._config, bootstrap_servers)
         self._timeout_s = timeout_s
+        self._deadline_s = request_deadline_s(timeout_s)
+        self._log = log
         self.requests = 0
         self.retried = Counter()
         self._lock = threading.Lock()  # the poller calls from several threads
@@ -72,7 +136,20 @@ class Door:
         # read from two threads through the one reader, a KafkaConsumer, which is not thread-safe (two polls at
         # once failed with "generator already executing" and left the watch unable to read).
         self._reading = threading.Lock()
-        self._gone = GoneNodes(hold_s=timeout_s)
+        # The nodes held (streaming.cluster.held), under a lock of their own: kafka-python's I/O threads consult
+        # and mark them on every request while another thread may hold `_lock` for a whole bootstrap.
+        self._held = HeldNodes(gone_hold_s=timeout_s, probe_every_s=PROBE_EVERY_S)
+        self._held_lock = threading.Lock()
+        self._addresses = {}  # node id -> "host:port", as a client knew it when it held the node
+        self._last_listed = None  # (monotonic time, rows) of the last ListPartitionReassignments answered
+        # The lapse errors seen last: kafka-python fails every request in flight on a connection with the error of
+        # the one that lapsed, the oldest, whose errback runs first (failure_hold: the others are collateral).
+        self._lapses = deque(maxlen=64)
+        self._prober = None  # a client of its own that probes the controller (`_probe_controller`)
+        self._impatient = threading.local()  # `.depth`: within `impatient()` in this thread
+        self._probing = None  # its thread, while one runs
+        self._checks, self._checked, self._checking = deque(), {}, None  # `_check_alongside`: queue, last, thread
+        self._closed = False
         self._kafka = None
         self._confluent = None
         self._producer = None
@@ -88,9 +165,10 @@ class Door:
         with self._lock:
             if self._kafka is None:
                 self._kafka = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap, client_id="reassign-monitor",
+                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor",
                     bootstrap_timeout_ms=int((budget_s or self._timeout_s) * 1000),
-                    request_timeout_ms=int(self._timeout_s * 1000), **self._settings)
+                    request_timeout_ms=self._deadline_ms(), reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
+                    **self._settings)
                 self._route_sends(self._kafka._manager)
             return self._kafka
 
@@ -124,60 +202,343 @@ class Door:
         """Forget the kafka-python client: its metadata is stale. The next call bootstraps afresh."""
         self._forget("_kafka")
 
+    def _deadline_ms(self):
+        return int(self._deadline_s * 1000)
+
+    def _bootstrap_servers(self):
+        """The bootstrap servers without the addresses of held nodes, unless that leaves none: kafka-python
+        bootstraps from one picked at random and waits its whole budget on one that does not answer."""
+        avoided = {self._addresses.get(node) for node in self.unanswering()}
+        servers = [s for s in self._bootstrap.split(",") if s.strip() not in avoided]
+        return ",".join(servers) or self._bootstrap
+
     def unanswering(self):
-        """The nodes held as gone now: their connection was closed or refused within the last deadline."""
-        with self._lock:
-            return self._gone.held(time.monotonic())
+        """The nodes held now (streaming.cluster.held): their connection was closed or refused within the last
+        --timeout, or a request to them lapsed and they have not answered since. Sends the probes that are due."""
+        return frozenset(node for node in self._held_now() if node != held.CONTROLLER)
+
+    def _held_now(self):
+        """What is held now, CONTROLLER included; sends the probes that are due."""
+        with self._held_lock:
+            now = time.monotonic()
+            keys = self._held.held(now)
+            due = self._held.probe_due(now)
+        for key in due:
+            self._probe(key)
+        return keys
+
+    def _avoided(self, controller_bound=False):
+        """The nodes a request for any node is not sent to: the held ones and the suspects (a forwarded request
+        through them lapsed: streaming.cluster.held); a controller-bound one neither goes through a broker whose
+        forwarding is stuck."""
+        nodes = self.unanswering()
+        with self._held_lock:
+            now = time.monotonic()
+            return nodes | self._held.suspects(now) | (self._held.stuck_forwarding(now) if controller_bound else set())
+
+    def unanswered_since(self):
+        """{node: Unix ms since when it has not answered} of the nodes held as unresponsive."""
+        with self._held_lock:
+            return {node: int(wall * 1000) for node, wall in self._held.unanswered_since(time.monotonic()).items()
+                    if node != held.CONTROLLER}
+
+    def _held_why(self, node):
+        """Why `node` (or held.CONTROLLER) is held, as the end of a "did not answer (...)" line; None when it is not."""
+        with self._held_lock:
+            hold = self._held.hold_of(node, time.monotonic())
+        if hold is None:
+            return None
+        if hold.why == held.GONE:
+            return "its connection was closed or refused"
+        return f"no answer within {self._deadline_s:g} s since {utc_clock(hold.since_wall * 1000)} UTC"
 
     def _needed(self, node, api):
-        """`node`, for a request only that node can answer; NodeGone at once when it is held as gone."""
-        if node in self.unanswering():
-            raise NodeGone(f"{api}: broker {node} did not answer (its connection was closed or refused)")
+        """`node`, for a request only that node can answer; NodeGone at once when it is held."""
+        why = self._held_why(node)
+        if why is not None:
+            raise NodeGone(f"{api}: broker {node} did not answer ({why})")
         return node
+
+    def _controller_needed(self, api, deadline):
+        """While the controller is held (a forwarded request lapsed and no answer came since), wait for the probe
+        (`_probe_controller`) to hear from it, until the call's `deadline` (monotonic), then NodeGone: every
+        broker would forward the request to the same controller, and no request is sent meanwhile. A controller
+        that failed over answers the probe within a second or two (a SIGKILLed one's successor); one that hangs
+        does not. Not waited for within `impatient()`: the job's watch, and `listed_or_last`."""
+        while True:
+            self._held_now()
+            why = self._held_why(held.CONTROLLER)
+            if why is None:
+                return
+            if getattr(self._impatient, "depth", 0) or time.monotonic() + CONTROLLER_WAIT_STEP_S > deadline:
+                raise NodeGone(f"{api}: {held.CONTROLLER} did not answer ({why})")
+            time.sleep(CONTROLLER_WAIT_STEP_S)
+
+    def listed_or_last(self):
+        """(ListPartitionReassignments' rows, False); while the controller is held (a forwarded request lapsed
+        and no answer came since) the last rows this door was answered instead, if answered less than
+        LAST_LIST_SERVED_S ago, and True, counted as a retry of the API (a poll error on /metrics). Every change
+        of a reassignment is the controller's, so none is made while it answers nobody; measured: a SIGSTOPped
+        active controller was replaced only after 10-30 s, and meanwhile no broker answered a list. For the job's
+        driver, which lists every second: a decision (the janitor's, a command's) asks `list_reassignments`,
+        which fails at once meanwhile."""
+        try:
+            with self.impatient():
+                return self.list_reassignments(), False
+        except Unreachable:
+            with self._held_lock:
+                last = self._last_listed
+            if (last is None or self._held_why(held.CONTROLLER) is None
+                    or time.monotonic() - last[0] > LAST_LIST_SERVED_S):
+                raise
+            with self._lock:
+                self.retried[LIST_REASSIGNMENTS] += 1
+            return [dict(row) for row in last[1]], True
+
+    @contextlib.contextmanager
+    def impatient(self):
+        """Within (in this thread), a controller-bound call fails at once while the controller is held instead of
+        waiting for it within the call's deadline (`_controller_needed`): for the job's watch, whose every second
+        is the job's liveness, and `listed_or_last`, which has the last list to answer."""
+        self._impatient.depth = getattr(self._impatient, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._impatient.depth -= 1
+
+    def _say(self, line):
+        if self._log is not None:
+            self._log(f"{LOG_PREFIX}{line}")
 
     def _route_sends(self, manager):
         """Every request of this kafka-python client goes through its connection manager's `send` (the
         admin calls, kafka-python's own Metadata refreshes, our ListOffsets and DescribeConfigs): route them
-        all through `_routed`."""
+        all through `_routed`. A connection's set-up (TCP, ApiVersions, SASL) gets the request deadline too:
+        requests made while it is set up wait for it (kafka-python's default: 10 s)."""
+        self._bounded(manager)
         send = manager.send
 
         def routed(request, node_id=None, request_timeout_ms=None):
             return self._routed(manager, send, request, node_id, request_timeout_ms)
         manager.send = routed
 
+    def _bounded(self, manager):
+        manager.config["socket_connection_setup_timeout_ms"] = self._deadline_ms()
+        manager.config["socket_connection_setup_timeout_max_ms"] = self._deadline_ms()
+
     def _routed(self, manager, send, request, node_id, request_timeout_ms):
-        """`send`, never to a node held as gone: a request for any node (node_id None) goes to a live one,
-        one pinned to a gone node fails at once without a connection attempt (a host that is down may take
-        kafka-python's whole connect timeout to refuse). A node whose connection is closed or refused is held
-        as gone before the caller sees the error, so its retry goes elsewhere."""
+        """`send`, never to a held node: a request for any node (node_id None) goes to a live one, one pinned
+        to a held node fails at once without a connection attempt (a host that is down may take kafka-python's
+        whole connect timeout to refuse). The node is held before the caller sees the error, so its retry goes
+        elsewhere."""
         from kafka.errors import NodeNotReadyError
         from kafka.future import Future
 
         if node_id is None:
             node_id = self._live_node(manager)
         elif node_id in self.unanswering():
-            return Future().failure(NodeNotReadyError(f"node {node_id} is held as gone"))
-        future = send(request, node_id, request_timeout_ms)
-        if node_id is not None:
-            future.add_errback(self._hold_if_gone, node_id)
+            return Future().failure(NodeNotReadyError(f"node {node_id} is held"))
+        future = self._watched(manager, node_id, send(request, node_id, request_timeout_ms), request)
+        if node_id is not None and type(request).__name__.removesuffix("Request") in CONTROLLER_BOUND:
+            self._check_alongside(node_id)
         return future
 
-    def _live_node(self, manager):
-        """kafka-python's least loaded node unless it is held as gone, else a live one (None: none known)."""
-        gone = self.unanswering()
+    def _watched(self, manager, node, future, request):
+        """`future`, of `request` sent to `node` now: any answer releases the node (and the controller, for a
+        request the broker forwards to it), a lapse or a closed connection holds it (streaming.cluster.held)."""
+        if node is not None:
+            asked_wall = time.time()
+            forwarded = type(request).__name__.removesuffix("Request") in CONTROLLER_BOUND
+            future.add_callback(lambda _answer: self._answered(node, forwarded))
+            future.add_errback(lambda error: self._unanswered(manager, node, asked_wall, error, forwarded))
+        return future
+
+    def _answered(self, node, forwarded):
+        with self._held_lock:
+            now = time.monotonic()
+            ended = [(f"broker {node}", self._held.answered(node, now, forwarded))]
+            if forwarded:
+                ended.append((held.CONTROLLER, self._held.answered(held.CONTROLLER, now)))
+        for who, hold in ended:
+            if hold is not None:
+                self._say(f"{who}{ANSWERS_AGAIN} after {now - hold.began:.1f} s{HELD_AS}{hold.why}")
+
+    def _unanswered(self, manager, node, asked_wall, error, forwarded):
+        """Hold `node` as `failure_hold` says its request's failure means; a forwarded request's lapse holds the
+        controller and makes the node a suspect instead (streaming.cluster.held)."""
+        with self._held_lock:
+            collateral = any(seen is error for seen in self._lapses)
+            self._lapses.append(error)
+        why = failure_hold(error, closed_by_door=manager.closed, collateral=collateral)
+        if why is None:
+            return
+        broker = manager.cluster.broker_metadata(node)
+        with self._held_lock:
+            if broker is not None:
+                self._addresses[node] = f"{broker.host}:{broker.port}"
+            now = time.monotonic()
+            if why == held.UNRESPONSIVE and forwarded:
+                who, newly = held.CONTROLLER, self._held.forwarded_lapsed(node, now, asked_wall)
+            elif why == held.UNRESPONSIVE:
+                who, newly = f"broker {node}", self._held.lapsed(node, now, asked_wall)
+            else:
+                who, newly = f"broker {node}", self._held.gone(node, now, time.time())
+        if newly:
+            through = f", asked through broker {node}" if who == held.CONTROLLER else ""
+            self._say(f"{who}{HELD_AS}{why} ({self._held_why(node if who != held.CONTROLLER else held.CONTROLLER)}"
+                      f"{through}; {type(error).__name__})")
+
+    def _probe(self, key):
+        """Probe a held node or a suspect (a Metadata request without topics, answered from its own cache), past
+        the routing: its answer ends the hold (`_watched`), its lapse keeps it. A node the client no longer knows
+        (Kafka fenced it and left it out of Metadata) is looked for again in the client's next Metadata. The
+        controller is probed apart (`_probe_controller`)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        if key == held.CONTROLLER:
+            self._probe_controller()
+            return
+        kafka = self._kafka
+        if kafka is None:
+            self._probe_done(key)
+            return
+        manager = kafka._manager
+        request = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+        def send():
+            try:
+                future = type(manager).send(manager, request, node_id=key)
+            except Exception:  # UnknownBrokerIdError (Kafka fenced it: still no answer), or a client closed meanwhile
+                with self._held_lock:
+                    self._held.confirm(key, time.monotonic())
+                self._probe_done(key)
+                manager.cluster.request_update()
+                return
+            self._watched(manager, key, future, request).add_both(lambda _: self._probe_done(key))
+
+        try:
+            manager.call_soon(send)
+        except Exception:  # the client's I/O thread has stopped: it was dropped
+            self._probe_done(key)
+
+    def _probe_controller(self):
+        """While the controller is held, a thread of its own asks it, through a broker that is not avoided, for the
+        reassignments of one partition of a topic that does not exist (CONTROLLER_PROBE_TOPIC: forwarded like any
+        list; one of no topic at all the broker answers itself) with a client of its own: a broker
+        answers a connection's requests in order, so a forwarded request waiting on the controller would hold up
+        every other request of the door's client to that broker. The first answer ends the hold; a lapse holds
+        nobody (the broker answered what it could)."""
+        with self._held_lock:
+            if self._probing is not None and self._probing.is_alive():
+                return
+            self._probing = threading.Thread(target=self._probing_controller, name="reassign-monitor-probe",
+                                             daemon=True)
+            self._probing.start()
+
+    def _prober_manager(self):
+        """The connection manager of the door's second kafka-python client (made now if there is none: only ever
+        from the probing and checking threads, never from an I/O thread), whose connections carry only probes."""
+        from kafka import KafkaAdminClient
+
+        with self._lock:
+            if self._prober is None:
+                self._prober = KafkaAdminClient(
+                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor-probe",
+                    bootstrap_timeout_ms=int(self._timeout_s * 1000), request_timeout_ms=self._deadline_ms(),
+                    reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS, **self._settings)
+                self._bounded(self._prober._manager)
+            return self._prober._manager
+
+    def _check_alongside(self, node):
+        """Alongside a request `node` forwards to the controller, ask `node` itself something it answers alone (a
+        Metadata request without topics) on the second client's connection (a broker answers a connection's
+        requests in order): when the forwarded request lapses, whether the broker or the controller did not answer
+        is known at the same moment, and the next request for that broker does not wait out a lapse of its own
+        (measured: the watch's tick paid two lapses, 6.7 s, when the stopped broker was the one its list went
+        through and the ownership topic's leader). At most once per PROBE_EVERY_S per broker."""
+        with self._held_lock:
+            now = time.monotonic()
+            if now - self._checked.get(node, float("-inf")) < PROBE_EVERY_S:
+                return
+            self._checked[node] = now
+            self._checks.append(node)
+            if self._checking is None:
+                self._checking = threading.Thread(target=self._checking_nodes, name="reassign-monitor-check",
+                                                  daemon=True)
+                self._checking.start()
+
+    def _checking_nodes(self):
+        from kafka.protocol.metadata import MetadataRequest
+
+        while not self._closed:
+            with self._held_lock:
+                if not self._checks:
+                    self._checking = None
+                    return
+                node = self._checks.popleft()
+            try:
+                manager = self._prober_manager()
+            except Exception:  # no client to check with now (no broker answered its bootstrap): none this time
+                continue
+            asked_wall = time.time()
+            request = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+
+            async def ask():
+                return await manager.send(request, node_id=node)
+            try:
+                manager.run(ask)
+            except Exception as error:
+                self._unanswered(manager, node, asked_wall, error, forwarded=False)
+            else:
+                self._answered(node, forwarded=False)
+
+    def _probing_controller(self):
+        from kafka.protocol.admin import ListPartitionReassignmentsRequest
+
+        try:
+            while not self._closed and self._held_why(held.CONTROLLER) is not None:
+                started = time.monotonic()
+                try:
+                    manager = self._prober_manager()
+                    avoided = self._avoided(controller_bound=True)
+                    node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in avoided),
+                                next((b.node_id for b in manager.cluster.brokers()
+                                      if b.node_id not in self._avoided()), None))
+                    if node is not None:
+                        request = ListPartitionReassignmentsRequest(timeout_ms=self._deadline_ms(), topics=[
+                            ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+                                name=CONTROLLER_PROBE_TOPIC, partition_indexes=[0])])
+
+                        async def ask():
+                            return await manager.send(request, node_id=node)
+                        manager.run(ask)
+                        self._answered(node, forwarded=True)
+                except Exception:  # no answer (a lapse, a refused connection): the controller stays held, renewed
+                    with self._held_lock:
+                        self._held.confirm(held.CONTROLLER, time.monotonic())
+                time.sleep(max(0.0, PROBE_EVERY_S - (time.monotonic() - started)))
+        finally:
+            self._probe_done(held.CONTROLLER)
+
+    def _probe_done(self, node):
+        with self._held_lock:
+            self._held.probe_done(node)
+
+    def _live_node(self, manager, controller_bound=False):
+        """kafka-python's least loaded node unless it is avoided (`_avoided`), else a live one; for a
+        controller-bound request, one that is only avoided as stuck forwarding rather than none (None: none
+        known)."""
+        gone = self._avoided(controller_bound)
         node = manager.least_loaded_node()
         if node in gone:
             node = next((b.node_id for b in manager.cluster.brokers() if b.node_id not in gone), None)
+        if node is None and controller_bound:
+            return self._live_node(manager)
         return node
 
-    def _hold_if_gone(self, node, error):
-        if kind_of(error) == GONE:
-            with self._lock:
-                self._gone.mark({node}, time.monotonic())
-
     def _reroute(self):
-        """After a closed or refused connection (its node now held as gone): the nodes a retry avoids, or
-        None when no node the client knows is left to ask (streaming.cluster.retry)."""
+        """After a closed or refused connection (its node now held): the nodes a retry avoids, or None when no
+        node the client knows is left to ask (streaming.cluster.retry)."""
         kafka = self._kafka
         gone = self.unanswering()
         if kafka is None or all(b.node_id in gone for b in kafka._manager.cluster.brokers()):
@@ -189,8 +550,8 @@ class Door:
         CreateTopics) to the node id it cached, asking Metadata for one when it has none: under KRaft that is
         a random broker Kafka still lists, the dead one included until it is fenced. Any broker forwards
         them to the active controller, so they go to a live one (kafka-python still follows NOT_CONTROLLER)."""
-        if kafka._controller_id is None or kafka._controller_id in self.unanswering():
-            kafka._controller_id = self._live_node(kafka._manager)
+        if kafka._controller_id is None or kafka._controller_id in self._avoided(controller_bound=True):
+            kafka._controller_id = self._live_node(kafka._manager, controller_bound=True)
         return kafka
 
     def _confluent_admin(self):
@@ -236,11 +597,20 @@ class Door:
             raise self._named(error, needs) from error.__cause__
 
     def _call(self, api, work, requests=1, doing=None, needs=None):
-        """`work(kafka_python_client)`, through `_retrying`."""
+        """`work(kafka_python_client)`, through `_retrying`; a controller-bound one fails at once while the
+        controller is held."""
+        deadline = time.monotonic() + self._timeout_s
+
         def attempt():
+            if api in CONTROLLER_BOUND:
+                self._controller_needed(api, deadline)
             self._count(requests)
             return work(self._steer(self._connect()))
-        return self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
+        answer = self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
+        if api == LIST_REASSIGNMENTS:  # for `listed_or_last`
+            with self._held_lock:
+                self._last_listed = (time.monotonic(), answer)
+        return answer
 
     def _confluent_call(self, api, work, doing=None, needs=None):
         """`work(confluent_admin_client)`, through `_retrying` (librdkafka reconnects by itself)."""
@@ -250,10 +620,20 @@ class Door:
         return self._retrying(api, attempt, doing, needs)
 
     def _metadata(self):
-        """Metadata of every topic, through librdkafka (it decodes in C)."""
-        return self._confluent_call(METADATA, lambda admin: admin.list_topics(timeout=self._timeout_s))
+        """Metadata of every topic (never creating one), as streaming.cluster.metadata.ClusterMetadata."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        def work(kafka):
+            manager = kafka._manager
+
+            async def ask():
+                return await manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+            return from_response(manager.run(ask))
+        return self._call(METADATA, work)
 
     def close(self):
+        self._closed = True
+        self._forget("_prober")
         self._forget("_reader")
         with self._lock:
             producer, self._producer = self._producer, None

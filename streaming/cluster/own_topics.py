@@ -3,7 +3,7 @@ leaders, ask whether one exists, write keyed records, and read a partition back 
 
 import time
 
-from streaming.cluster.door import QUIET_LIBRDKAFKA
+from streaming.cluster.door import QUIET_LIBRDKAFKA, RECONNECT_BACKOFF_MAX_MS
 from streaming.vocabulary.errors import ClusterError, NodeGone, from_kafka_error
 from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
 
@@ -15,7 +15,8 @@ from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
 # flush still bounds how long it waits.
 DELIVERY_OUTLASTS_FENCING_S = 20.0
 # A read of our own topics asks its partition's leader for offsets in attempts this long, checking in between
-# whether that leader is held as gone (SIGKILLed): the driver's watch reads the ownership topic every second.
+# whether that leader is held (SIGKILLed, or a request to it lapsed): the driver's watch reads the ownership topic
+# every second.
 OFFSETS_ATTEMPT_S = 0.5
 
 
@@ -75,10 +76,16 @@ class OwnTopics:
                 # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
                 # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
                 # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
-                # refused) is said only there; later calls say only "_FATAL".
+                # refused) is said only there; later calls say only "_FATAL". A request (and a connection's set-up)
+                # has the door's deadline, not librdkafka's 60 s: a ProduceRequest in flight to a partition leader
+                # that hangs (SIGSTOP) is otherwise waited on until the record's own timeout fails the write, even
+                # after Kafka fenced that leader and elected another (measured: a batch's write failed 20 s after
+                # the stop, the query restarted); timed out, it is sent again where the metadata says, idempotently.
                 self._producer = Producer({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA,
                                            "error_cb": self._client_error, "enable.idempotence": True,
                                            "acks": "all", "linger.ms": 20, "compression.type": "zstd",
+                                           "socket.timeout.ms": self._deadline_ms(),
+                                           "socket.connection.setup.timeout.ms": self._deadline_ms(),
                                            "message.timeout.ms": int(max(self._timeout_s, DELIVERY_OUTLASTS_FENCING_S)
                                                                      * 1000)})
             return self._producer
@@ -138,13 +145,14 @@ class OwnTopics:
                 timeout_ms = int(self._timeout_s * 1000)
                 # No group (group_id=None): it assigns and seeks, never sends FindCoordinator or commits, so
                 # it needs Read and Describe on the topic and no ACL on a consumer group. fetch_max_wait_ms
-                # short: a catch-up poll should not wait for records that will not come.
+                # short: a catch-up poll should not wait for records that will not come. Its requests have the
+                # door's deadline and are routed like the admin client's (door._routed): a held node is not waited on.
                 self._reader = KafkaConsumer(
-                    bootstrap_servers=self._bootstrap, client_id="reassign-monitor-reader", group_id=None,
+                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor-reader", group_id=None,
                     enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
-                    fetch_max_wait_ms=20, request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
-                    **self._settings)
-                self._route_sends(self._reader._manager)  # a node held as gone is not waited on (door._routed)
+                    fetch_max_wait_ms=20, request_timeout_ms=self._deadline_ms(), bootstrap_timeout_ms=timeout_ms,
+                    reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS, **self._settings)
+                self._route_sends(self._reader._manager)
             return self._reader
 
     def _drop_reader(self):
@@ -159,19 +167,23 @@ class OwnTopics:
 
         tp = TopicPartition(topic, partition)
 
+        def unless_leader_held(reader):
+            """NodeGone at once when the partition's leader is held (its connection was closed or refused, or a
+            request to it lapsed: door._routed), not after the whole deadline. Its data is unreadable until Kafka
+            has fenced it and elected another leader (9 s after a SIGKILL or SIGSTOP by default); the reader is
+            dropped so that the next read asks afresh where the leader is."""
+            leader = reader._manager.cluster.leader_for_partition(tp)
+            why = None if leader is None else self._held_why(leader)
+            if why is not None:
+                self._drop_reader()
+                raise NodeGone(f"{READ}: broker {leader}, the leader of {topic}-{partition}, did not answer ({why})")
+
         def offsets(reader, ask):
             """`ask(reader, timeout_ms)` (ListOffsets, to the partition's leader), in attempts of at most
-            OFFSETS_ATTEMPT_S: a leader whose connection was closed or refused (it is then held as gone) fails
-            the read at once, not after the whole deadline. Its data is unreadable until Kafka has fenced it and
-            elected another leader (9 s after a SIGKILL by default); the reader is dropped so that the next read
-            asks afresh where the leader is."""
+            OFFSETS_ATTEMPT_S, each after `unless_leader_held`."""
             deadline = time.monotonic() + self._timeout_s
             while True:
-                leader = reader._manager.cluster.leader_for_partition(tp)
-                if leader is not None and leader in self.unanswering():
-                    self._drop_reader()
-                    raise NodeGone(f"{READ}: broker {leader}, the leader of {topic}-{partition}, did not answer "
-                                   "(its connection was closed or refused)")
+                unless_leader_held(reader)
                 left_s = deadline - time.monotonic()
                 try:
                     return ask(reader, int(max(0.05, min(left_s, OFFSETS_ATTEMPT_S)) * 1000))[tp]
@@ -207,6 +219,7 @@ class OwnTopics:
                 while position < high:
                     if time.monotonic() > deadline:
                         raise TimeoutError(f"at offset {position} of {high}")
+                    unless_leader_held(reader)
                     self._count()
                     for message in reader.poll(timeout_ms=500).get(tp, ()):
                         records.append((message.offset, message.key, message.value))

@@ -8,8 +8,9 @@ bench/stream.py also measured them as separate Spark input partitions):
 A failing call is recorded as a PollError and its rows are missing (a broker whose DescribeLogDirs
 failed is absent from `log_dirs_answered`, so its replicas read as unknown, not as empty). Only
 DescribeCluster failing fails the poll: without it nothing is known, not even who is alive. A broker
-that closed or refused its connection during the poll is reported not alive (the door asked it nothing
-more: streaming.cluster.door), so every part of the snapshot agrees on who answered.
+the door holds at the poll's end (its connection closed or refused, or a request to it lapsed: the door
+asked it nothing more, streaming.cluster.door) is reported not alive, with since when an unresponsive one
+has not answered, so every part of the snapshot agrees on who answered.
 """
 
 import time
@@ -51,17 +52,22 @@ class _Attempts:
             return default
 
 
-def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None, throttles=True):
+def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None, throttles=True, listed=None):
     """The cluster part. `described`: DescribeCluster's answer when the caller has it already (`poll`
     asks first, to know whose log dirs to read). `all_partitions` adds metadata and throttle configs
     of every topic (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked
     throttles); `topics` adds the named topics (the CLI's --reassignment-json-file). `throttles=False`
-    skips DescribeConfigs (the progress report shows none, and then needs no DescribeConfigs ACL)."""
+    skips DescribeConfigs (the progress report shows none, and then needs no DescribeConfigs ACL).
+    `listed`: ListPartitionReassignments rows to take instead of asking (the job's watch's last list while the
+    controller answers nobody: streaming.spark.source), counted as a retry of that API."""
     started = time.monotonic()
     requests_before = admin.requests
     attempt = _Attempts()
     cluster_id, brokers = described or describe_cluster(admin)
-    reassignments = attempt(LIST_REASSIGNMENTS, admin.list_reassignments, [])
+    if listed is None:
+        reassignments = attempt(LIST_REASSIGNMENTS, admin.list_reassignments, [])
+    else:
+        reassignments = [dict(row) for row in listed]
     moving = {(r["topic"], r["partition"]) for r in reassignments}
     wanted_topics = sorted({t for t, _ in moving} | set(topics))
     partitions = []
@@ -91,7 +97,7 @@ def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None, 
             "broker_throttles": table("broker_throttles", broker_throttles),
         },
         requests=admin.requests - requests_before, errors=tuple(attempt.errors),
-        duration_s=time.monotonic() - started)
+        duration_s=time.monotonic() - started, retries={LIST_REASSIGNMENTS: 1} if listed is not None else {})
 
 
 def poll_log_dirs(admin, broker, ts_ms):
@@ -118,9 +124,9 @@ def relevant_log_dirs(snapshot, topics=()):
     return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs})
 
 
-def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
-    """A whole Snapshot in this process (the CLI): the cluster part and every alive broker's log-dirs
-    part concurrently. Arguments as `poll_cluster`."""
+def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True, listed=None):
+    """A whole Snapshot in this process (the CLI, the job's executor): the cluster part and every alive broker's
+    log-dirs part concurrently. Arguments as `poll_cluster`."""
     started = time.monotonic()
     ts_ms = int(time.time() * 1000) if now_ms is None else now_ms
     requests_before = admin.requests
@@ -129,15 +135,17 @@ def poll(admin, now_ms=None, all_partitions=False, topics=(), throttles=True):
     alive = alive_brokers(described[1])
     with ThreadPoolExecutor(max_workers=len(alive) + 1) as pool:
         log_dir_parts = [pool.submit(poll_log_dirs, admin, broker, ts_ms) for broker in alive]
-        cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described, throttles)
+        cluster = poll_cluster(admin, ts_ms, all_partitions, topics, described, throttles, listed)
         parts = [cluster] + [part.result() for part in log_dir_parts]
     # The parts share one admin here, so each part's request count overlaps the others': count them once.
     retries = Counter(getattr(admin, "retried", {}))
     retries.subtract(retried_before)
+    retries.update(cluster.retries)
     whole = combine(parts, ts_ms, time.monotonic() - started)
     whole = replace(whole, requests=admin.requests - requests_before,
                     retries={api: n for api, n in retries.items() if n > 0},
-                    tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering())})
+                    tables={**whole.tables, "brokers": without_gone(whole["brokers"], admin.unanswering(),
+                                                                     admin.unanswered_since())})
     return relevant_log_dirs(whole, topics)
 
 

@@ -11,8 +11,9 @@ compares against (`ViewHistory`) read, before liveness is first published. Until
 whole poll of the cluster, and the picture of its moves (`picture_of`, the same rules as a batch's) is shown on
 /metrics: a move in flight when `run` starts shows there seconds later, not after Spark's start. Each tick, about
 every second:
-1. ListPartitionReassignments, one request. A failure counts in
-   kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
+1. ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
+   `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
+   counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
    a trigger interval: read what others wrote to the ledger since then, and take the owned partitions and the
    moves Kafka accepted. A move accepted since the last read that is not listed now and was not at the last tick
@@ -186,6 +187,8 @@ class Controller:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
+        self._listed_for_batches = None  # the door's last list while Kafka's controller is silent (`_list`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
         self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._viewed_s = None  # when adoption last took a view of the whole cluster (a batch's poll or a read)
@@ -229,12 +232,19 @@ class Controller:
             self._last_batch_id = findings.batch_id
             self._tracks_moves = findings.tracks_moves
             self._throttles_to_clear = clear_all and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
-            self._last_batch_s = self.clock()
+            self._last_batch_s = self._last_batch_ran_s = self.clock()
             self._reported |= findings.reported
             for partition in findings.reported:
                 self._unreported.pop(partition, None)
             self._findings.append(findings)
         self._wake.set()
+
+    def batch_ran(self):
+        """After a batch whose poll failed. While Kafka's controller answers nobody (the list is the door's last
+        one), such a batch is not late: its poll failed on that silence before the gate handed it the last list,
+        not because batches stall."""
+        with self._lock:
+            self._last_batch_ran_s = self.clock()
 
     @contextlib.contextmanager
     def batch_writing(self):
@@ -276,7 +286,8 @@ class Controller:
             started = waited_from = self.clock()
             self._tick_steps = {}
             try:
-                self.tick()
+                with self.admin.impatient():  # never waits for a silent Kafka controller (streaming.cluster.door)
+                    self.tick()
             except Exception as error:  # a bug must not end the controller: the gate goes stale and fails open
                 self._say(f"tick failed: {type(error).__name__}: {error}")
             took_s = self.clock() - started
@@ -301,7 +312,7 @@ class Controller:
                 return
             looked = self.clock()
             try:
-                listed = {partition_of(r) for r in self.admin.list_reassignments()}
+                listed = {partition_of(r) for r in self.admin.listed_or_last()[0]}
             except Exception:
                 return
             took_s = self.clock() - looked
@@ -357,9 +368,13 @@ class Controller:
 
     @_step("list")
     def _list(self):
-        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed."""
+        """{(topic, partition): ListPartitionReassignments row}, or None when the list failed. While Kafka's
+        controller answers nobody, the door's last list (streaming.cluster.door `listed_or_last`), also handed to
+        the batches through the gate, since no reassignment changes meanwhile."""
         try:
-            return {partition_of(r): r for r in self.admin.list_reassignments()}
+            rows, last = self.admin.listed_or_last()
+            self._listed_for_batches = rows if last else None
+            return {partition_of(r): r for r in rows}
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
             self._say(f"{LIST_REASSIGNMENTS} failed: {error}")
@@ -600,13 +615,15 @@ class Controller:
                 owned_unread=self._owned_unread, active_plans=len(self.plans.statuses) if self.plans is not None else 0,
                 unreported=bool(unreported))
             last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
+            if self._listed_for_batches is not None:  # Kafka's controller is silent: see batch_ran
+                last_batch_s = self._last_batch_ran_s
         reason = batch_rules.batch_reason(view)
         now_s = self.clock()
         if reason is None:
             self._wanted_since_s = None
         elif self._wanted_since_s is None:
             self._wanted_since_s = now_s
-        gate.write(self.gate_path, reason, now_wall * 1000, unreported[:HANDOVER_LIMIT])
+        gate.write(self.gate_path, reason, now_wall * 1000, unreported[:HANDOVER_LIMIT], self._listed_for_batches)
         if reason != self._reason:
             self._say(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason

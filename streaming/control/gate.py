@@ -22,16 +22,20 @@ class Decision:
     """`unreported`: ListPartitionReassignments rows (streaming.vocabulary.snapshot "reassignments") of moves the
     controller listed that no batch has reported yet. The batch they are handed to carries them in its end offset:
     it reports each (finished, when its poll no longer lists it: a move shorter than the wait for a batch), and so
-    does its replay after a crash, whose fresh poll may find them ended and whose state never saw them."""
+    does its replay after a crash, whose fresh poll may find them ended and whose state never saw them. `listed`:
+    while the controller of the cluster answers nobody, the controller's last list (its door's `listed_or_last`),
+    which the batch's poll takes instead of asking (no reassignment changes meanwhile); None otherwise."""
     wanted: bool
     unreported: tuple = ()
+    listed: tuple | None = None
 
 
-def write(path, reason, now_ms, unreported=()):
+def write(path, reason, now_ms, unreported=(), listed=None):
     """Record the controller's decision: `reason` is why a batch is wanted, None when none is."""
     temporary = f"{path}.tmp"
     with open(temporary, "w") as out:
-        json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported)}, out)
+        json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported),
+                   "listed": None if listed is None else list(listed)}, out)
     os.replace(temporary, path)
 
 
@@ -40,7 +44,9 @@ def read(path, now_ms):
         with open(path) as gate:
             decision = json.load(gate)
         fresh = now_ms - int(decision["ts_ms"]) <= STALE_AFTER_MS
+        listed = decision.get("listed")
         return Decision(wanted=not fresh or decision["reason"] is not None,
-                        unreported=tuple(decision.get("unreported") or ()) if fresh else ())
+                        unreported=tuple(decision.get("unreported") or ()) if fresh else (),
+                        listed=tuple(listed) if fresh and listed is not None else None)
     except (OSError, ValueError, KeyError, TypeError):
         return Decision(wanted=True)

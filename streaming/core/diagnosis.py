@@ -12,13 +12,13 @@ in the ISR says so whatever its byte rate; then why no byte arrives (a throttle 
 leader); then a copy that cannot keep up; then why a move has not started.
 """
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from streaming.core.budget import ALTER_LOG_DIRS, LEADER
 from streaming.core.budget_view import NO_BUDGET, model
+from streaming.vocabulary.durations import utc_clock
 from streaming.vocabulary.kafka_limits import REPLICA_LAG_TIME_MAX_MS, THROTTLE_FLOOR_BYTES_PER_S
 from streaming.vocabulary.reasons import ReasonCode
 from streaming.vocabulary.states import ReplicaState
@@ -30,6 +30,8 @@ class Context:
     now_ms: int
     offline: frozenset = field(default_factory=frozenset)  # brokers not alive or not answering this poll
     pending_after_s: float = 20.0  # a PENDING move gets a reason after this long (the job: two triggers)
+    # offline brokers the door holds as unresponsive -> Unix ms since when they have not answered
+    unanswered: dict = field(default_factory=dict)
 
 
 def human_rate(value):
@@ -46,13 +48,9 @@ def human_duration(seconds):
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def _clock(ms):
-    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000.0))
-
-
 def _since(row):
     since = row["state_since_ms"]
-    return "" if since is None else f" since {_clock(since)} UTC"
+    return "" if since is None else f" since {utc_clock(since)} UTC"
 
 
 def _in(rows, state):
@@ -91,8 +89,15 @@ def destination_offline(rows, ctx):
     return _in(rows, ReplicaState.BROKER_OFFLINE) & np.isin(rows["broker"], list(ctx.offline))
 
 
+def _offline(broker, row, ctx):
+    """How a broker of the row is offline: it does not answer since the door first missed an answer (a hung
+    broker: streaming.cluster.held), else offline since the row's state began."""
+    since = ctx.unanswered.get(broker)
+    return f"does not answer since {utc_clock(since)} UTC" if since is not None else f"offline{_since(row)}"
+
+
 def destination_offline_says(row, ctx):
-    return f"destination broker {row['broker']} offline{_since(row)}"
+    return f"destination broker {row['broker']} {_offline(row['broker'], row, ctx)}"
 
 
 def leader_offline(rows, ctx):
@@ -102,7 +107,7 @@ def leader_offline(rows, ctx):
 def leader_offline_says(row, ctx):
     if row["leader"] < 0:
         return f"the partition has no leader{_since(row)}"
-    return f"leader broker {row['leader']} of the partition offline{_since(row)}"
+    return f"leader broker {row['leader']} of the partition {_offline(row['leader'], row, ctx)}"
 
 
 def caught_up_not_in_isr(rows, ctx):
@@ -219,11 +224,17 @@ def offline_brokers(brokers, answered):
     return frozenset(row["broker"] for row in brokers if not row["alive"] or row["broker"] not in answering)
 
 
-def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s):
+def unanswered_brokers(brokers):
+    """{broker: Unix ms} of the brokers (DescribeCluster rows) the door holds as unresponsive."""
+    return {row["broker"]: row["unanswered_since_ms"] for row in brokers if row.get("unanswered_since_ms") is not None}
+
+
+def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s, unanswered=None):
     """(the rows with the budget model's `eta_seconds`, `reason_code` and `reason`, the model): what the job's
-    batch and the live `progress` report both run on their replica rows (history report columns)."""
+    batch and the live `progress` report both run on their replica rows (history report columns).
+    `unanswered`: as `unanswered_brokers`."""
     budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
-    context = Context(budget_model, now_ms, offline, pending_after_s)
+    context = Context(budget_model, now_ms, offline, pending_after_s, unanswered or {})
     codes, lines = diagnose(rows, context)
     return rows.with_columns(eta_seconds=budget_model.eta_seconds(), reason_code=codes, reason=lines), budget_model
 

@@ -23,7 +23,7 @@ import numpy as np
 
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
-from streaming.core.diagnosis import diagnosed, offline_brokers
+from streaming.core.diagnosis import diagnosed, offline_brokers, unanswered_brokers
 from streaming.core.kip179 import BEHIND
 from streaming.core.rollups import partition_rollup, summary
 from streaming.vocabulary.columns import KINDS, nulls, partition_ids, unique
@@ -75,7 +75,8 @@ def diagnose(snapshot, rows, pending_after_s=0.0):
     share its budget but not what a throttle is set to; without history (one-shot) ETAs stay null."""
     offline = offline_brokers(snapshot["brokers"], snapshot["log_dirs_answered"])
     at = np.flatnonzero(rows["moving"])
-    done, _ = diagnosed(rows.take(at), (), (), offline, snapshot.ts_ms, pending_after_s)
+    done, _ = diagnosed(rows.take(at), (), (), offline, snapshot.ts_ms, pending_after_s,
+                        unanswered_brokers(snapshot["brokers"]))
     return _scattered(rows, at, {name: done[name] for name in ("eta_seconds", "reason_code", "reason")})
 
 

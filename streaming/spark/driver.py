@@ -15,6 +15,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from streaming.spark.job_log import log_line
 from streaming.vocabulary import defaults
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
@@ -87,8 +88,9 @@ def run(config, out=sys.stderr):
     admin = spark = controller = None
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)
     try:
-        # The driver's one door to the cluster: topics, progress records and the controller share it.
-        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s)
+        # The driver's one door to the cluster: topics, progress records and the controller share it. It logs
+        # which node it holds (a node that does not answer) and when that node answers again.
+        admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s, log=log_line)
         ensure_progress_topic(admin, config.progress_topic)
         writer = ProgressTopicWriter(admin, config.progress_topic)
         gate_path = os.path.join(gate_directory, "gate.json")

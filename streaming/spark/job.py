@@ -148,6 +148,8 @@ class BatchHandler:
         if not facts.ok:
             reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
             print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
+            if self.controller is not None:
+                self.controller.batch_ran()
             return
         with collector_paused():
             output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)

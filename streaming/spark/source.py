@@ -21,6 +21,10 @@ table, and the stateful step reports each (finished when the poll no longer list
 they are in the offset log, so a replayed batch reports them too - after a crash its fresh poll may find a move
 ended that the checkpointed state never saw, while the crashed attempt wrote its first record: the replay then
 writes how it ended, so no record is left showing it in flight. The next batch never carries them again.
+While Kafka's active controller answers nobody (streaming.cluster.door `listed_or_last`), the end offset carries the
+job controller's last list (`LISTED`), which the poll takes instead of asking: the executor's own door may hold an
+older list (one per worker process, listed once a batch), and no reassignment changes meanwhile. It is in the
+offset log too.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -43,6 +47,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from streaming.spark import codec
+from streaming.spark.job_log import log_line
 from streaming.cluster.poller import poll, usable
 from streaming.vocabulary.defaults import TIMEOUT_S
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
@@ -62,6 +67,7 @@ POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), (
                 ("errors", STRING), ("retries", STRING))
 CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
 UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
+LISTED = "listed"  # the offsets' key for the controller's list while Kafka's controller answers nobody (docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -76,8 +82,8 @@ def cached_admin(options):
     from streaming.cluster.admin import KafkaClusterAdmin
 
     key = _admin_key(options)
-    if key not in _admins:
-        _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2])
+    if key not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
+        _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2], log=log_line)
     return _admins[key]
 
 
@@ -147,10 +153,11 @@ def _row_key(row):
 
 
 class PollPartition(InputPartition):
-    def __init__(self, poll_id, unreported=()):
+    def __init__(self, poll_id, unreported=(), listed=None):
         super().__init__(poll_id)
         self.poll_id = poll_id
         self.unreported = tuple(unreported)
+        self.listed = None if listed is None else tuple(listed)
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -174,17 +181,19 @@ class PollStreamReader(DataSourceStreamReader):
         handed = [row for row in decision.unreported if _row_key(row) not in carried]
         if handed:
             end[UNREPORTED] = handed
+        if decision.listed is not None:
+            end[LISTED] = list(decision.listed)
         return end
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()))]
+        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED))]
 
     def read(self, partition):
         started = time.monotonic()
         ts_ms = int(time.time() * 1000)
         try:
-            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True),
-                                       partition.unreported)
+            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True,
+                                            listed=partition.listed), partition.unreported)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
             # admin door has dropped whatever client went stale, so the cached door is reused next poll)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)

@@ -1,4 +1,5 @@
-"""Durations as operators write them on the command line: 500ms, 10s, 10m, 2h, or bare seconds.
+"""Durations as operators write them on the command line: 500ms, 10s, 10m, 2h, or bare seconds; and the
+time of day every reason and log line gives (`utc_clock`).
 
 Only digits are accepted (no 'inf', 'nan' or exponents), and every flag states its own bounds, so a
 value is finite, positive and small enough for the millisecond integers the clients and Spark take.
@@ -6,6 +7,7 @@ value is finite, positive and small enough for the millisecond integers the clie
 
 import argparse
 import re
+import time
 
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
@@ -44,3 +46,8 @@ def flag(minimum_s=0.001, maximum_s=7 * DAY_S):
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
+
+
+def utc_clock(ms):
+    """HH:MM:SS of a Unix time in ms, in UTC (the lines that say it add "UTC")."""
+    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000.0))

@@ -5,7 +5,7 @@ libraries' errors onto them.
     +-- BadInput                 exit 2: the operator's input is wrong (file, flags, unknown ids)
     +-- ClusterError             exit 3: the cluster is unreachable or refused the request
         +-- Unreachable          no broker answered in time (after retries inside the deadline)
-        |   +-- NodeGone         the one node a request needs closed or refused its connection
+        |   +-- NodeGone         the one node a request needs (or the controller) is held: it did not answer
         +-- AuthenticationFailed SASL credentials or mechanism refused
         +-- TlsFailed            the TLS handshake failed (CA, certificate, plaintext against TLS)
         +-- NotAuthorized        an ACL refused an operation
@@ -69,8 +69,9 @@ class Unreachable(ClusterError):
 
 
 class NodeGone(Unreachable):
-    """The node a request needs (a broker's own log dirs or configs) closed or refused its connection
-    a moment ago: the request was not sent, and the answer is "did not answer"."""
+    """The node a request needs (a broker's own log dirs or configs; the controller, for a controller-bound one)
+    is held by the door (streaming.cluster.held: its connection was closed or refused, or a request to it lapsed):
+    the request was not sent, and the answer is "did not answer"."""
 
 
 class AuthenticationFailed(ClusterError):

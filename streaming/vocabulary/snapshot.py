@@ -28,8 +28,9 @@ SCHEMAS = {
                  ("offset_lag", INT64), ("is_future", BOOL)),
     # ListOffsets on the leader: earliest and latest offsets.
     "offsets": (("topic", STRING), ("partition", INT32), ("log_start", INT64), ("log_end", INT64)),
-    # DescribeCluster: registered brokers; `alive` = registered and not fenced.
-    "brokers": (("broker", INT32), ("alive", BOOL)),
+    # DescribeCluster: registered brokers; `alive` = registered, not fenced and not held by the door;
+    # `unanswered_since_ms`: since when a broker the door holds as unresponsive has not answered (else null).
+    "brokers": (("broker", INT32), ("alive", BOOL), ("unanswered_since_ms", INT64)),
     # DescribeLogDirs: the brokers that answered in this poll (the log dirs of a broker missing here are
     # unknown, not empty).
     "log_dirs_answered": (("broker", INT32),),
@@ -61,11 +62,15 @@ def alive_brokers(brokers):
     return sorted(b["broker"] for b in brokers if b["alive"])
 
 
-def without_gone(brokers, gone):
-    """DescribeCluster's rows with the brokers of `gone` (their connection closed or refused during the
-    poll: streaming.cluster.gone) not alive. Kafka fences a SIGKILLed broker only when its session times
-    out; until then it is registered and unfenced but answers nothing, like a fenced one."""
-    return [{**b, "alive": b["alive"] and b["broker"] not in gone} for b in brokers]
+def without_gone(brokers, gone, unanswered_since_ms=None):
+    """DescribeCluster's rows with the brokers of `gone` (held by the door: their connection closed or
+    refused, or a request to them lapsed: streaming.cluster.held) not alive, and since when those of
+    `unanswered_since_ms` ({broker: Unix ms}) have not answered. Kafka fences a SIGKILLed or SIGSTOPped broker
+    only when its session times out; until then it is registered and unfenced but answers nothing, like a
+    fenced one."""
+    since = unanswered_since_ms or {}
+    return [{**b, "alive": b["alive"] and b["broker"] not in gone,
+             "unanswered_since_ms": since.get(b["broker"], b.get("unanswered_since_ms"))} for b in brokers]
 
 
 @dataclass(frozen=True)
