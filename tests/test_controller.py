@@ -327,6 +327,49 @@ def test_liveness_stops_when_a_wanted_batch_is_late(tmp_path):
     assert sample(metrics, LAST_POLL) == 1000.0
 
 
+@pytest.mark.parametrize("list_s, deferred_last_tick, defers", [
+    (0.01, False, False),  # a list answered in time: the tick does everything
+    (2.49, False, False),
+    (2.5, False, True),    # it waited out the request deadline: the rest goes to the next tick
+    (2.6, True, False),    # ... but never twice in a row
+])
+def test_one_wait_per_tick(list_s, deferred_last_tick, defers):
+    assert rules.defers_the_rest(list_s, 2.5, deferred_last_tick) is defers
+
+
+class LedgerReads(MemoryLedger):
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def refresh(self):
+        self.reads += 1
+        return super().refresh()
+
+
+def test_a_tick_whose_list_waited_out_a_deadline_leaves_the_rest_to_the_next_tick(tmp_path):
+    """Issue 28: Kafka's active controller stopped, and it leads the ownership topic too. The list lapses; reading
+    the ledger in the same tick would lapse again (two deadlines in one tick: published polls 6.1 s apart at a 2 s
+    trigger). The ledger read and the batch's findings wait for the next tick, which runs them."""
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    ledger = LedgerReads()
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=2.0)
+    controller.tick()
+    reads = ledger.reads
+    original = cluster.list_reassignments
+
+    def lapsing_list():
+        clock.now += 2.6
+        return original()
+    cluster.list_reassignments = lapsing_list
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    assert ledger.reads == reads and sample(metrics, LAST_POLL) == clock.now - 2.6  # published, nothing else
+    controller.tick()  # the list lapses again: this tick does everything, the batch's findings first
+    assert ledger.reads > reads
+
+
 @pytest.mark.parametrize("silent, published", [(True, True), (False, False)],
                          ids=["kafka-controller-silent-not-late", "kafka-controller-answering-late"])
 def test_a_batch_whose_poll_failed_is_late_unless_kafkas_controller_is_silent(tmp_path, silent, published):

@@ -137,6 +137,15 @@ def peek_interval_s(last_peek_s):
     return max(PEEK_INTERVAL_S, last_peek_s / PEEK_SHARE)
 
 
+def defers_the_rest(list_s, request_deadline_s, deferred_last_tick):
+    """One wait per tick: a tick whose list waited out a request deadline (a node on the way to Kafka's controller
+    stopped answering) leaves its other duties - the ledger read, the batches' findings, adoption, sweeps, plans - to
+    the next tick, which starts at once, so that a second node's lapse (the ownership topic's leader, when it is the
+    same stopped node) falls into another tick and published polls stay within two triggers + 1 s of each other.
+    Never twice in a row: every duty still runs at least every other tick."""
+    return list_s >= request_deadline_s and not deferred_last_tick
+
+
 def late_after_s(trigger_interval_s, batches_done):
     return (LATE_AFTER_TRIGGERS * trigger_interval_s + LATE_AFTER_LAPSES * REQUEST_DEADLINE_S
             + (SPARK_START_ALLOWANCE_S if batches_done == 0 else 0.0))

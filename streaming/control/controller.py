@@ -14,6 +14,8 @@ every second:
 1. ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
    `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
    counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
+   A list that waited out a request deadline leaves steps 2-7 to the next tick, at once (batch_rules.defers_the_rest:
+   one wait per tick).
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
    a trigger interval: read what others wrote to the ledger since then, and take the owned partitions and the
    moves Kafka accepted. A move accepted since the last read that is not listed now and was not at the last tick
@@ -70,6 +72,7 @@ from streaming.control.throttles.read import read_cluster
 from streaming.control.throttles.removal import decide
 from streaming.control.throttles.steering import changed_brokers, followed, steer
 from streaming.control.throttles.view import after_actions, view_of
+from streaming.vocabulary.defaults import request_deadline_s
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.replica_row import partition_of
 from streaming.vocabulary.throttle_actions import ALL, REMOVED, RESTORED
@@ -174,6 +177,7 @@ class Controller:
         self.steering, self.throttle_interval_s, self.guard = steering, throttle_interval_s, guard
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self.picture_of = picture_of
+        self.request_deadline_s = request_deadline_s(timeout_s)
         self.applier = Applier(admin, ledger, log=self._janitor_log)
         self.plans = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.history = ViewHistory(observe_gap_ms(trigger_interval_s))
@@ -187,6 +191,7 @@ class Controller:
         self._tracks_moves = False
         self._throttles_to_clear = False
         self._last_batch_s = clock()
+        self._deferred = False  # the last tick left its duties to this one (batch_rules.defers_the_rest)
         self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
         self._listed_for_batches = None  # the door's last list while Kafka's controller is silent (`_list`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
@@ -322,7 +327,11 @@ class Controller:
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
         now_wall = self.wall()
+        looked = self.clock()
         listed = self._list()
+        self._deferred = batch_rules.defers_the_rest(self.clock() - looked, self.request_deadline_s, self._deferred)
+        if self._deferred:
+            return self._decide(listed is not None, now_wall)
         # Before the first read, every request is new: the sweep due at start covers them, and their moves
         # were reported, or not, by the run before.
         accepted_before = self._accepted if self._owned_read_s is not None else None
