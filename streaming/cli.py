@@ -12,13 +12,15 @@ never reaches the cluster.
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 
 from streaming.commands import flags
 from streaming.vocabulary import client_config, defaults
 from streaming.vocabulary.echo import one_line
-from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_BUG, MonitorError, bug_line
+from streaming.vocabulary.errors import (EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, EXIT_READER_GONE, MonitorError,
+                                         bug_line)
 
 COMMANDS = {
     "progress": "One-shot progress report of ongoing reassignments (live with --watch).",
@@ -96,7 +98,11 @@ def main(argv=None, connect=None):
             return command.run(args, connect or _module("reassign_common").connect)
         return command.run(args)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `progress --watch 5 --output json | head`: stop quietly, nothing more to say
+        # Python flushes stdout again at exit, which would fail the same way: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_READER_GONE
     except Exception as error:  # MonitorErrors are ours; anything else is a bug, still reported in one line
         if args.debug:
             traceback.print_exception(error)

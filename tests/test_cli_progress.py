@@ -11,7 +11,7 @@ import kafka.errors
 import pytest
 
 from streaming import cli
-from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK
+from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_IN_PROGRESS, EXIT_OK, EXIT_READER_GONE
 from streaming.core.progress_report import SCHEMA_PATH
 from tests.fake_cluster import FakeCluster
 from tests.kafka_fixtures import ROOT
@@ -272,3 +272,22 @@ def test_a_silent_broker_is_a_warning_not_a_failure(capsys, fake):
     document = json.loads(capsys.readouterr().out)
     assert document["replicas"][0]["status"] == "Behind: unknown"
     assert {e["api"] for e in document["errors"]} == {"DescribeLogDirs"}
+
+
+def test_a_reader_that_goes_away_ends_the_watch_quietly():
+    """`progress --watch --output json | head -1`: once the reader has gone, the next report ends `progress` with
+    exit 141 (128 + SIGPIPE, as a tool the pipe killed) and nothing on stderr - no traceback, no "bug" line."""
+    script = ("import sys; from tests.fake_cluster import FakeCluster; from tests.test_cli_progress import moving; "
+              "from streaming import cli; cluster = FakeCluster(); moving(cluster); "
+              "sys.exit(cli.main(['progress', '--bootstrap-server', '127.0.0.1:9092', '--output', 'json', "
+              "'--watch', '0.2'], connect=lambda _args: cluster))")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=ROOT)
+    try:
+        assert process.stdout.readline()  # the first report
+        process.stdout.close()  # `head -1` is done
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert (process.returncode, stderr.decode()) == (EXIT_READER_GONE, "")

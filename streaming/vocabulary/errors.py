@@ -34,6 +34,8 @@ EXIT_IN_PROGRESS = 1
 EXIT_BAD_INPUT = 2
 EXIT_CLUSTER = 3
 EXIT_BUG = 4
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as the shell reports it)
+EXIT_READER_GONE = 141  # the reader of stdout went away (`... | head`): 128 + SIGPIPE, as a tool the pipe killed
 
 # What an error means for the caller.
 RETRY = "retry"  # transient on the broker's side: try again after a pause
