@@ -16,6 +16,7 @@ KIND_CASES = [
     ("kp-connection-lost", kerrors.KafkaConnectionError(), errors.GONE),
     ("kp-connection-refused", kerrors.KafkaConnectionError("111 ECONNREFUSED"), errors.GONE),
     ("kp-node-not-ready", kerrors.NodeNotReadyError(), errors.GONE),
+    ("kp-connection-paused", kerrors.NodeNotReadyError("Node paused: {'max_in_flight'}"), errors.RETRY),
     ("kp-transport-closed", RuntimeError("Transport closed for writes"), errors.GONE),
     ("kp-cancelled-by-a-drop", kerrors.Cancelled(), errors.RETRY),
     ("other-runtime-error", RuntimeError("something else"), errors.BUG),

@@ -179,6 +179,12 @@ UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
 TOPIC_DELETED = "the topic was deleted, with its configs"
 # kafka-python raises a bare RuntimeError when a request is written to a connection the peer closed.
 TRANSPORT_CLOSED = "Transport closed"
+# kafka-python pauses a connection that has max_in_flight_requests_per_connection requests in flight and fails
+# every further send on it at once with NodeNotReadyError("Node paused: {'max_in_flight'}"); the answers in flight
+# unpause it. The node is busy, not gone: retried after a pause, on the same node (measured: `execute` against Kafka
+# 2.8.2 failed "no live broker took the request" while its DescribeConfigs and the door's probes filled one
+# connection).
+CONNECTION_PAUSED = "Node paused"
 
 EXCEPTION_OF_KIND = {RETRY: Unreachable, REFRESH: Unreachable, GONE: Unreachable, UNREACHABLE: Unreachable,
                      AUTHENTICATION: AuthenticationFailed, TLS: TlsFailed, AUTHORIZATION: NotAuthorized,
@@ -218,6 +224,8 @@ def kind_of(error):
         if code >= 0:
             return PROTOCOL_CODES.get(code, REFUSED)
         return CONFLUENT_LOCAL.get(confluent.name(), RETRY if confluent.retriable() else REFUSED)
+    if type(error).__name__ == "NodeNotReadyError" and CONNECTION_PAUSED in str(error):
+        return RETRY
     for cls in type(error).__mro__:
         if cls.__name__ in KAFKA_PYTHON_LOCAL:
             return KAFKA_PYTHON_LOCAL[cls.__name__]
