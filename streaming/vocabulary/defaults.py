@@ -9,7 +9,8 @@ TIMEOUT_S = 10.0  # --timeout: bound on each call to the cluster
 # lapse, so it is at most half of --timeout. Measured (bench/dead_node.py, bench/RESULTS.md "Healthy request
 # times"): at 10,000 moving partitions the slowest healthy answer of any request a poll makes took 0.27 s at a load
 # of 2-5 (ListPartitionReassignments) and about 1 s at a load of 21 (DescribeLogDirs, ListOffsets); 2.5 s keeps a
-# margin of 2.5 over the worst and lets the controller's 1 s ticks stay within two 2 s triggers + 1 s of each other across a lapse.
+# margin of 2.5 over the worst and lets the controller's 1 s ticks stay within two 2 s triggers + 1 s of each
+# other across a lapse.
 REQUEST_DEADLINE_S = 2.5
 
 TRIGGER_INTERVAL_S = 10.0
