@@ -289,7 +289,6 @@ class Controller:
                 if self._stop.is_set():
                     return
             started = waited_from = self.clock()
-            self._tick_steps = {}
             try:
                 with self.admin.impatient():  # never waits for a silent Kafka controller (streaming.cluster.door)
                     self.tick()
@@ -327,9 +326,9 @@ class Controller:
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
         now_wall = self.wall()
-        looked = self.clock()
+        self._tick_steps = {}
         listed = self._list()
-        self._deferred = batch_rules.defers_the_rest(self.clock() - looked, self.request_deadline_s, self._deferred)
+        self._deferred = batch_rules.defers_the_rest(self._tick_steps["list"], self.request_deadline_s, self._deferred)
         if self._deferred:
             return self._decide(listed is not None, now_wall)
         # Before the first read, every request is new: the sweep due at start covers them, and their moves
