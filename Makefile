@@ -40,7 +40,7 @@ image: venv podman
 	deploy/build.sh image
 
 test: venv jars prometheus podman
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15
+	$(PY) tests/run_suite.py
 
 demo: venv jars prometheus
 	$(PY) deploy/demo.py

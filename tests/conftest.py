@@ -30,6 +30,20 @@ RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job")
 
 LAST_USE = pytest.StashKey()
 
+# `--part` (tests/run_suite.py): the tests on clusters of their own that no other test uses - the fault cluster and
+# the compatibility lane's versions but the shared cluster's - or every other test. The two parts share nothing but
+# the machine (clusters, ports, jobs, directories), so `make test` runs them side by side.
+def _on_clusters_of_their_own(item):
+    version = _compat_version(item)
+    return "fault_cluster" in item.fixturenames or (version is not None and not version.shared)
+
+
+PARTS = {"faults-and-versions": _on_clusters_of_their_own, "others": lambda item: not _on_clusters_of_their_own(item)}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--part", choices=sorted(PARTS), help="run only this part of the suite (tests/run_suite.py)")
+
 
 # What needs no test to get ready - the three clusters and three jobs' first Spark start, two and a half minutes
 # of waiting - starts in one background thread, in the order the run first uses them, while the tests that use
@@ -38,11 +52,11 @@ LAST_USE = pytest.StashKey()
 # they are stopped after their last test, before any other test of that cluster runs.
 # The compatibility lane (tests/compat_support.py) runs last, one Kafka version after another, each on a cluster and
 # a job of its own (the default version on the shared cluster). Each version's lane (about 1.2 GB: three brokers
-# of 256 MB heap, the job) is warmed in a thread of its own: the first LANES_AHEAD once the warm-up thread has
-# started everything else, each later one once the tests of the version LANES_AHEAD before it have begun. A lane's
-# start (50-95 s measured at load 12-30, of which 25 CPU seconds) outlasts one version's tests (15-45 s), and a
-# start waits mostly for a share of the CPU: two start side by side. At most LANES_AHEAD + 1 lanes run at once;
-# each is stopped after its last test.
+# of 256 MB heap, the job) is warmed in a thread of its own: the first LANES_AHEAD once the test before the lane's
+# first test has begun (LANES_CUE; earlier, their idle jobs and JVMs would take the CPU from every test until then),
+# each later one once the tests of the version LANES_AHEAD before it have begun. A lane's start (50-95 s measured at
+# load 12-30, of which 25 CPU seconds) outlasts one version's tests (15-45 s), and a start waits mostly for a share
+# of the CPU: two start side by side. At most LANES_AHEAD + 1 lanes run at once; each is stopped after its last test.
 CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
 COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
@@ -59,7 +73,8 @@ JOB_FLAGS = {
 WARMED = {}  # fixture name -> Warming
 IN_USE = {name: threading.Event() for name in COMPAT_NAMES}  # set when the version's first test begins
 SESSION_ENDING = threading.Event()  # a lane still waiting to be warmed then is not started
-WARM_UP_DONE = threading.Event()  # the warm-up thread has started everything but the lanes
+LANES_NEAR = threading.Event()  # the test before the lane's first test has begun: the first lanes are warmed
+LANES_CUE = pytest.StashKey()  # on that test
 LANES = []  # every compat lane the session had: stopped in threads of their own, joined at the session's end
 
 
@@ -76,8 +91,8 @@ class Warming:
         return self.value
 
 
-def _warm(starts, done=None):
-    """Start each of `starts` in turn; then set `done`."""
+def _warm(starts):
+    """Start each of `starts` in turn."""
     for name, start in starts:
         try:
             WARMED[name].value = start()
@@ -85,8 +100,6 @@ def _warm(starts, done=None):
             WARMED[name].error = error
         finally:
             WARMED[name].done.set()
-    if done is not None:
-        done.set()
 
 
 def _compat_version(item):
@@ -101,10 +114,10 @@ def _uses(item, names):
 
 
 def _warmed_after(lanes, index):
-    """What must have happened before lane `index` is warmed: the tests of an earlier lane begun, or the warm-up."""
+    """What must have happened before lane `index` is warmed: the tests of an earlier lane begun, or the lane near."""
     if index >= LANES_AHEAD:
         return IN_USE[lanes[index - LANES_AHEAD].warm_name]
-    return IN_USE[lanes[0].warm_name] if lanes[index].shared else WARM_UP_DONE
+    return IN_USE[lanes[0].warm_name] if lanes[index].shared else LANES_NEAR
 
 
 def _warm_lane(version, after):
@@ -122,6 +135,10 @@ def _started(name, start):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m deselected what will not run
 def pytest_collection_modifyitems(config, items):
+    part = config.getoption("part")
+    if part is not None:
+        config.hook.pytest_deselected(items=[item for item in items if not PARTS[part](item)])
+        items[:] = [item for item in items if PARTS[part](item)]
     uses = _uses
     lane = lambda item: _compat_version(item) is not None  # noqa: E731
     items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES) or lane(item), lane(item),  # stable
@@ -140,8 +157,11 @@ def pytest_collection_modifyitems(config, items):
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
                      for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
-        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used if name not in COMPAT_NAMES],
-                                             WARM_UP_DONE), name="warm-up", daemon=True).start()
+        threading.Thread(target=_warm, args=([(name, starts[name]) for name in used if name not in COMPAT_NAMES],),
+                         name="warm-up", daemon=True).start()
+        first_lane = next((i for i, item in enumerate(items) if lane(item)), None)
+        if first_lane is not None:
+            items[max(first_lane - 1, 0)].stash[LANES_CUE] = True
         for i, version in enumerate(lanes):
             if version.warm_name in used:
                 start = functools.partial(_warm_lane, version, _warmed_after(lanes, i))
@@ -166,6 +186,11 @@ def pytest_sessionfinish(session):
     for name, stop in {**STOPPED_AFTER_LAST_USE, **dict.fromkeys(COMPAT_NAMES, "close"), "cluster": "down"}.items():
         if name in WARMED and WARMED[name].done.wait(600) and WARMED[name].value is not None:
             getattr(WARMED[name].value, stop)()
+
+
+def pytest_runtest_setup(item):
+    if item.stash.get(LANES_CUE, False):
+        LANES_NEAR.set()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,0 +1,39 @@
+"""`make test`: the whole suite as two pytest processes side by side (`--part`, tests/conftest.py).
+
+One part is the tests on clusters nobody else uses: the fault cluster's (brokers and the controller killed or
+paused for 40 s, the job killed at random moments) and the compatibility lane's Kafka versions. They spend most of
+their time waiting on Kafka's timeouts and on their own clusters' starts; run after everything else they made the
+suite half as long again. The other part's output is shown as it runs; this part's is kept in a file and shown
+once both are done. The exit status is the first failing part's."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from streaming.vocabulary.errors import EXIT_INTERRUPTED
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15")
+BESIDE, SHOWN = "faults-and-versions", "others"
+BESIDE_LOG = ROOT / ".local-cluster" / f"{BESIDE}.log"
+
+
+def main():
+    BESIDE_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with BESIDE_LOG.open("w") as log:
+        beside = subprocess.Popen([*PYTEST, "--part", BESIDE], cwd=ROOT, stdin=subprocess.DEVNULL,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        shown = subprocess.Popen([*PYTEST, "--part", SHOWN], cwd=ROOT, stdin=subprocess.DEVNULL)
+        try:
+            statuses = [shown.wait(), beside.wait()]
+        except KeyboardInterrupt:  # Ctrl-C reached both parts too: each stops the clusters and jobs it started
+            beside.wait()
+            shown.wait()
+            return EXIT_INTERRUPTED
+    print(f"\n----- part {BESIDE}, run beside the above ({BESIDE_LOG.relative_to(ROOT)}) -----")
+    print(BESIDE_LOG.read_text(), end="", flush=True)
+    return next((status for status in statuses if status != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
