@@ -3,7 +3,7 @@ admin fake with an in-memory ledger (tests/controller_support.py)."""
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -12,7 +12,7 @@ from streaming.control import batch_rules as rules
 from streaming.control import gate
 from streaming.control.batch_rules import BatchView
 from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND_S
-from streaming.control.ownership.records import Refusal
+from streaming.control.ownership.records import Move, Refusal
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
 from streaming.vocabulary.kafka_apis import READ
@@ -59,15 +59,24 @@ def test_partitions_left(before, now, owned, left):
     assert rules.partitions_left(before, now, owned) == left
 
 
-@pytest.mark.parametrize("accepted_before, accepted_now, before, now, unseen", [
-    (set(), {("t", 0)}, set(), set(), {("t", 0)}),  # accepted, and neither listed at the last tick nor now
-    (set(), {("t", 0)}, set(), {("t", 0)}, set()),  # listed now: it leaves the list later, seen
-    (set(), {("t", 0)}, {("t", 0)}, set(), set()),  # listed at the last tick: partitions_left has it
-    ({("t", 0)}, {("t", 0)}, set(), set(), set()),  # known since an earlier read: handled then
-    ({("t", 0)}, set(), set(), set(), set()),  # settled since
-], ids=["came-and-went", "listed-now", "listed-before", "known", "settled"])
-def test_ended_unseen(accepted_before, accepted_now, before, now, unseen):
-    assert rules.ended_unseen(accepted_before, accepted_now, before, now) == unseen
+@pytest.mark.parametrize("accepted_before, accepted_now, newly", [
+    ({}, {("t", 0): "m"}, {("t", 0): "m"}),  # accepted since the read before
+    ({("t", 0): "m"}, {("t", 0): "m"}, {}),  # known since an earlier read: noted then
+    ({("t", 0): "m"}, {}, {}),  # settled since
+    ({("t", 0): "m"}, {("t", 0): "m", ("t", 1): "n"}, {("t", 1): "n"}),
+], ids=["accepted", "known", "settled", "one-more"])
+def test_newly_accepted(accepted_before, accepted_now, newly):
+    assert rules.newly_accepted(accepted_before, accepted_now) == newly
+
+
+@pytest.mark.parametrize("accepted, before, now, unseen", [
+    ({("t", 0)}, set(), set(), {("t", 0)}),  # accepted, and neither listed at the last tick nor now
+    ({("t", 0)}, set(), {("t", 0)}, set()),  # listed now: it leaves the list later, seen
+    ({("t", 0)}, {("t", 0)}, set(), set()),  # listed at the last tick: partitions_left has it
+    (set(), set(), set(), set()),  # nothing accepted since the last tick looked
+], ids=["came-and-went", "listed-now", "listed-before", "none-new"])
+def test_ended_unseen(accepted, before, now, unseen):
+    assert rules.ended_unseen(accepted, before, now) == unseen
 
 
 @pytest.mark.parametrize("listed, wanted, waiting_since, now, late, writing_since, publishes", [
@@ -255,6 +264,72 @@ def test_a_move_of_ours_that_came_and_went_unseen_is_handed_over(tmp_path, arriv
         clock.now += 1
         controller.tick()
     assert list(gate.read(controller.gate_path, clock.now * 1000).unreported) == handed
+
+
+@dataclass
+class Elsewhere(MemoryLedger):
+    """The ownership topic as another process (`execute`) writes it: a record `arrives` at the controller's n-th
+    read (refresh) from now, whichever of its duties makes that read."""
+    coming: list = field(default_factory=list)  # [reads still to come, record]
+
+    def arrives(self, record, at_read):
+        self.coming.append([at_read, record])
+
+    def refresh(self):
+        for arrival in self.coming:
+            arrival[0] -= 1
+        for _, record in [a for a in self.coming if a[0] == 0]:
+            self.put(record)
+
+
+def handed(controller, clock):
+    return {(m["topic"], m["partition"]) for m in gate.read(controller.gate_path, clock.now * 1000).unreported}
+
+
+@pytest.mark.parametrize("at_read", [1, 2, 3, 4],
+                         ids=["the-ticks-read", "a-batchs-janitor", "the-sweeps-read", "the-read-after-the-sweep"])
+def test_a_request_first_read_by_any_duty_is_handed_over_when_its_move_came_and_went(tmp_path, at_read):
+    """The tick another owned move (t-1) left the list, a batch's findings are acted on, the janitor sweeps and the
+    ledger is read again after it: four reads, in that order. Whichever of them first shows a request whose move
+    (t-0) started and ended between two looks, the move is handed over and its throttles removed."""
+    cluster, ledger = throttled(), Elsewhere()
+    cluster.reassigning[("t", 1)] = ((2, 1), (2,))
+    ledger.put(replace(request("R0"), moves=(Move("t", 1, (1,), (2,)),), entries=(), rates=()))
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=1.0)
+    controller.tick()
+    controller.hand_over(batch())
+    del cluster.reassigning[("t", 1)]
+    ledger.arrives(request("R1"), at_read)
+    controller.hand_over(batch())
+    clock.now += 1
+    controller.tick()
+    clock.now += 1
+    assert controller.tick() == "unreported"
+    assert ("t", 0) in handed(controller, clock)
+    assert cluster.topics[("t", "follower")] == "" and cluster.topics[("t", "leader")] == "3:3"
+    assert {r.request_id: r.state for r in ledger.records()}["R1"] == OwnershipState.DONE
+
+
+def test_a_request_first_read_by_adoptions_look_is_handed_over_when_its_move_came_and_went(tmp_path):
+    """Idle, the controller reads the ledger once a trigger and takes adoption's view of the cluster once a trigger,
+    each on its own clock; a batch's poll is a view too, so after a batch the two fall due on different ticks, and
+    the look reads the ledger itself (adoption must know every request of ours first). A request that look showed
+    first, its move over, is still handed over and its throttles removed (a 50 KB move under `execute` did this in
+    tests/test_job_janitor_watch_cluster.py: the decision stayed `owned_throttles`, nothing was swept)."""
+    cluster, ledger = throttled(), MemoryLedger()
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=10.0)
+    controller.tick()  # the first look: ledger read, view taken
+    clock.now += 5
+    controller.hand_over(findings(cluster.snapshot(), 7))  # its poll is adoption's next view
+    assert controller.tick() is None
+    clock.now += 5
+    assert controller.tick() is None  # the ledger read falls due; the view does not
+    ledger.put(request())  # execute wrote it; its move came and went
+    clock.now += 5
+    assert controller.tick() == "unreported"  # the view falls due; the ledger read does not
+    assert handed(controller, clock) == {("t", 0)}
+    assert cluster.topics[("t", "follower")] == ""
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
 
 
 def test_requests_active_at_start_are_swept_not_handed_over(tmp_path):

@@ -6,7 +6,8 @@ clock an argument.
   stateful operator's state or was listed without a batch reporting it, no owned throttle or pending removal
   exists, and the controller itself could read.
 - `partitions_left(before, now, owned)`: owned partitions that just left the reassignment list (the
-  moment the controller runs the throttle janitor); `ended_unseen(...)`: moves of our requests that came and went
+  moment the controller runs the throttle janitor); `newly_accepted(...)`: moves of our requests one read of the
+  ownership records shows Kafka accepted since the read before; `ended_unseen(...)`: those that came and went
   between two looks (the janitor runs then too, and the next batch is handed them); `peeks(...)`: whether
   to look at the list between ticks.
 - `publishes_liveness(...)`: whether the controller's poll is the job's liveness now (`batch_held_by_write`: a
@@ -114,11 +115,18 @@ def partitions_left(before, now, owned):
     return (set(before) & set(owned)) - set(now)
 
 
-def ended_unseen(accepted_before, accepted_now, before, now):
-    """Partitions of requests Kafka accepted since the last read of the ownership records that do not reassign
-    now and did not at the last tick: their move started and ended between two looks (a move of a few MB
-    under an idle broker's quota takes less than a second), so only their record tells the controller it ran."""
-    return set(accepted_now) - set(accepted_before) - set(before) - set(now)
+def newly_accepted(accepted_before, accepted_now):
+    """The moves of `accepted_now` ((topic, partition) -> Move of the requests Kafka accepted, as one read of the
+    ownership records shows them) whose partition the read before did not show accepted."""
+    return {p: move for p, move in accepted_now.items() if p not in accepted_before}
+
+
+def ended_unseen(accepted, before, now):
+    """Partitions of `accepted` (newly accepted by any read of the ownership records since the last tick looked)
+    that do not reassign now and did not at the last tick: their move started and ended between two looks (a move
+    of a few MB under an idle broker's quota takes less than a second), so only their record tells the controller
+    it ran."""
+    return set(accepted) - set(before) - set(now)
 
 
 # While an owned partition is reassigning, the controller looks at the reassignment list this often between its

@@ -17,9 +17,11 @@ every second:
    A list that waited out a request deadline leaves steps 2-7 to the next tick, at once (batch_rules.defers_the_rest:
    one wait per tick).
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
-   a trigger interval: read what others wrote to the ledger since then, and take the owned partitions and the
-   moves Kafka accepted. A move accepted since the last read that is not listed now and was not at the last tick
-   started and completed between two looks (batch_rules.ended_unseen).
+   a trigger interval: read what others wrote to the ledger since then, and take the owned partitions. Every read
+   of the ledger, whichever duty makes it (this one, a batch's janitor, adoption's look, a sweep, a plan's step),
+   notes the moves Kafka accepted since the read before (`_note_accepted`); a move noted since the last tick
+   looked that is not listed now and was not at the last tick started and completed between two looks
+   (batch_rules.ended_unseen), looked for after steps 3 and 4 have read.
 3. The findings of each batch finished since the last tick, in order (`_on_batch`): `--throttle auto` steers the
    rates it owns (streaming.control.throttles.steering); throttles that appeared with a move another tool started
    are adopted (streaming.control.throttles.adoption, rule "observed"); when the batch's poll shows a removal due,
@@ -64,6 +66,7 @@ from streaming.cluster.poller import poll
 from streaming.control import batch_rules, gate
 from streaming.control.applier import Applier
 from streaming.control.ownership.records import accepted_moves, new_request_id
+from streaming.control.ownership.store import NotedReads
 from streaming.control.plans.advancer import PlanAdvancer
 from streaming.control.sweep import given_up, settle_candidates, sweep
 from streaming.control.throttles.adoption import observe
@@ -172,13 +175,15 @@ class Controller:
     def __init__(self, admin, ledger, metrics, gate_path, trigger_interval_s, policy, writer=None, read=None,
                  timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
                  clock=time.monotonic, wall=time.time, log=_log, plans=True, picture_of=None):
-        self.admin, self.ledger, self.metrics, self.gate_path = admin, ledger, metrics, gate_path
+        self.admin, self.metrics, self.gate_path = admin, metrics, gate_path
+        # Every read of the ledger - the applier's and the plans' too - notes the requests Kafka accepted.
+        self.ledger = NotedReads(ledger, self._note_accepted)
         self.trigger_interval_s, self.policy, self.writer = trigger_interval_s, policy, writer
         self.steering, self.throttle_interval_s, self.guard = steering, throttle_interval_s, guard
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self.picture_of = picture_of
         self.request_deadline_s = request_deadline_s(timeout_s)
-        self.applier = Applier(admin, ledger, log=self._janitor_log)
+        self.applier = Applier(admin, self.ledger, log=self._janitor_log)
         self.plans = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.history = ViewHistory(observe_gap_ms(trigger_interval_s))
         self._plan_lines = {}  # request_id -> the last line logged about it
@@ -202,7 +207,8 @@ class Controller:
         # and the partitions a batch reported while they are still listed (not handed over again).
         self._unreported, self._reported = {}, set()
         self._owned = frozenset()
-        self._accepted = {}  # (topic, partition) -> Move of the requests Kafka accepted, as last read
+        self._accepted = None  # (topic, partition) -> Move of the requests Kafka accepted, as last read (None: unread)
+        self._newly_accepted = {}  # ... accepted since, by any read, until a tick looked for them (_ended_unseen)
         self._owned_unread = False  # the last read of the ledger failed
         self._owned_read_s = None  # when the ledger was last read
         # Ongoing `execute` requests as last read (request id -> its (topic, partition)s), for the batch's
@@ -331,23 +337,18 @@ class Controller:
         self._deferred = batch_rules.defers_the_rest(self._tick_steps["list"], self.request_deadline_s, self._deferred)
         if self._deferred:
             return self._decide(listed is not None, now_wall)
-        # Before the first read, every request is new: the sweep due at start covers them, and their moves
-        # were reported, or not, by the run before.
-        accepted_before = self._accepted if self._owned_read_s is not None else None
         ledger_read = None  # not read this tick
         if listed is not None and (not self._listed_once or listed or self._owned or self._owned_unread
                                    or self._a_trigger_since(self._owned_read_s)):
             ledger_read = self._refresh_owned()
         for findings in self._take_findings():
             self.on_batch(findings)
-        unseen = {} if listed is None or accepted_before is None else {
-            p: self._accepted[p]
-            for p in batch_rules.ended_unseen(accepted_before, self._accepted, self._reassigning, listed)}
         if listed is not None and (self._a_trigger_since(self._viewed_s) or self._foreign_move_appeared(listed)):
             # Adoption must know every request of ours first, or it takes our own new move's throttles for another
             # tool's: only on a ledger read this tick.
             if ledger_read or (ledger_read is None and self._refresh_owned()):
                 self._observe_now()
+        unseen = {} if listed is None else self._ended_unseen(listed)  # after this tick's reads, before its sweep
         if listed is not None and self.policy.acts:
             left = batch_rules.partitions_left(self._reassigning, listed, self._owned)
             if left or unseen or (self._sweep_due and self._owned):
@@ -392,6 +393,23 @@ class Controller:
         """A partition reassigns now that did not at the last tick and no record of ours moves."""
         return bool(set(listed) - self._reassigning - self._owned)
 
+    def _note_accepted(self, records):
+        """Each read of the ledger (NotedReads): the moves Kafka accepted since the read before are kept until a tick
+        looks for them in the list, so a request is noted by the first read that shows it, whichever duty made that
+        read - a later read would show it known, or already `done`. The first read only sets the baseline: at start
+        every request is new, the start's sweep covers them, and their moves were reported, or not, by the run
+        before."""
+        accepted = accepted_moves(records)
+        if self._accepted is not None:
+            self._newly_accepted.update(batch_rules.newly_accepted(self._accepted, accepted))
+        self._accepted = accepted
+
+    def _ended_unseen(self, listed):
+        """(topic, partition) -> Move of the moves noted accepted that came and went between two looks; the others
+        noted are listed now or were at the last tick (batch_rules.partitions_left has them)."""
+        noted, self._newly_accepted = self._newly_accepted, {}
+        return {p: noted[p] for p in batch_rules.ended_unseen(noted, self._reassigning, listed)}
+
     def _note_unreported(self, listed, unseen):
         """Moves adding a replica that no batch reported are kept until one does (hand_over), listed or not;
         `unseen`: (topic, partition) -> ownership Move of the moves that came and went between two looks."""
@@ -408,7 +426,6 @@ class Controller:
             self.ledger.refresh()
             records = self.ledger.records()
             self._owned = frozenset((m.topic, m.partition) for r in records + self._observed if r.active for m in r.moves)
-            self._accepted = accepted_moves(records)
             self.requests = {r.request_id: [(m.topic, m.partition) for m in r.moves]
                              for r in records if r.active and r.origin == Origin.EXECUTE}
             self._owned_unread = False

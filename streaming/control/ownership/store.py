@@ -6,8 +6,9 @@ one order for all three.
 `Ledger` is the small protocol everything that reads or writes ownership needs; `KafkaLedger` reads the topic
 fully on open and incrementally on `refresh()`, and writes with acks=all (durable when a put returns), every
 request through the admin door it is given (which retries transient errors and names the principal,
-operation and topic of a refusal). `MemoryLedger` is the fake. Writes are made by the one writer,
-streaming.control.applier.Applier: `LEDGER_WRITES` names them, for the test that holds it to that.
+operation and topic of a refusal). `MemoryLedger` is the fake. `NotedReads` hands what each read shows to its
+owner before anyone acts on it (the job's controller: which requests Kafka accepted). Writes are made by the one
+writer, streaming.control.applier.Applier: `LEDGER_WRITES` names them, for the test that holds it to that.
 """
 
 import sys
@@ -150,6 +151,38 @@ class MemoryLedger:
 
     def put_lease(self, lease):
         self.claims.append(lease)
+
+
+class NotedReads:
+    """A Ledger whose every read (`refresh`) hands the records it shows to `noted(records)` before its caller sees
+    them. The job's controller notes there the requests Kafka accepted: whichever of its duties reads the ledger
+    first after `execute` wrote (a tick, a batch's janitor, a sweep, a plan's step), a request is noted by that read,
+    even if the same duty then marks it `done`."""
+
+    def __init__(self, ledger, noted):
+        self.ledger, self.noted = ledger, noted
+
+    def refresh(self):
+        self.ledger.refresh()
+        self.noted(self.ledger.records())
+
+    def records(self):
+        return self.ledger.records()
+
+    def plans(self):
+        return self.ledger.plans()
+
+    def leases(self, request_id):
+        return self.ledger.leases(request_id)
+
+    def put(self, record):
+        self.ledger.put(record)
+
+    def put_plan(self, plan, with_parts=False):
+        self.ledger.put_plan(plan, with_parts)
+
+    def put_lease(self, lease):
+        self.ledger.put_lease(lease)
 
 
 def ensure_ownership_topic(admin, topic):
