@@ -20,6 +20,12 @@ not alive, and after SIGCONT how long until a poll reported it alive again. Pair
 code, run from its own tree with this venv): "before" / "after". Section "Polls while a node hangs (bench/dead_node.py
 --stop)".
 
+`--fresh-doors TREE` (issue 28): a broker that is not the active controller is SIGSTOPped for STOP_S, and meanwhile
+a new door polls once, again and again, as a Spark worker's first poll does (each worker process makes its own door
+on first use, and Spark replaces idle workers): how many doors were made, how many could not connect, the slowest
+connect and the slowest connect plus poll, and how many polls reported the stopped broker not alive. Paired A B B A
+against TREE as `--stop`. Section "A new door while a node hangs (bench/dead_node.py --fresh-doors)".
+
 `--request-times 100,10000`: the door's own requests timed on a healthy cluster while N partitions move (to a
 stopped broker, bench/moves.py), per Kafka API: p50, p95 and max of each request's round trip as kafka-python
 completes it, over the polls of the job's executor; the evidence the request deadline
@@ -28,6 +34,7 @@ completes it, over the polls of the job's executor; the evidence the request dea
 
     .venv/bin/python bench/dead_node.py [--timeout 10] [--runs 1]
     .venv/bin/python bench/dead_node.py --stop /tmp/before-tree [--stop-seconds 40]
+    .venv/bin/python bench/dead_node.py --fresh-doors /tmp/before-tree [--timeout 5] [--stop-seconds 40]
     KAFKA_HEAP=1g .venv/bin/python bench/dead_node.py --request-times 100,10000
     (CLUSTER_DIR, KAFKA_BASE_PORT: the cluster's directory and ports, default .local-cluster/bench-dead-node, 35390)
 """
@@ -61,6 +68,7 @@ from streaming.cluster.poller import poll  # noqa: E402
 SECTION = "Poll after a SIGKILL (bench/dead_node.py)"
 STOP_SECTION = "Polls while a node hangs (bench/dead_node.py --stop)"
 TIMES_SECTION = "Healthy request times (bench/dead_node.py --request-times)"
+FRESH_SECTION = "A new door while a node hangs (bench/dead_node.py --fresh-doors)"
 ENV = {"CLUSTER_DIR": os.environ.get("CLUSTER_DIR", str(ROOT / ".local-cluster" / "bench-dead-node")),
        "KAFKA_BASE_PORT": os.environ.get("KAFKA_BASE_PORT", "35390"),
        **({"KAFKA_HEAP": os.environ["KAFKA_HEAP"]} if "KAFKA_HEAP" in os.environ else {})}
@@ -193,8 +201,56 @@ def surviving_poll(door, listed=None):
     return time.monotonic(), time.monotonic() - started, [e.api for e in snapshot.errors], snapshot.alive_brokers()
 
 
-def stop_pairs(before_tree, timeout_s, stop_s):
-    """A B B A child runs of `stop_arm` per victim role: [(role, victim, arm, figures)], [(arm, load at start, end)]."""
+def fresh_doors_arm(bootstrap, victim, role, timeout_s, stop_s):
+    """New doors, one poll each, while `victim` is SIGSTOPped (module docstring): the row's figures as a dict."""
+    pid = pid_of(victim)
+    stopped = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    doors = []  # (seconds to connect, seconds to connect and poll, connected, the victim reported not alive)
+    try:
+        while time.monotonic() - stopped < stop_s:
+            started = time.monotonic()
+            try:
+                door = KafkaClusterAdmin(bootstrap, None, timeout_s)
+            except Exception:  # the source reports it as a failed DescribeCluster: the batch shows nothing
+                doors.append((time.monotonic() - started, time.monotonic() - started, False, False))
+                continue
+            connected_s = time.monotonic() - started
+            try:
+                _, _, _, alive = surviving_poll(door)
+            finally:
+                door.close()
+            doors.append((connected_s, time.monotonic() - started, True, alive is not None and victim not in alive))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    return {"role": role, "victim": victim, "doors": len(doors), "failed": sum(1 for d in doors if not d[2]),
+            "slowest_connect_s": max(d[0] for d in doors), "slowest_s": max(d[1] for d in doors),
+            "reported_down": sum(1 for d in doors if d[3])}
+
+
+def write_fresh_table(rows, loads, timeout_s, stop_s, before_tree):
+    table = markdown_table(
+        ["node stopped", "id", "code", f"doors made in {stop_s:g} s", "could not connect", "slowest connect s",
+         "slowest connect and poll s", "polls reporting it not alive"],
+        [[f["role"], f["victim"], arm, f["doors"], f["failed"], f"{f['slowest_connect_s']:.2f}",
+          f"{f['slowest_s']:.2f}", f["reported_down"]] for arm, f in rows])
+    body = (f"{table}\n\nLocal 3-node cluster (KRaft, combined nodes) on the shared 2-core machine, `--timeout "
+            f"{timeout_s:g}` (the fault tests' job: request deadline 2.5 s, first bootstrap within 0.7 of the "
+            f"timeout). A broker that is not the active controller is SIGSTOPped for {stop_s:g} s; meanwhile one new "
+            f"door after another connects and polls once (all partitions, throttles), as a Spark worker's first poll "
+            f"does. "
+            f"before = {before_tree} (kafka-python's bootstrap: one server picked at random, its connection given the "
+            f"whole bootstrap budget), after = this tree (each bootstrap connection within the request deadline, a "
+            f"server that failed not picked again while another is left: streaming.cluster.connecting). A B B A; 1-min "
+            f"load average at start / end of each run: "
+            + ", ".join(f"{arm} {start:.1f}/{end:.1f}" for arm, start, end in loads) + ".\n")
+    print(body)
+    write_section(FRESH_SECTION, body)
+
+
+def paired_children(before_tree, child_flag, roles, timeout_s, stop_s):
+    """A B B A child runs (`child_flag`: --stop-child or --fresh-child) per victim of `roles` ("active controller",
+    "another broker"): [(arm, figures)], [(arm, load at start, end)]."""
     before_tree = Path(before_tree).resolve()
     # This file runs in the older tree too (it may not have --stop), importing that tree's streaming package.
     shutil.copytree(ROOT / "bench", before_tree / "bench", dirs_exist_ok=True,
@@ -202,7 +258,8 @@ def stop_pairs(before_tree, timeout_s, stop_s):
     trees = {"before": before_tree, "after": ROOT}
     bootstrap = cluster(ENV, "up")
     controller = active_controller(bootstrap)
-    victims = [("active controller", controller), ("another broker", next(n for n in NODES if n != controller))]
+    victims = [(role, controller if role == "active controller" else next(n for n in NODES if n != controller))
+               for role in roles]
     rows, loads = [], []
     with tempfile.TemporaryDirectory() as scratch:
         for role, victim in victims:
@@ -210,8 +267,9 @@ def stop_pairs(before_tree, timeout_s, stop_s):
                 out = Path(scratch) / f"{victim}-{n}.json"
                 print(f"{role} {victim}: {arm} (run {n + 1} of {len(PAIR_ORDER)})...", flush=True)
                 load = os.getloadavg()[0]
-                subprocess.run([sys.executable, str(trees[arm] / "bench" / "dead_node.py"), "--stop-child", str(out), "--victim",
-                                str(victim), "--role", role, "--timeout", str(timeout_s), "--stop-seconds", str(stop_s)],
+                subprocess.run([sys.executable, str(trees[arm] / "bench" / "dead_node.py"), child_flag, str(out),
+                                "--victim", str(victim), "--role", role, "--timeout", str(timeout_s),
+                                "--stop-seconds", str(stop_s)],
                                cwd=trees[arm], env={**os.environ, "PYTHONPATH": str(trees[arm])}, check=True)
                 loads.append((arm, load, os.getloadavg()[0]))
                 rows.append((arm, json.loads(out.read_text())))
@@ -324,8 +382,10 @@ def main():
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--stop", metavar="TREE", help="the SIGSTOP arm, paired against the older code in TREE")
     parser.add_argument("--stop-seconds", type=float, default=40.0)
+    parser.add_argument("--fresh-doors", metavar="TREE", help="new doors while a node hangs, paired against TREE")
     parser.add_argument("--request-times", metavar="SIZES", help="healthy request times at these sizes, e.g. 100,10000")
     parser.add_argument("--stop-child", help=argparse.SUPPRESS)  # (child of --stop) write the figures here
+    parser.add_argument("--fresh-child", help=argparse.SUPPRESS)  # (child of --fresh-doors) write the figures here
     parser.add_argument("--victim", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--role", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -333,10 +393,21 @@ def main():
         figures = stop_arm(bootstrap_of_env(), args.victim, args.role, args.timeout, args.stop_seconds)
         Path(args.stop_child).write_text(json.dumps(figures))
         return
+    if args.fresh_child:
+        figures = fresh_doors_arm(bootstrap_of_env(), args.victim, args.role, args.timeout, args.stop_seconds)
+        Path(args.fresh_child).write_text(json.dumps(figures))
+        return
     if args.stop:
-        rows, loads = stop_pairs(args.stop, args.timeout, args.stop_seconds)
+        rows, loads = paired_children(args.stop, "--stop-child", ["active controller", "another broker"], args.timeout,
+                                      args.stop_seconds)
         cluster(ENV, "down")
         write_stop_table(rows, loads, args.timeout, args.stop_seconds, args.stop)
+        return
+    if args.fresh_doors:
+        rows, loads = paired_children(args.fresh_doors, "--fresh-child", ["another broker"], args.timeout,
+                                      args.stop_seconds)
+        cluster(ENV, "down")
+        write_fresh_table(rows, loads, args.timeout, args.stop_seconds, args.fresh_doors)
         return
     if args.request_times:
         request_times([int(n) for n in args.request_times.split(",")], args.timeout)

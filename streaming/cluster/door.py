@@ -12,11 +12,11 @@ polls failed for minutes after a broker bounce. What a call still cannot do is r
 
 A node that does not answer is not waited on. Every request kafka-python sends passes through the door's
 `_routed` send, and every request has a deadline (streaming.vocabulary.defaults.REQUEST_DEADLINE_S, at most
-half of --timeout: kafka-python's request and connection-setup timeouts; librdkafka's socket timeouts for the
-producer), not a client's own 10 s or more. The node a request went to is held (streaming.cluster.held) when its
-connection was closed or refused (GONE: SIGKILLed, restarting; held for one --timeout) or when the request
-lapsed with the connection open (UNRESPONSIVE: SIGSTOP, a long GC pause, a stuck disk; held until it answers a
-probe the door keeps in flight to it). A held node is sent nothing. A request any node can serve goes to a live
+half of --timeout: kafka-python's request timeout, and its connections' set-up, a bootstrap's included
+(streaming.cluster.connecting); librdkafka's socket timeouts for the producer), not a client's own 10 s or more.
+The node a request went to is held (streaming.cluster.held) when its connection was closed or refused (GONE:
+SIGKILLed, restarting; held for one --timeout) or when the request lapsed with the connection open (UNRESPONSIVE:
+SIGSTOP, a long GC pause, a stuck disk; held until it answers a probe the door keeps in flight to it). A held node is sent nothing. A request any node can serve goes to a live
 one; controller-bound requests (kafka-python pins them to a cached node id) are steered to a live broker, which
 under KRaft forwards them to the active controller; a request for that very node's own facts (its log dirs, its
 configs) is answered "did not answer" at once (NodeGone), and DescribeCluster reports the node not alive (the
@@ -28,8 +28,8 @@ the broker a suspect, held only if a probe of its own lapses too; a request that
 because the door itself closed its client (a stale client dropped by another thread: kafka-python then fails a
 connection still being set up with a "connection closed" error, the likely way issue 28's broker 1 was held for
 broker 3's silence) or collateral to another request's lapse on the same connection marks nobody. Metadata goes
-the same way (streaming.cluster.metadata says why not through librdkafka). A new client never bootstraps from a
-held node's address: a bootstrap that picks a hung node waits its whole budget.
+the same way (streaming.cluster.metadata says why not through librdkafka). A new client bootstraps from the
+addresses of nodes that are not held (if any are left): one it picks that does not answer costs it a deadline.
 Without this rule the poll after a SIGKILL of the active controller waited out --timeout on the dead node and
 failed (bench/RESULTS.md "Poll after a SIGKILL"), and during a 40 s SIGSTOP of a broker every poll waited
 kafka-python's 10 s (bench/RESULTS.md "Polls while a node hangs").
@@ -45,6 +45,7 @@ import time
 from collections import Counter, deque
 
 from streaming.cluster import held
+from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
 from streaming.cluster.retry import retrying
@@ -164,11 +165,8 @@ class Door:
 
         with self._lock:
             if self._kafka is None:
-                self._kafka = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor",
-                    bootstrap_timeout_ms=int((budget_s or self._timeout_s) * 1000),
-                    request_timeout_ms=self._deadline_ms(), reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
-                    **self._settings)
+                self._kafka = KafkaAdminClient(client_id="reassign-monitor",
+                                               **self._client_settings(budget_s or self._timeout_s))
                 self._route_sends(self._kafka._manager)
             return self._kafka
 
@@ -205,9 +203,19 @@ class Door:
     def _deadline_ms(self):
         return int(self._deadline_s * 1000)
 
+    def _client_settings(self, bootstrap_budget_s):
+        """What every kafka-python client of the door is made with: the request deadline for each request and each
+        connection's set-up, the bootstrap's included (streaming.cluster.connecting), the bootstrap within
+        `bootstrap_budget_s` from servers that are not held, a reconnect backoff short enough for probes, and the
+        command config's settings."""
+        return {"bootstrap_servers": self._bootstrap_servers(), "bootstrap_timeout_ms": int(bootstrap_budget_s * 1000),
+                "request_timeout_ms": self._deadline_ms(), "kafka_client": bounded_client(self._deadline_ms()),
+                "reconnect_backoff_max_ms": RECONNECT_BACKOFF_MAX_MS, **self._settings}
+
     def _bootstrap_servers(self):
         """The bootstrap servers without the addresses of held nodes, unless that leaves none: kafka-python
-        bootstraps from one picked at random and waits its whole budget on one that does not answer."""
+        bootstraps from one picked at random, and one that does not answer costs a request deadline
+        (streaming.cluster.connecting)."""
         avoided = {self._addresses.get(node) for node in self.unanswering()}
         servers = [s for s in self._bootstrap.split(",") if s.strip() not in avoided]
         return ",".join(servers) or self._bootstrap
@@ -313,18 +321,12 @@ class Door:
     def _route_sends(self, manager):
         """Every request of this kafka-python client goes through its connection manager's `send` (the
         admin calls, kafka-python's own Metadata refreshes, our ListOffsets and DescribeConfigs): route them
-        all through `_routed`. A connection's set-up (TCP, ApiVersions, SASL) gets the request deadline too:
-        requests made while it is set up wait for it (kafka-python's default: 10 s)."""
-        self._bounded(manager)
+        all through `_routed`."""
         send = manager.send
 
         def routed(request, node_id=None, request_timeout_ms=None):
             return self._routed(manager, send, request, node_id, request_timeout_ms)
         manager.send = routed
-
-    def _bounded(self, manager):
-        manager.config["socket_connection_setup_timeout_ms"] = self._deadline_ms()
-        manager.config["socket_connection_setup_timeout_max_ms"] = self._deadline_ms()
 
     def _routed(self, manager, send, request, node_id, request_timeout_ms):
         """`send`, never to a held node: a request for any node (node_id None) goes to a live one, one pinned
@@ -442,11 +444,8 @@ class Door:
 
         with self._lock:
             if self._prober is None:
-                self._prober = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor-probe",
-                    bootstrap_timeout_ms=int(self._timeout_s * 1000), request_timeout_ms=self._deadline_ms(),
-                    reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS, **self._settings)
-                self._bounded(self._prober._manager)
+                self._prober = KafkaAdminClient(client_id="reassign-monitor-probe",
+                                                **self._client_settings(self._timeout_s))
             return self._prober._manager
 
     def _check_alongside(self, node):

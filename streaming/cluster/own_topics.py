@@ -3,7 +3,7 @@ leaders, ask whether one exists, write keyed records, and read a partition back 
 
 import time
 
-from streaming.cluster.door import QUIET_LIBRDKAFKA, RECONNECT_BACKOFF_MAX_MS
+from streaming.cluster.door import QUIET_LIBRDKAFKA
 from streaming.vocabulary.errors import ClusterError, NodeGone, from_kafka_error
 from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
 
@@ -142,16 +142,14 @@ class OwnTopics:
 
         with self._lock:
             if self._reader is None:
-                timeout_ms = int(self._timeout_s * 1000)
                 # No group (group_id=None): it assigns and seeks, never sends FindCoordinator or commits, so
                 # it needs Read and Describe on the topic and no ACL on a consumer group. fetch_max_wait_ms
                 # short: a catch-up poll should not wait for records that will not come. Its requests have the
                 # door's deadline and are routed like the admin client's (door._routed): a held node is not waited on.
                 self._reader = KafkaConsumer(
-                    bootstrap_servers=self._bootstrap_servers(), client_id="reassign-monitor-reader", group_id=None,
-                    enable_auto_commit=False, auto_offset_reset="earliest", allow_auto_create_topics=False,
-                    fetch_max_wait_ms=20, request_timeout_ms=self._deadline_ms(), bootstrap_timeout_ms=timeout_ms,
-                    reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS, **self._settings)
+                    client_id="reassign-monitor-reader", group_id=None, enable_auto_commit=False,
+                    auto_offset_reset="earliest", allow_auto_create_topics=False, fetch_max_wait_ms=20,
+                    **self._client_settings(self._timeout_s))
                 self._route_sends(self._reader._manager)
             return self._reader
 
