@@ -54,9 +54,13 @@ zookeeper_port() { echo $((base_port + 100)); }
 zookeeper_mode() { [ "$mode" = zookeeper ]; }
 bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(broker_port "$n")"; done; echo "$s"; }
 pid_of() { cat "$cluster_dir/node$1/pid" 2>/dev/null || true; }
-alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# A pid file outlives a JVM that died, and the kernel hands its pid to another process: a node (or ZooKeeper) is
+# alive only when that pid still runs its own command line. Else `status` calls a dead cluster running, and `down`
+# signals a stranger (seen: a node that failed to start, its pid reused; the next `up` kept its stale directory).
+runs() { [ -n "$1" ] && ps -ww -p "$1" -o args= 2>/dev/null | grep -qF -- "$2"; }
+alive() { runs "$(pid_of "$1")" "$cluster_dir/node$1/node.properties"; }
 zookeeper_pid() { cat "$cluster_dir/zookeeper/pid" 2>/dev/null || true; }
-zookeeper_alive() { local p; p=$(zookeeper_pid); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+zookeeper_alive() { runs "$(zookeeper_pid)" "$cluster_dir/zookeeper/data"; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
 secured() { [ "$security" = sasl_ssl ]; }
 

@@ -32,6 +32,8 @@ class LocalCluster:
         self.started_here = "running" not in self._run("status").stdout
         result = self._run("up")
         if result.returncode != 0:
+            if self.started_here:  # nodes that did start must not outlive the session
+                self._run("down")
             raise RuntimeError(f"local cluster did not start: {result.stderr.strip()}")
         self.bootstrap = result.stdout.strip().splitlines()[-1]
         return self
