@@ -119,17 +119,24 @@ class SnapshotCollector:
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
     def update(self, picture):
-        with self._lock:
-            self._rows_s = picture.last_poll_s
-            self._picture = replace(picture, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s))
+        """A batch's picture: shown unless the rows shown come from a later poll (one `offer`ed while this batch's
+        write was held): /metrics never goes back to an older look at the cluster. Its plans' rows are shown
+        either way."""
+        self._show(picture, lambda shown_s: shown_s > picture.last_poll_s, picture.plans)
 
     def offer(self, picture):
-        """A picture of a poll taken outside the batches (the controller's first look, before Spark's first batch):
-        shown unless the rows shown come from a later poll already (a batch's)."""
+        """A picture of a poll the controller took outside the batches (before Spark's first batch, and while a
+        batch's write is held: streaming.control.controller): shown unless the rows shown come from the same or a
+        later poll. Only batches compute the plans' rows: those shown stay."""
+        self._show(picture, lambda shown_s: shown_s >= picture.last_poll_s, None)
+
+    def _show(self, picture, newer_shown, plans):
         with self._lock:
-            if self._rows_s is not None and self._rows_s >= picture.last_poll_s:
-                return
-        self.update(picture)
+            shown = self._picture if self._rows_s is not None and newer_shown(self._rows_s) else picture
+            if shown is picture:
+                self._rows_s = picture.last_poll_s
+            self._picture = replace(shown, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s),
+                                    plans=self._picture.plans if plans is None else plans)
 
     def touch(self, poll_s):
         """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no

@@ -566,6 +566,32 @@ def test_between_ticks_the_controller_looks_closer_while_an_owned_partition_move
     assert cluster.topics[("t", "leader")] == "3:3"  # that tick swept
 
 
+def test_a_look_between_ticks_that_waited_out_a_deadline_is_the_next_ticks_one_wait(tmp_path):
+    """Issue 28: Kafka's active controller stopped while a partition of ours moves. A look between ticks lapses
+    (2.5 s); the tick it ends would then read the stopped node's configs for adoption and lapse again (measured:
+    6.0 s between published polls at a 2 s trigger). That tick only lists and publishes; the next one does the rest."""
+    cluster, ledger = throttled(moving=True), LedgerReads()
+    ledger.put(request())
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=2.0)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    reads = ledger.reads
+    original = cluster.listed_or_last
+
+    def lapsing_look():
+        clock.now += 2.6
+        cluster.listed_or_last = original
+        return original()
+    cluster.listed_or_last = lapsing_look
+    controller._wake.wait = lambda seconds: None
+    controller._wait(clock.now)
+    started = clock.now
+    controller.tick()
+    assert ledger.reads == reads and sample(metrics, LAST_POLL) == started  # published, nothing else
+    controller.tick()
+    assert ledger.reads > reads
+
+
 def test_nothing_owned_moving_means_one_wait_of_a_whole_interval(tmp_path):
     cluster = FakeCluster()
     cluster.reassigning[("u", 0)] = ((2, 1), (2,))  # someone else's move
@@ -679,21 +705,62 @@ def test_the_first_look_shows_the_moves_in_flight_before_any_batch(tmp_path):
     assert sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0
 
 
-def test_a_first_look_never_replaces_a_batchs_later_picture():
-    from sinks.metric_names import REMAINING_BYTES
+# (what reaches /metrics in order: (path, bytes remaining, poll time)), the bytes remaining shown after
+SHOWN_PICTURES = [
+    ([("update", 100, 20.0), ("offer", 500, 10.0)], 100.0),  # a first look of an earlier poll than the batch's
+    ([("update", 100, 20.0), ("offer", 500, 20.0)], 100.0),  # ... of the same poll: the batch's rows stay
+    ([("update", 100, 20.0), ("offer", 50, 30.0)], 50.0),  # a later look, taken while a batch's write was held
+    ([("offer", 50, 30.0), ("update", 100, 20.0)], 50.0),  # that held batch's own picture, of an earlier poll
+    ([("offer", 50, 30.0), ("update", 40, 30.0)], 40.0),  # a batch of the same poll
+    ([("offer", 50, 30.0), ("update", 40, 31.0)], 40.0),  # the next batch
+]
+
+
+@pytest.mark.parametrize("shown, remaining_after", SHOWN_PICTURES)
+def test_metrics_show_the_newest_look_at_the_cluster_whichever_took_it(shown, remaining_after):
+    """/metrics never goes back to an older poll; liveness is the newest poll; only batches compute plan rows."""
+    from sinks.metric_names import PLAN_REMAINING_BYTES, REMAINING_BYTES
     from sinks.prometheus import Picture, SnapshotCollector
 
-    def remaining(collector):
-        return [s.value for family in collector.collect() if family.name == REMAINING_BYTES.name
-                for s in family.samples]
+    def values(collector, metric):
+        return [s.value for family in collector.collect() if family.name == metric.name for s in family.samples]
 
-    def picture(remaining_bytes, poll_s):
+    def picture(remaining_bytes, poll_s, plans):
         return Picture(summary={"bytes_remaining": remaining_bytes, "rate_bytes_per_sec": None, "eta_seconds": None},
-                       last_poll_s=poll_s)
+                       last_poll_s=poll_s, plans=plans)
 
+    plan = {"request_id": "r1", "state": "running", "partitions": {}, "bytes_remaining": 7, "eta_seconds": None}
     collector = SnapshotCollector()
-    collector.update(picture(100, 20.0))  # a batch's
-    collector.offer(picture(500, 10.0))  # a first look of an earlier poll
-    assert remaining(collector) == [100.0]
-    collector.offer(picture(50, 30.0))
-    assert remaining(collector) == [50.0]
+    for path, remaining_bytes, poll_s in shown:
+        getattr(collector, path)(picture(remaining_bytes, poll_s, (plan,) if path == "update" else ()))
+    assert values(collector, REMAINING_BYTES) == [remaining_after]
+    assert values(collector, LAST_POLL) == [max(poll_s for _, _, poll_s in shown)]
+    assert values(collector, PLAN_REMAINING_BYTES) == [7.0]
+
+
+def test_a_held_write_shows_the_controllers_own_polls_meanwhile(tmp_path):
+    """Issue 28: Kafka holds a batch's acks=all write until it fenced a broker that stopped answering (9 s and more);
+    from a trigger (at least a request deadline) into the write, and as often again until it is acknowledged,
+    /metrics shows the controller's own polls, by the batch's rules. A write that is not held shows none."""
+    from sinks.metric_names import REPLICA_COPIED_BYTES
+    from streaming.spark.outputs import first_look
+    from tests.kafka_fixtures import wait_for
+
+    cluster = FakeCluster(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                          sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, metrics, _ = a_controller_on(tmp_path, cluster, trigger_s=0.2)
+    controller.picture_of = first_look
+    labels = dict(topic="t", partition="0", broker="2")
+    every_s = rules.held_write_shown_after_s(controller.trigger_interval_s, controller.request_deadline_s)
+    with controller.batch_writing():
+        wait_for(lambda: sample(metrics, REPLICA_COPIED_BYTES, **labels) == 400.0, 10 * every_s, interval_s=0.05,
+                 message="the controller's poll on /metrics while the write is held")
+        cluster.sizes[("t", 0, 2)] = 700
+        wait_for(lambda: sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0, 10 * every_s, interval_s=0.05,
+                 message="its next poll")
+    cluster.sizes[("t", 0, 2)] = 900
+    with controller.batch_writing():
+        pass  # acknowledged at once
+    time.sleep(3 * every_s)
+    assert sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0

@@ -12,8 +12,8 @@ the log lines that are contracts):
 - the healthy move's copied bytes rose on /metrics at least twice during the stop (they froze for the whole stop
   before issue 28);
 - the move of the stopped broker shows BROKER_OFFLINE on /metrics no later than one trigger after Kafka fenced
-  the broker (the test's own DescribeCluster every 0.5 s), and its progress record says the broker "does not
-  answer since";
+  the broker (the test's own DescribeCluster every 0.5 s), and a progress record of a poll during the stop says so
+  and that the broker "does not answer since";
 - after SIGCONT both moves complete, every throttle `execute` set is gone and was removed exactly once (one
   `removed`/`restored` record per config key, of one batch, in the acting job's progress topic), the foreign ones
   are untouched, no poll or janitor run fails later than one batch after SIGCONT, and no node but the stopped
@@ -199,15 +199,17 @@ def check_stop(found, test):
         assert job["healthy_rises"] >= 2, (
             f"{where}: the healthy move's copied bytes rose {job['healthy_rises']} times on /metrics during the "
             f"{STOP_S:g} s stop (longest still: {job['healthy_still_s']:.1f} s)")
-        # By the poll that saw it (the record's ts_ms): /metrics and the topic show a batch once Kafka acknowledged
-        # its records, which it does only after fencing the stopped broker (docs/architecture.md "The door to the
-        # cluster"), so they show it a batch later (offline_on_metrics_after_stop_s, a figure). Never fenced during the stop: before SIGCONT.
+        # On /metrics, what an operator and the alerts see. Kafka acknowledges the records of a batch under way only
+        # once it fenced the stopped broker, so the progress topic has them that much later (docs/architecture.md
+        # "The door to the cluster"); /metrics shows the controller's own polls meanwhile. Never fenced during the
+        # stop: before SIGCONT.
         fenced_s = found["stop_s"] if found["fenced_s"] is None else found["fenced_s"]
-        assert job["offline_polled_s"] is not None and job["offline_polled_s"] <= fenced_s + job["trigger_s"], (
-            f"{where}: the first BROKER_OFFLINE of the stopped broker's move polled {job['offline_polled_s']} s after "
-            f"the stop; Kafka fenced broker {victim} after {found['fenced_s']} s (bound: one trigger after the fence)")
-        assert job["offline_s"] is not None and job["offline_s"] <= found["stop_s"], (
-            f"{where}: BROKER_OFFLINE on /metrics {job['offline_s']} s after the stop, not during it")
+        assert job["offline_s"] is not None and job["offline_s"] <= min(fenced_s + job["trigger_s"], found["stop_s"]), (
+            f"{where}: BROKER_OFFLINE on /metrics {job['offline_s']} s after the stop; Kafka fenced broker {victim} "
+            f"after {found['fenced_s']} s (bound: one trigger after the fence, and during the stop)")
+        assert job["offline_polled_s"] is not None and job["offline_polled_s"] <= found["stop_s"], (
+            f"{where}: no BROKER_OFFLINE record of the stopped broker's move polled during the stop "
+            f"(first: {job['offline_polled_s']} s after it)")
         # The stopped destination is named as not answering. A partition the stopped broker led is named so too
         # until Kafka fenced it; then it has no leader (Kafka elected none: the move's source was its only in-sync
         # replica) and says so: only records polled NAMED_BEFORE_FENCE_S before the fence was seen must name it.

@@ -11,7 +11,8 @@ clock an argument.
   between two looks (the janitor runs then too, and the next batch is handed them); `peeks(...)`: whether
   to look at the list between ticks.
 - `publishes_liveness(...)`: whether the controller's poll is the job's liveness now (`batch_held_by_write`: a
-  batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late).
+  batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late);
+  `held_write_shown_after_s(...)`: when such a batch's wait makes the controller show a poll of its own.
 
 A controller duty that needs batches adds its own predicate to BATCH_RULES, reading the same `BatchView`
 (plans: `plans_active`).
@@ -147,10 +148,12 @@ def peek_interval_s(last_peek_s):
 
 def defers_the_rest(list_s, request_deadline_s, deferred_last_tick):
     """One wait per tick: a tick whose list waited out a request deadline (a node on the way to Kafka's controller
-    stopped answering) leaves its other duties - the ledger read, the batches' findings, adoption, sweeps, plans - to
-    the next tick, which starts at once, so that a second node's lapse (the ownership topic's leader, when it is the
-    same stopped node) falls into another tick and published polls stay within two triggers + 1 s of each other.
-    Never twice in a row: every duty still runs at least every other tick."""
+    stopped answering), or came right after a look between ticks that did (`list_s` counts it), leaves its other
+    duties - the ledger read, the batches' findings, adoption, sweeps, plans - to the next tick, which starts at once,
+    so that a second node's lapse (the ownership topic's leader, or the stopped node's configs that adoption reads)
+    falls into another tick and published polls stay within two triggers + 1 s of each other (measured before the
+    look counted: a look's lapse and then adoption's, 6.0 s between published polls at a 2 s trigger). Never twice in
+    a row: every duty still runs at least every other tick."""
     return list_s >= request_deadline_s and not deferred_last_tick
 
 
@@ -166,6 +169,15 @@ def batch_held_by_write(writing_since_s, now_s, write_bound_s):
     the cluster"): that batch is late through no fault of the job, whose controller still polls every second. A
     write held longer has failed (the query restarts from its checkpoint), and lateness counts again."""
     return writing_since_s is not None and now_s - writing_since_s <= write_bound_s
+
+
+def held_write_shown_after_s(trigger_interval_s, request_deadline_s):
+    """A batch's write held this long (a trigger interval, at least a request deadline: an unheld write takes
+    milliseconds) is held by Kafka, and the controller shows a whole poll of its own on /metrics, again as often
+    while the write is held: Kafka holds an `acks=all` write until it fenced a broker that stopped answering (9 s and
+    more), and without those polls /metrics would show the cluster as it was before the stop until then, however
+    early the door held that broker."""
+    return max(trigger_interval_s, request_deadline_s)
 
 
 def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s=None, write_bound_s=0.0):

@@ -9,13 +9,14 @@ records; they hand their findings over (`hand_over`) and never act.
 The first tick is the first look: the reassignments listed, the ledger read, and the throttle baseline that adoption
 compares against (`ViewHistory`) read, before liveness is first published. Until Spark's first batch, that read is a
 whole poll of the cluster, and the picture of its moves (`picture_of`, the same rules as a batch's) is shown on
-/metrics: a move in flight when `run` starts shows there seconds later, not after Spark's start. Each tick, about
-every second:
+/metrics: a move in flight when `run` starts shows there seconds later, not after Spark's start. The same picture
+of a poll of its own is shown while a batch's write is held by Kafka (`batch_writing`). Each tick, about every
+second:
 1. ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
    `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
    counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
-   A list that waited out a request deadline leaves steps 2-7 to the next tick, at once (batch_rules.defers_the_rest:
-   one wait per tick).
+   A list that waited out a request deadline - or a look between ticks (step 5) that did - leaves steps 2-7 to the
+   next tick, at once (batch_rules.defers_the_rest: one wait per tick).
 2. While something reassigns or owned throttles are known (and until a first list succeeded), and otherwise once
    a trigger interval: read what others wrote to the ledger since then, and take the owned partitions. Every read
    of the ledger, whichever duty makes it (this one, a batch's janitor, adoption's look, a sweep, a plan's step),
@@ -170,7 +171,7 @@ class Controller:
     topic; `steering`: the job's `--throttle auto` Steering bounds (None: no steering) with `throttle_interval_s`
     and `guard` (a callable, or None); `read(topics)`: a poll of those topics with every decision API answered
     (plans); `picture_of(snapshot)`: the Prometheus picture of a whole poll, shown until Spark's first batch
-    (None: nothing is shown before a batch's)."""
+    and while a batch's write is held (None: /metrics shows the batches' pictures only)."""
 
     def __init__(self, admin, ledger, metrics, gate_path, trigger_interval_s, policy, writer=None, read=None,
                  timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
@@ -197,6 +198,7 @@ class Controller:
         self._throttles_to_clear = False
         self._last_batch_s = clock()
         self._deferred = False  # the last tick left its duties to this one (batch_rules.defers_the_rest)
+        self._looked_s = 0.0  # the seconds of a look between ticks that ended the wait on a lapse or failure (`_wait`)
         self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
         self._listed_for_batches = None  # the door's last list while Kafka's controller is silent (`_list`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
@@ -259,14 +261,37 @@ class Controller:
 
     @contextlib.contextmanager
     def batch_writing(self):
-        """Around a batch's durable write of its records (whether it succeeds or raises)."""
+        """Around a batch's durable write of its records (whether it succeeds or raises). While the write is held
+        (batch_rules.held_write_shown_after_s), /metrics shows the controller's own polls (`_show_while_held`)."""
         with self._lock:
             self._writing_since_s = self.clock()
+        written = threading.Event()
+        if self.picture_of is not None:
+            threading.Thread(target=self._show_while_held, args=(written,), name="reassign-monitor-held-write",
+                             daemon=True).start()
         try:
             yield
         finally:
+            written.set()
             with self._lock:
                 self._writing_since_s = None
+
+    def _show_while_held(self, written):
+        """Until `written` is set: once the write has been held for batch_rules.held_write_shown_after_s, and as
+        often again, a whole poll through the driver's door and its picture (`picture_of`, the batch's own rules)
+        offered to /metrics. The door holds a node that stopped answering after one request deadline, so these
+        polls show its replicas BROKER_OFFLINE and every other replica's progress while Kafka holds the batch; the
+        batch's records follow once Kafka fenced that node. In a thread of its own: a poll that waits out one lapse
+        never delays the controller's ticks, which publish liveness meanwhile."""
+        every_s = batch_rules.held_write_shown_after_s(self.trigger_interval_s, self.request_deadline_s)
+        while not written.wait(every_s):
+            try:
+                picture = self.picture_of(poll(self.admin, all_partitions=True, listed=self._listed_for_batches))
+            except Exception as error:  # the next one is a period later; the batch reports the poll's errors
+                self._say(f"a poll while a batch's write is held failed: {type(error).__name__}: {error}")
+                continue
+            if picture is not None and not written.is_set():
+                self.metrics.snapshot.offer(picture)
 
     def plan_statuses(self):
         """The active plans' streaming.control.plans.advancer.PlanStatus as of the last round (for the batch's
@@ -324,8 +349,12 @@ class Controller:
             try:
                 listed = {partition_of(r) for r in self.admin.listed_or_last()[0]}
             except Exception:
-                return
+                listed = None
             took_s = self.clock() - looked
+            if listed is None or took_s >= self.request_deadline_s:
+                # A look that waited out a deadline is the next tick's one wait (batch_rules.defers_the_rest).
+                self._looked_s = took_s
+                return
             if batch_rules.partitions_left(self._reassigning, listed, self._owned):
                 return
 
@@ -334,7 +363,8 @@ class Controller:
         now_wall = self.wall()
         self._tick_steps = {}
         listed = self._list()
-        self._deferred = batch_rules.defers_the_rest(self._tick_steps["list"], self.request_deadline_s, self._deferred)
+        waited_s, self._looked_s = self._tick_steps["list"] + self._looked_s, 0.0
+        self._deferred = batch_rules.defers_the_rest(waited_s, self.request_deadline_s, self._deferred)
         if self._deferred:
             return self._decide(listed is not None, now_wall)
         ledger_read = None  # not read this tick
