@@ -119,15 +119,15 @@ class SnapshotCollector:
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
     def update(self, picture):
-        """A batch's picture: shown unless the rows shown come from a later poll (one `offer`ed while this batch's
-        write was held): /metrics never goes back to an older look at the cluster. Its plans' rows are shown
+        """A batch's picture: shown unless the rows shown come from a later poll (one `offer`ed while this batch was
+        late): /metrics never goes back to an older look at the cluster. Its plans' rows are shown
         either way."""
         self._show(picture, lambda shown_s: shown_s > picture.last_poll_s, picture.plans)
 
     def offer(self, picture):
         """A picture of a poll the controller took outside the batches (before Spark's first batch, and while a
-        batch's write is held: streaming.control.controller): shown unless the rows shown come from the same or a
-        later poll. Only batches compute the plans' rows: those shown stay."""
+        batch is late: streaming.control.controller): shown unless the rows shown come from the same or a later
+        poll. Only batches compute the plans' rows: those shown stay."""
         self._show(picture, lambda shown_s: shown_s >= picture.last_poll_s, None)
 
     def _show(self, picture, newer_shown, plans):

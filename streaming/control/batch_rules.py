@@ -12,7 +12,7 @@ clock an argument.
   to look at the list between ticks.
 - `publishes_liveness(...)`: whether the controller's poll is the job's liveness now (`batch_held_by_write`: a
   batch that polled and computed and now waits for Kafka to acknowledge its records does not make it late);
-  `held_write_shown_after_s(...)`: when such a batch's wait makes the controller show a poll of its own.
+  `shows_own_poll(...)`: whether a batch that late makes the controller show a poll of its own on /metrics.
 
 A controller duty that needs batches adds its own predicate to BATCH_RULES, reading the same `BatchView`
 (plans: `plans_active`).
@@ -171,13 +171,15 @@ def batch_held_by_write(writing_since_s, now_s, write_bound_s):
     return writing_since_s is not None and now_s - writing_since_s <= write_bound_s
 
 
-def held_write_shown_after_s(trigger_interval_s, request_deadline_s):
-    """A batch's write held this long (a trigger interval, at least a request deadline: an unheld write takes
-    milliseconds) is held by Kafka, and the controller shows a whole poll of its own on /metrics, again as often
-    while the write is held: Kafka holds an `acks=all` write until it fenced a broker that stopped answering (9 s and
-    more), and without those polls /metrics would show the cluster as it was before the stop until then, however
-    early the door held that broker."""
-    return max(trigger_interval_s, request_deadline_s)
+def shows_own_poll(wanted, waiting_since_s, shown_s, now_s, trigger_interval_s, request_deadline_s):
+    """Whether the controller takes a whole poll of its own for /metrics now: the batch it waits for (`waiting_since_s`
+    as in `publishes_liveness`) is more than two trigger intervals (at least a request deadline) in coming, and no
+    such poll was started (`shown_s`, None: never) within the last trigger interval. A batch that late is held by a
+    broker that stopped answering: its poll waits out lapses, or Kafka holds its `acks=all` write until it fenced
+    that broker (9 s and more); /metrics would show the cluster as it was before until then, however early the
+    door held the broker."""
+    return (wanted and now_s - waiting_since_s > max(2 * trigger_interval_s, request_deadline_s)
+            and (shown_s is None or now_s - shown_s >= trigger_interval_s))
 
 
 def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s=None, write_bound_s=0.0):

@@ -10,8 +10,7 @@ The first tick is the first look: the reassignments listed, the ledger read, and
 compares against (`ViewHistory`) read, before liveness is first published. Until Spark's first batch, that read is a
 whole poll of the cluster, and the picture of its moves (`picture_of`, the same rules as a batch's) is shown on
 /metrics: a move in flight when `run` starts shows there seconds later, not after Spark's start. The same picture
-of a poll of its own is shown while a batch's write is held by Kafka (`batch_writing`). Each tick, about every
-second:
+of a poll of its own is shown while a batch is late (`_show_own_poll`). Each tick, about every second:
 1. ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
    `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
    counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
@@ -171,7 +170,7 @@ class Controller:
     topic; `steering`: the job's `--throttle auto` Steering bounds (None: no steering) with `throttle_interval_s`
     and `guard` (a callable, or None); `read(topics)`: a poll of those topics with every decision API answered
     (plans); `picture_of(snapshot)`: the Prometheus picture of a whole poll, shown until Spark's first batch
-    and while a batch's write is held (None: /metrics shows the batches' pictures only)."""
+    and while a batch is late (None: /metrics shows the batches' pictures only)."""
 
     def __init__(self, admin, ledger, metrics, gate_path, trigger_interval_s, policy, writer=None, read=None,
                  timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
@@ -202,6 +201,8 @@ class Controller:
         self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
         self._listed_for_batches = None  # the door's last list while Kafka's controller is silent (`_list`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
+        self._own_poll = threading.Thread()  # the last poll of its own for /metrics (`_show_own_poll`), never started
+        self._own_poll_s = None  # when it was started
         self._tick_steps = {}  # seconds of the current tick's steps (_step)
         self._viewed_s = None  # when adoption last took a view of the whole cluster (a batch's poll or a read)
         self._reassigning = frozenset()
@@ -261,37 +262,14 @@ class Controller:
 
     @contextlib.contextmanager
     def batch_writing(self):
-        """Around a batch's durable write of its records (whether it succeeds or raises). While the write is held
-        (batch_rules.held_write_shown_after_s), /metrics shows the controller's own polls (`_show_while_held`)."""
+        """Around a batch's durable write of its records (whether it succeeds or raises)."""
         with self._lock:
             self._writing_since_s = self.clock()
-        written = threading.Event()
-        if self.picture_of is not None:
-            threading.Thread(target=self._show_while_held, args=(written,), name="reassign-monitor-held-write",
-                             daemon=True).start()
         try:
             yield
         finally:
-            written.set()
             with self._lock:
                 self._writing_since_s = None
-
-    def _show_while_held(self, written):
-        """Until `written` is set: once the write has been held for batch_rules.held_write_shown_after_s, and as
-        often again, a whole poll through the driver's door and its picture (`picture_of`, the batch's own rules)
-        offered to /metrics. The door holds a node that stopped answering after one request deadline, so these
-        polls show its replicas BROKER_OFFLINE and every other replica's progress while Kafka holds the batch; the
-        batch's records follow once Kafka fenced that node. In a thread of its own: a poll that waits out one lapse
-        never delays the controller's ticks, which publish liveness meanwhile."""
-        every_s = batch_rules.held_write_shown_after_s(self.trigger_interval_s, self.request_deadline_s)
-        while not written.wait(every_s):
-            try:
-                picture = self.picture_of(poll(self.admin, all_partitions=True, listed=self._listed_for_batches))
-            except Exception as error:  # the next one is a period later; the batch reports the poll's errors
-                self._say(f"a poll while a batch's write is held failed: {type(error).__name__}: {error}")
-                continue
-            if picture is not None and not written.is_set():
-                self.metrics.snapshot.offer(picture)
 
     def plan_statuses(self):
         """The active plans' streaming.control.plans.advancer.PlanStatus as of the last round (for the batch's
@@ -687,4 +665,24 @@ class Controller:
                                           batch_rules.late_after_s(self.trigger_interval_s, view.batches_done),
                                           writing_since_s, WRITE_BOUND_S):
             self.metrics.snapshot.touch(now_wall)
+        if (self.picture_of is not None and view.batches_done and not self._own_poll.is_alive()
+                and batch_rules.shows_own_poll(reason is not None, waiting_since_s, self._own_poll_s, now_s,
+                                               self.trigger_interval_s, self.request_deadline_s)):
+            self._own_poll_s = now_s
+            self._own_poll = threading.Thread(target=self._show_own_poll, name="reassign-monitor-own-poll", daemon=True)
+            self._own_poll.start()
         return reason
+
+    def _show_own_poll(self):
+        """A whole poll through the driver's door and its picture (`picture_of`, the batches' rules) offered to
+        /metrics, while a batch is late (batch_rules.shows_own_poll). The door holds a node that stopped answering
+        after one request deadline, so the picture shows its replicas BROKER_OFFLINE and every other replica's
+        progress; the progress topic gets them from the next batch. In a thread of its own: a poll that waits out a
+        lapse never delays a tick, and ticks publish liveness."""
+        try:
+            picture = self.picture_of(poll(self.admin, all_partitions=True, listed=self._listed_for_batches))
+        except Exception as error:  # another one a trigger later while the batch is still late
+            self._say(f"a poll of its own while a batch is late failed: {type(error).__name__}: {error}")
+            return
+        if picture is not None:
+            self.metrics.snapshot.offer(picture)
