@@ -200,6 +200,7 @@ class Controller:
         self._looked_s = 0.0  # the seconds of a look between ticks that ended the wait on a lapse or failure (`_wait`)
         self._last_batch_ran_s = clock()  # any batch, its poll failed or not (`batch_ran`)
         self._listed_for_batches = None  # the door's last list while Kafka's controller is silent (`_list`)
+        self._listed_rows = ()  # the rows of the last list that succeeded (`_list`)
         self._writing_since_s = None  # a batch is waiting for its records' acknowledgement since then
         self._own_poll = threading.Thread()  # the last poll of its own for /metrics (`_show_own_poll`), never started
         self._own_poll_s = None  # when it was started
@@ -391,6 +392,7 @@ class Controller:
         try:
             rows, last = self.admin.listed_or_last()
             self._listed_for_batches = rows if last else None
+            self._listed_rows = rows
             return {partition_of(r): r for r in rows}
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
@@ -679,8 +681,8 @@ class Controller:
         after one request deadline, so the picture shows its replicas BROKER_OFFLINE and every other replica's
         progress; the progress topic gets them from the next batch. In a thread of its own: a poll that waits out a
         lapse never delays a tick, and ticks publish liveness."""
-        try:
-            picture = self.picture_of(poll(self.admin, all_partitions=True, listed=self._listed_for_batches))
+        try:  # with the tick's list: a silent Kafka controller is the likeliest reason for a late batch
+            picture = self.picture_of(poll(self.admin, all_partitions=True, listed=self._listed_rows))
         except Exception as error:  # another one a trigger later while the batch is still late
             self._say(f"a poll of its own while a batch is late failed: {type(error).__name__}: {error}")
             return
