@@ -4,6 +4,7 @@ configs, wait for reassignments. Everything targets the session's local cluster 
 import io
 import json
 import uuid
+import time
 from contextlib import redirect_stderr, redirect_stdout
 
 from kafka.admin import ConfigResource, ConfigResourceType
@@ -63,12 +64,21 @@ def expect_throttles(cluster, topics, expected, timeout_s=15):
                     message=f"throttles == {expected} (now {throttles(cluster, topics)})")
 
 
-def reassigning(cluster):
-    admin = cluster.admin()
-    try:
-        return {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
-    finally:
-        admin.close()
+def reassigning(cluster, attempts=3):
+    """The partitions reassigning now. A client made while a broker rejoins (after SIGCONT) may be told a controller
+    its metadata does not list yet (kafka-python: UnknownBrokerIdError): a new client asks again."""
+    from kafka.errors import UnknownBrokerIdError
+
+    for attempt in range(attempts):
+        admin = cluster.admin()
+        try:
+            return {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments()}
+        except UnknownBrokerIdError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+        finally:
+            admin.close()
 
 
 def replicas(cluster, topic, partition):

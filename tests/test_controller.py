@@ -463,6 +463,29 @@ def test_a_batch_whose_poll_failed_is_late_unless_kafkas_controller_is_silent(tm
     assert (sample(metrics, LAST_POLL) == clock.now) is published
 
 
+def test_a_ticks_look_is_published_before_its_duties_that_wait_on_kafka(tmp_path):
+    """Issue 28: Kafka's active controller killed as a move of ours completed: the sweep's acks=all write of `done` was
+    held until Kafka fenced that broker (4.4 s), and the look of that tick was published only after it - 5.6 s between
+    published polls at a 2 s trigger. The look is published right after the list, before the sweep."""
+    published_at_write = []
+
+    class HeldWrites(MemoryLedger):
+        def put(self, record):
+            published_at_write.append(sample(metrics, LAST_POLL))
+            clock.now += 4.4
+            super().put(record)
+
+    cluster = throttled(moving=True)
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, HeldWrites.of(request()), trigger_s=2.0)
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    del cluster.reassigning[("t", 0)]  # completed: the next tick sweeps and marks the record done
+    clock.now += 1.0
+    looked = clock.now
+    controller.tick()
+    assert published_at_write and published_at_write[0] == looked
+
+
 def test_liveness_goes_on_while_a_batch_waits_for_its_durable_write_within_its_bound(tmp_path):
     """Kafka holds acks=all writes until it fenced a SIGKILLed broker (7-13.5 s): the batch is held, the
     controller's polls still succeed and are published - for no longer than the producer's delivery timeout."""

@@ -43,7 +43,9 @@ of a poll of its own is shown while a batch is late (`_show_own_poll`). Each tic
    them, so its replay after a crash reports them even if they ended meanwhile (their COMPLETED or CANCELLED is
    never lost). While no batch is needed, once a trigger interval the throttles of the whole cluster are read
    (adoption's view stays at most a trigger old).
-9. Liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when batch_rules.publishes_liveness.
+9. Liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when batch_rules.publishes_liveness - also right
+   after step 1, on the last tick's decision, so that a duty waiting on Kafka (a sweep's write held until Kafka
+   fenced a broker that died) does not delay it.
 A tick longer than SLOW_TICK_S is logged with its steps' seconds ("slow tick: ...").
 
 Runs on the driver only; nothing here is pickled. The batch handler (Spark's foreachBatch thread) calls
@@ -342,6 +344,11 @@ class Controller:
         now_wall = self.wall()
         self._tick_steps = {}
         listed = self._list()
+        if listed is not None and self._listed_once and self._liveness(True, self._wanted_since_s is not None,
+                                                                       self.clock())[0]:
+            # The look is the list: liveness is published at once, on the last decision, not after duties that may
+            # wait on Kafka (a sweep's acks=all write, held until Kafka fenced a broker that died: 4.4 s measured).
+            self.metrics.snapshot.touch(now_wall)
         waited_s, self._looked_s = self._tick_steps["list"] + self._looked_s, 0.0
         self._deferred = batch_rules.defers_the_rest(waited_s, self.request_deadline_s, self._deferred)
         if self._deferred:
@@ -649,9 +656,6 @@ class Controller:
                 tracks_moves=self._tracks_moves, throttles_to_clear=self._throttles_to_clear,
                 owned_unread=self._owned_unread, active_plans=len(self.plans.statuses) if self.plans is not None else 0,
                 unreported=bool(unreported))
-            last_batch_s, writing_since_s = self._last_batch_s, self._writing_since_s
-            if self._listed_for_batches is not None:  # Kafka's controller is silent: see batch_ran
-                last_batch_s = self._last_batch_ran_s
         reason = batch_rules.batch_reason(view)
         now_s = self.clock()
         if reason is None:
@@ -662,10 +666,8 @@ class Controller:
         if reason != self._reason:
             self._say(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self._reason = reason
-        waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
-        if batch_rules.publishes_liveness(listed, reason is not None, waiting_since_s, now_s,
-                                          batch_rules.late_after_s(self.trigger_interval_s, view.batches_done),
-                                          writing_since_s, WRITE_BOUND_S):
+        publishes, waiting_since_s = self._liveness(listed, reason is not None, now_s)
+        if publishes:
             self.metrics.snapshot.touch(now_wall)
         if (self.picture_of is not None and view.batches_done and not self._own_poll.is_alive()
                 and batch_rules.shows_own_poll(reason is not None, waiting_since_s, self._own_poll_s, now_s,
@@ -674,6 +676,18 @@ class Controller:
             self._own_poll = threading.Thread(target=self._show_own_poll, name="reassign-monitor-own-poll", daemon=True)
             self._own_poll.start()
         return reason
+
+    def _liveness(self, listed, wanted, now_s):
+        """(whether this tick's poll is published as the job's liveness: batch_rules.publishes_liveness, the second
+        it waits for a batch since)."""
+        with self._lock:
+            last_batch_s, writing_since_s, batches_done = self._last_batch_s, self._writing_since_s, self._batches_done
+            if self._listed_for_batches is not None:  # Kafka's controller is silent: see batch_ran
+                last_batch_s = self._last_batch_ran_s
+        waiting_since_s = max(last_batch_s, self._wanted_since_s or now_s)
+        late_s = batch_rules.late_after_s(self.trigger_interval_s, batches_done)
+        return (batch_rules.publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s,
+                                               WRITE_BOUND_S), waiting_since_s)
 
     def _show_own_poll(self):
         """A whole poll through the driver's door and its picture (`picture_of`, the batches' rules) offered to
