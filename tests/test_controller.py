@@ -763,8 +763,8 @@ def test_metrics_show_the_newest_look_at_the_cluster_whichever_took_it(shown, re
 
 def test_a_late_batch_makes_the_controller_show_polls_of_its_own(tmp_path):
     """Issue 28: a batch held by a broker that stopped answering (its poll waits out lapses, or Kafka holds its acks=all
-    write until it fenced that broker: 9 s and more). Once it is more than two triggers in coming, and again a
-    trigger later while it still is, /metrics shows the controller's own poll, by the batches' rules."""
+    write until it fenced that broker: 9 s and more). Once it is more than a trigger and a request deadline in coming,
+    and again a trigger later while it still is, /metrics shows the controller's own poll, by the batches' rules."""
     from sinks.metric_names import REPLICA_COPIED_BYTES
     from streaming.spark.outputs import first_look
 
@@ -784,7 +784,8 @@ def test_a_late_batch_makes_the_controller_show_polls_of_its_own(tmp_path):
 
     controller.hand_over(batch("COPYING"))
     assert copied_after_tick(0) is None  # the batch just ran
-    assert copied_after_tick(2 * controller.trigger_interval_s + 0.1) == 400.0  # the next is two triggers late
+    assert copied_after_tick(controller.trigger_interval_s + controller.request_deadline_s - 0.1) is None
+    assert copied_after_tick(0.2) == 400.0  # the next batch is a trigger and a deadline late
     cluster.sizes[("t", 0, 2)] = 700
     assert copied_after_tick(1.0) == 400.0  # within a trigger of the last
     assert copied_after_tick(1.0) == 700.0

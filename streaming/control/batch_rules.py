@@ -173,12 +173,13 @@ def batch_held_by_write(writing_since_s, now_s, write_bound_s):
 
 def shows_own_poll(wanted, waiting_since_s, shown_s, now_s, trigger_interval_s, request_deadline_s):
     """Whether the controller takes a whole poll of its own for /metrics now: the batch it waits for (`waiting_since_s`
-    as in `publishes_liveness`) is more than two trigger intervals (at least a request deadline) in coming, and no
-    such poll was started (`shown_s`, None: never) within the last trigger interval. A batch that late is held by a
-    broker that stopped answering: its poll waits out lapses, or Kafka holds its `acks=all` write until it fenced
-    that broker (9 s and more); /metrics would show the cluster as it was before until then, however early the
-    door held the broker."""
-    return (wanted and now_s - waiting_since_s > max(2 * trigger_interval_s, request_deadline_s)
+    as in `publishes_liveness`) is more than a trigger interval and a request deadline in coming (a batch's poll may
+    wait out one lapse), and no such poll was started (`shown_s`, None: never) within the last trigger interval. A
+    batch that late is held by a broker that stopped answering: its poll waits out lapses, or Kafka holds its
+    `acks=all` write until it fenced that broker (9 s and more) and the producer found the partitions' new leaders
+    (up to 9 s more measured at the default trigger); /metrics would show the cluster as it was before until then,
+    however early the door held the broker. At most one whole poll per trigger, on the driver, and only then."""
+    return (wanted and now_s - waiting_since_s > trigger_interval_s + request_deadline_s
             and (shown_s is None or now_s - shown_s >= trigger_interval_s))
 
 
