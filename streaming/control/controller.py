@@ -703,8 +703,8 @@ class Controller:
         return reason
 
     def _liveness(self, listed, wanted, now_s):
-        """(whether this tick's poll is published as the job's liveness: batch_rules.publishes_liveness, the second
-        it waits for a batch since)."""
+        """(whether this look is published as the job's liveness: batch_rules.publishes_liveness; the clock second
+        from which the batch it waits for is counted late)."""
         with self._lock:
             last_batch_s, writing_since_s, batches_done = self._last_batch_s, self._writing_since_s, self._batches_done
             if self._listed_for_batches is not None:  # Kafka's controller is silent: see batch_ran
