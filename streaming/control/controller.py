@@ -307,6 +307,11 @@ class Controller:
             self.admin.listed_or_last()
         except Exception:  # the tick counts and reports failed lists
             return
+        self._publish_look(now_wall)
+
+    def _publish_look(self, now_wall):
+        """A look that listed, published as liveness on the last decision (whether a batch is wanted), before the
+        tick decides again."""
         if self._liveness(True, self._wanted_since_s is not None, self.clock())[0]:
             self.metrics.snapshot.touch(now_wall)
 
@@ -369,11 +374,10 @@ class Controller:
         now_wall = self.wall()
         self._tick_steps = {}
         listed = self._list()
-        if listed is not None and self._listed_once and self._liveness(True, self._wanted_since_s is not None,
-                                                                       self.clock())[0]:
-            # The look is the list: liveness is published at once, on the last decision, not after duties that may
-            # wait on Kafka (a sweep's acks=all write, held until Kafka fenced a broker that died: 4.4 s measured).
-            self.metrics.snapshot.touch(now_wall)
+        if listed is not None and self._listed_once:
+            # The look is the list: liveness is published at once, not after duties that may wait on Kafka (a sweep's
+            # acks=all write, held until Kafka fenced a broker that died: 4.4 s measured).
+            self._publish_look(now_wall)
         waited_s, self._looked_s = self._tick_steps["list"] + self._looked_s, 0.0
         self._deferred = batch_rules.defers_the_rest(waited_s, self.request_deadline_s, self._deferred)
         if self._deferred:
