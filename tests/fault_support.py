@@ -14,7 +14,7 @@ from streaming.cluster.door import HELD_AS
 from streaming.cluster.door import LOG_PREFIX as DOOR_LOG_PREFIX
 from streaming.commands.cancel import NOT_REASSIGNING
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
-from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, TICK_INTERVAL_S
+from streaming.control.controller import LOG_PREFIX, SLOW_LOOK_LINE, SLOW_TICK_LINE, TICK_INTERVAL_S
 from tests.cluster_cli import clear_broker_throttles, cli, reassigning, throttles
 from tests.job_process import LAST_POLL, batch_lines, idle, read_topic, sample_value
 from tests.kafka_fixtures import wait_for
@@ -110,26 +110,28 @@ class BatchWatch(threading.Thread):
 
 
 def watch_ticks(log_text):
-    """(durations of the driver watch's slow ticks, its failed polls, its failed ownership reads) in a stretch
-    of the job's log. A tick starts with the watch's poll (ListPartitionReassignments) and the next follows at
-    once when it overran its 1 s period, so its slowest tick is the longest gap between two of its polls (1 s
-    when none was slow). An ownership read fails while the dead broker still leads the ownership topic's
-    partition (nobody can read it until Kafka fenced that broker): the watch keeps what it read last."""
+    """(the driver watch's gaps of more than 2 s between two of its polls, its slow ticks' lines, its failed polls,
+    its failed ownership reads) in a stretch of the job's log. The watch polls (ListPartitionReassignments) at
+    each tick, between ticks while a move of ours is in flight, and once a second while a tick is busy, and logs a
+    gap longer than 2 s between two polls; a slow tick's line names its steps' seconds. An ownership read fails
+    while the dead broker still leads the ownership topic's partition (nobody can read it until Kafka fenced that
+    broker): the watch keeps what it read last."""
     lines = [line for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
-    slow = [float(line.split(SLOW_TICK_LINE, 1)[1].split()[0]) for line in lines
-            if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
+    gaps = [float(line.split(SLOW_LOOK_LINE, 1)[1].split()[0]) for line in lines
+            if line.startswith(LOG_PREFIX + SLOW_LOOK_LINE)]
+    slow_ticks = [line[len(LOG_PREFIX + SLOW_TICK_LINE):] for line in lines if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
     failed = [line for line in lines if line.startswith((f"{LOG_PREFIX}{LIST_REASSIGNMENTS} failed",
                                                          f"{LOG_PREFIX}tick failed"))]
     unread = [line for line in lines if line.startswith(f"{LOG_PREFIX}reading ownership records failed")]
-    return slow, failed, unread
+    return gaps, slow_ticks, failed, unread
 
 
 def liveness_since(watch, killed, log_offset, until=float("inf")):
     """What check_no_wait_on_the_dead reads about published polls and the driver watch's own polls since the
     kill (monotonic `killed`; `log_offset`: the job log's length then)."""
-    slow, failed, unread = watch_ticks(watch.job.log()[log_offset:])
+    gaps, slow_ticks, failed, unread = watch_ticks(watch.job.log()[log_offset:])
     return {"published_gap_s": watch.longest_published_gap(killed, until),
-            "watch_gap_s": max(slow, default=TICK_INTERVAL_S), "watch_failures": failed,
+            "watch_gap_s": max(gaps, default=TICK_INTERVAL_S), "slow_ticks": slow_ticks, "watch_failures": failed,
             "ownership_reads_failed": len(unread)}
 
 
@@ -186,7 +188,7 @@ def check_no_wait_on_the_dead(found, test):
     "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds"); that gap is reported, not bounded."""
     trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
     figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
-           watch_gap_s=found["watch_gap_s"], watch_failures=len(found["watch_failures"]),
+           watch_gap_s=found["watch_gap_s"], slow_ticks=found["slow_ticks"], watch_failures=len(found["watch_failures"]),
            ownership_reads_failed=found["ownership_reads_failed"],
            longest_batch_gap_s=found["longest_batch_gap_s"], kafka_held_writes_s=found["fencing_held_s"],
            slowest_batch_before_s=found["slowest_batch_before_s"],

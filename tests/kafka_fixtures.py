@@ -15,6 +15,25 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "deploy" / "local-cluster.sh"
 
 
+def known_to_every_broker(admin, topic, partitions):
+    """Whether each broker's own Metadata answer names `topic` with a leader for each of its `partitions`. A
+    broker learns a new topic from the controller a moment after the one that answered `wait_for_topics` did (a
+    command run at once was told "unknown topic" by another broker once, on 3.9.1 KRaft)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    manager = admin._manager
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+    for broker in manager.cluster.brokers():
+        async def ask(node=broker.node_id):
+            return await manager.send(request, node_id=node)
+
+        [answer] = manager.run(ask).topics
+        if answer.error_code or sum(p.leader_id >= 0 for p in answer.partitions) < partitions:
+            return False
+    return True
+
+
 class LocalCluster:
     """The three-node cluster of deploy/local-cluster.sh. Tests get one per session (conftest)."""
 
@@ -58,6 +77,8 @@ class LocalCluster:
         try:
             admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment)])
             admin.wait_for_topics([name], timeout_ms=20000)
+            wait_for(lambda: known_to_every_broker(admin, name, len(assignment)), 20,
+                     message=f"every broker's metadata to name {name}")
         finally:
             admin.close()
         if megabytes:
@@ -115,7 +136,6 @@ def wait_for(condition, timeout_s, interval_s=0.5, message="condition"):
             return last
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {message} (last: {last!r})")
-
 
 
 class FaultCluster(LocalCluster):

@@ -92,11 +92,11 @@ def job_figures(job, watch, log_offset, cont_batch, stopped, stopped_wall, conti
     log = job.log()[log_offset:]
     rises, longest_still_s = advances(watch.series[0], stopped, continued)
     holds, not_answered = held_in(log)
-    slow, watch_failed, _ = watch_ticks(log)
+    gaps, slow_ticks, watch_failed, _ = watch_ticks(log)
     return {"trigger_s": trigger_s, "published_gap_s": watch.longest_published_gap(stopped),
             "batches_s": [round(t - stopped, 1) for t, _ in sorted(watch.seen.values()) if stopped <= t <= continued],
             "gaps": published_gaps(watch, stopped, stopped_wall, trigger_s),
-            "watch_gap_s": max(slow, default=1.0), "watch_failed": watch_failed, "healthy_rises": rises,
+            "watch_gap_s": max(gaps, default=1.0), "slow_ticks": slow_ticks, "watch_failed": watch_failed, "healthy_rises": rises,
             "healthy_still_s": longest_still_s, "offline_at": first_sample(watch.series[1], lambda v: v == 1, stopped),
             "holds": holds, "not_answered": not_answered, "failures_after_cont": failures_after(log, cont_batch + 1),
             "alive": job.process.poll() is None}
@@ -180,6 +180,7 @@ def check_stop(found, test):
         job["offline_s"] = None if job["offline_at"] is None else job["offline_at"] - found["stopped"]
         figure(f"{test}[{name}]", victim=victim, trigger_s=job["trigger_s"], published_gap_s=job["published_gap_s"],
                bound_s=published_gap_bound_s(job["trigger_s"]), watch_gap_s=job["watch_gap_s"],
+                   slow_ticks=job["slow_ticks"],
                healthy_rises=job["healthy_rises"], healthy_still_s=job["healthy_still_s"],
                offline_on_metrics_after_stop_s=job["offline_s"], offline_polled_after_stop_s=job["offline_polled_s"],
                kafka_fenced_after_stop_s=found["fenced_s"],
@@ -195,7 +196,8 @@ def check_stop(found, test):
         assert job["published_gap_s"] is not None and job["published_gap_s"] <= bound_s, (
             f"{where}: {job['published_gap_s']} s between two published polls during and after the stop of broker "
             f"{victim} (bound two triggers + 1 s = {bound_s:g} s; None: no sample)")
-        assert job["watch_gap_s"] <= bound_s, f"{where}: the job's controller went {job['watch_gap_s']:.1f} s between polls"
+        assert job["watch_gap_s"] <= bound_s, (
+            f"{where}: the job's controller went {job['watch_gap_s']:.1f} s between polls (slow ticks: {job['slow_ticks']})")
         assert job["healthy_rises"] >= 2, (
             f"{where}: the healthy move's copied bytes rose {job['healthy_rises']} times on /metrics during the "
             f"{STOP_S:g} s stop (longest still: {job['healthy_still_s']:.1f} s)")

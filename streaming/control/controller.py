@@ -47,7 +47,9 @@ of a poll of its own is shown while a batch is late (`_show_own_poll`). Each tic
    after step 1, on the last tick's decision, and from a second thread that lists once a tick interval while a tick
    is busy (`look_while_busy`), so that a duty waiting on Kafka (a sweep's write held until Kafka fenced a broker
    that died) does not delay it.
-A tick longer than SLOW_TICK_S is logged with its steps' seconds ("slow tick: ...").
+A tick longer than SLOW_TICK_S is logged with its steps' seconds ("slow tick: ..."), and so is a gap longer than that
+between two lists of the reassignments by any of the controller's looks ("slow look: ..."): the tick's, the one
+between ticks, the one while a tick is busy. A slow tick is not a slow look while the busy look lists.
 
 Runs on the driver only; nothing here is pickled. The batch handler (Spark's foreachBatch thread) calls
 `hand_over` after each successful batch, writes its records inside `batch_writing()` and reads
@@ -102,6 +104,7 @@ LOG_PREFIX = "reassign-monitor: controller: "
 JANITOR_PREFIX = "throttle janitor: "
 STEERING_PREFIX = "throttle auto: "
 SLOW_TICK_LINE = "slow tick: "
+SLOW_LOOK_LINE = "slow look: "
 SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (ownership, read, alter, read_back, records)
 # The decision lines, logged when the decision changes (tests read them from the job's log).
 IDLE_LINE = "idle: no Spark batch until something moves"
@@ -223,6 +226,7 @@ class Controller:
         # per-request records: replaced whole, never mutated, so the batch's thread may read it.
         self.requests = {}
         self._listed_once = False
+        self._listed_s = None  # when any look last listed the reassignments
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
         self._unwritten = []
         self._dry_run_reported = set()  # dry-run actions already reported while they stay due
@@ -304,7 +308,7 @@ class Controller:
             return
         now_wall = self.wall()
         try:
-            self.admin.listed_or_last()
+            self._listed_or_last()
         except Exception:  # the tick counts and reports failed lists
             return
         self._publish_look(now_wall)
@@ -358,7 +362,7 @@ class Controller:
                 return
             looked = self.clock()
             try:
-                listed = {partition_of(r) for r in self.admin.listed_or_last()[0]}
+                listed = {partition_of(r) for r in self._listed_or_last()[0]}
             except Exception:
                 listed = None
             took_s = self.clock() - looked
@@ -426,7 +430,7 @@ class Controller:
         controller answers nobody, the door's last list (streaming.cluster.door `listed_or_last`), also handed to
         the batches through the gate, since no reassignment changes meanwhile."""
         try:
-            rows, last = self.admin.listed_or_last()
+            rows, last = self._listed_or_last()
             self._listed_for_batches = rows if last else None
             self._listed_rows = rows
             return {partition_of(r): r for r in rows}
@@ -434,6 +438,16 @@ class Controller:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
             self._say(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
+
+    def _listed_or_last(self):
+        """The door's list (`listed_or_last`), by any look; a gap longer than SLOW_TICK_S since the last list is
+        logged."""
+        answer = self.admin.listed_or_last()
+        now_s = self.clock()
+        since_s, self._listed_s = self._listed_s, now_s
+        if since_s is not None and now_s - since_s > SLOW_TICK_S:
+            self._say(f"{SLOW_LOOK_LINE}{now_s - since_s:.1f} s between two lists")
+        return answer
 
     def _foreign_move_appeared(self, listed):
         """A partition reassigns now that did not at the last tick and no record of ours moves."""
