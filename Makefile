@@ -40,7 +40,7 @@ image: venv podman
 	deploy/build.sh image
 
 test: venv jars prometheus podman
-	$(PY) tests/run_suite.py
+	$(PY) -m tests.run_suite
 
 demo: venv jars prometheus
 	$(PY) deploy/demo.py

@@ -11,7 +11,7 @@ from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.compat_support import VERSIONS as COMPAT_VERSIONS
 from tests.compat_support import start_lane
 from tests.job_process import OWNED_JOB_TRIGGER_S
-from tests.kafka_fixtures import ROOT, LocalCluster
+from tests.kafka_fixtures import ROOT, LocalCluster, shared_cluster
 
 # Properties are checked for what they say, never for how fast an example runs: the unit tests share the
 # machine with the clusters and the job starting beside them (WARMED).
@@ -204,17 +204,15 @@ def pytest_runtest_teardown(item, nextitem):
 
 @pytest.fixture(scope="session")
 def cluster():
-    """One real three-node cluster for the whole session. Its own directory and ports (overridable
-    with TEST_CLUSTER_DIR / TEST_KAFKA_BASE_PORT) so a running demo cluster is never touched; stopped
-    at the end when this session started it."""
+    """One real three-node cluster for the whole session (tests.kafka_fixtures.shared_cluster); stopped at the end
+    when this session started it. `make test` wipes it first (tests/run_suite.py)."""
     local = _started("cluster", _start_cluster)
     yield local
     local.down()
 
 
 def _start_cluster():
-    cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
-    return LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090"))).up()
+    return shared_cluster().up()
 
 
 @pytest.fixture(scope="module", params=COMPAT_VERSIONS, ids=lambda version: version.id)
@@ -255,15 +253,11 @@ def fault_cluster():
 
 
 def _start_fault_cluster():
-    import shutil
-
     from tests.kafka_fixtures import FaultCluster
 
     cluster_dir = Path(os.environ.get("TEST_FAULT_CLUSTER_DIR", ROOT / ".local-cluster" / "faults"))
     local = FaultCluster(cluster_dir, int(os.environ.get("TEST_FAULT_KAFKA_BASE_PORT", "29700")))
-    local._run("down")  # a cluster left by an interrupted session: stop it before wiping its data
-    shutil.rmtree(cluster_dir, ignore_errors=True)
-    local.up()
+    local.wipe().up()
     local.started_here = True  # wiped and started for this session: stopped by it
     return local
 

@@ -119,7 +119,8 @@ def watch_ticks(log_text):
     lines = [line for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
     gaps = [float(line.split(SLOW_LOOK_LINE, 1)[1].split()[0]) for line in lines
             if line.startswith(LOG_PREFIX + SLOW_LOOK_LINE)]
-    slow_ticks = [line[len(LOG_PREFIX + SLOW_TICK_LINE):] for line in lines if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
+    slow_ticks = [line[len(LOG_PREFIX + SLOW_TICK_LINE):] for line in lines
+                  if line.startswith(LOG_PREFIX + SLOW_TICK_LINE)]
     failed = [line for line in lines if line.startswith((f"{LOG_PREFIX}{LIST_REASSIGNMENTS} failed",
                                                          f"{LOG_PREFIX}tick failed"))]
     unread = [line for line in lines if line.startswith(f"{LOG_PREFIX}reading ownership records failed")]
@@ -188,7 +189,8 @@ def check_no_wait_on_the_dead(found, test):
     "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds"); that gap is reported, not bounded."""
     trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
     figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
-           watch_gap_s=found["watch_gap_s"], slow_ticks=found["slow_ticks"], watch_failures=len(found["watch_failures"]),
+           watch_gap_s=found["watch_gap_s"], slow_ticks=found["slow_ticks"],
+           watch_failures=len(found["watch_failures"]),
            ownership_reads_failed=found["ownership_reads_failed"],
            longest_batch_gap_s=found["longest_batch_gap_s"], kafka_held_writes_s=found["fencing_held_s"],
            slowest_batch_before_s=found["slowest_batch_before_s"],

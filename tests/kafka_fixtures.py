@@ -2,6 +2,7 @@
 set throttles. Everything targets 127.0.0.1 only."""
 
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -34,6 +35,13 @@ def known_to_every_broker(admin, topic, partitions):
     return True
 
 
+def shared_cluster():
+    """The session's shared cluster (conftest `cluster`), not started: its own directory and ports (overridable with
+    TEST_CLUSTER_DIR / TEST_KAFKA_BASE_PORT), so a running demo cluster is never touched."""
+    cluster_dir = Path(os.environ.get("TEST_CLUSTER_DIR", ROOT / ".local-cluster" / "test"))
+    return LocalCluster(cluster_dir, int(os.environ.get("TEST_KAFKA_BASE_PORT", "29090")))
+
+
 class LocalCluster:
     """The three-node cluster of deploy/local-cluster.sh. Tests get one per session (conftest)."""
 
@@ -60,6 +68,12 @@ class LocalCluster:
     def down(self):
         if self.started_here:
             self._run("down")
+
+    def wipe(self):
+        """Stop the cluster if it runs (one left by an interrupted session) and delete its data."""
+        self._run("down")
+        shutil.rmtree(self.env["CLUSTER_DIR"], ignore_errors=True)
+        return self
 
     def pid(self, node):
         return int((Path(self.env["CLUSTER_DIR"]) / f"node{node}" / "pid").read_text())
