@@ -26,7 +26,8 @@ def test_job_sigkilled_at_random_moments_leaves_no_owned_throttle(fault_cluster,
     """Five kills at the moments a crash hurts most, their timing drawn from a seeded random generator
     (the seed is printed): between execute's ownership write and its config change, during start-up,
     mid-move, while a move that then completes with the job down is in flight, and right after the janitor's
-    first removal (before it can mark the ownership record done). After the last restart no owned throttle may remain and no foreign one change."""
+    first removal (before it can mark the ownership record done). After the last restart no owned throttle may
+    remain and no foreign one change."""
     seed = int(os.environ.get("FAULT_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     cluster, job, created, kills = fault_cluster, running(fault_job), [], []

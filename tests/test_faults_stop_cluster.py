@@ -181,7 +181,7 @@ def check_stop(found, test):
         job["offline_s"] = None if job["offline_at"] is None else job["offline_at"] - found["stopped"]
         figure(f"{test}[{name}]", victim=victim, trigger_s=job["trigger_s"], published_gap_s=job["published_gap_s"],
                bound_s=published_gap_bound_s(job["trigger_s"]), watch_gap_s=job["watch_gap_s"],
-                   slow_ticks=job["slow_ticks"],
+               slow_ticks=job["slow_ticks"],
                healthy_rises=job["healthy_rises"], healthy_still_s=job["healthy_still_s"],
                offline_on_metrics_after_stop_s=job["offline_s"], offline_polled_after_stop_s=job["offline_polled_s"],
                kafka_fenced_after_stop_s=found["fenced_s"],
