@@ -56,8 +56,10 @@ STATE = "kafka_reassignment_replica_state"
 DOES_NOT_ANSWER = "does not answer since"
 NO_LEADER = "has no leader since"
 # A record polled this long before the fence was seen must name the stopped leader: FenceWatch sees a fence up to
-# about 0.5 s late, and a poll's Metadata may follow the poll's start (the record's time) by one lapse.
-NAMED_BEFORE_FENCE_S = REQUEST_DEADLINE_S + 1.0
+# about 0.5 s late, and a poll's Metadata may follow the poll's start (the record's time): by more than one request
+# deadline on a loaded machine - a record polled 3.52 s before the fence was seen already read Kafka's "no leader"
+# (the 10 s-trigger job, in two full runs); two deadlines are allowed.
+NAMED_BEFORE_FENCE_S = 2 * REQUEST_DEADLINE_S + 1.0
 SETTLE_S = 150  # after SIGCONT: both moves end, the throttles go, two batches of each job run
 
 
