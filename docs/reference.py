@@ -113,7 +113,7 @@ def _label_values():
     from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, THROTTLE_SCOPES, TOPIC_THROTTLE_KEYS
     from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE, READ
     from streaming.vocabulary.reasons import REASON_CODES
-    from streaming.vocabulary.states import STATE_NAMES, PlanPartitionState
+    from streaming.vocabulary.states import MOVING_STATE_NAMES, PlanPartitionState
     from streaming.vocabulary.throttle_actions import THROTTLE_ACTION_NAMES
 
     run = _subcommands(build_parser())["run"]
@@ -122,7 +122,9 @@ def _label_values():
         (None, "topic"): ((), "the moving partition's topic"),
         (None, "partition"): ((), "the partition's index"),
         (None, "broker"): ((), "the broker id: the destination of a move; the broker a throttle is set on"),
-        (None, "state"): (STATE_NAMES, "streaming/vocabulary/states.py `ReplicaState`, least severe first"),
+        (None, "state"): (MOVING_STATE_NAMES, "streaming/vocabulary/states.py `ReplicaState`, least severe first; "
+                                              "COMPLETED and CANCELLED are never series: a finished move's series "
+                                              "vanish and the progress topic records its end"),
         (m.PLAN_PARTITIONS.name, "state"): (tuple(s.value for s in PlanPartitionState),
                                             "streaming/vocabulary/states.py `PlanPartitionState`"),
         (None, "reason_code"): (REASON_CODES, "streaming/vocabulary/reasons.py"),

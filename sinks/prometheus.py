@@ -20,7 +20,7 @@ from sinks.metric_rows import shown_rows
 from streaming.vocabulary.columns import Columns
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
-from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
+from streaming.vocabulary.states import MOVING_STATE_NAMES
 
 DETAIL_KEYS = {"replica": ("topic", "partition", "broker"), "partition": ("topic", "partition"), "topic": ("topic",)}
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
@@ -51,7 +51,6 @@ REPLICA_GAUGES = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES
                   (m.REPLICA_STALLED, "stalled_seconds"))
 ROLLUP_COLUMN = {"numerator": "bytes_done", "denominator": "bytes_total"}
 ROLLUP_GAUGES = tuple((metric, ROLLUP_COLUMN.get(column, column)) for metric, column in REPLICA_GAUGES)
-MOVING_STATE_NAMES = tuple(name for name in STATE_NAMES if ReplicaState[name] not in FINISHED_STATES)
 DETAIL_ROWS = {"replica": ("replicas", REPLICA_GAUGES), "partition": ("partitions", ROLLUP_GAUGES),
                "topic": ("topics", ROLLUP_GAUGES)}
 
@@ -81,8 +80,10 @@ def samples(picture, detail="replica", budget=METRICS_ROW_BUDGET):
                 for name in MOVING_STATE_NAMES]
         if detail == "replica" and row.get("reason_code") is not None:  # rollups carry no reason
             out.append((m.REPLICA_DIAGNOSIS, keys + ("reason_code",), labels + (row["reason_code"],), 1.0))
-    out += [(m.METRICS_ROWS_OMITTED, ("detail", "state"), (detail, name), float(omitted[name])) for name in STATE_NAMES]
-    out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0))) for name in STATE_NAMES]
+    out += [(m.METRICS_ROWS_OMITTED, ("detail", "state"), (detail, name), float(omitted[name]))
+            for name in MOVING_STATE_NAMES]
+    out += [(m.PARTITIONS, ("state",), (name,), float(picture.partition_states.get(name, 0)))
+            for name in MOVING_STATE_NAMES]
     summary = picture.summary
     if summary:
         out.append((m.REMAINING_BYTES, (), (), float(summary["bytes_remaining"])))

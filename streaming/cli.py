@@ -35,6 +35,7 @@ COMMANDS = {
 DISTRIBUTION = "kafka-reassign-monitor"
 DOOR_COMMANDS = {"progress", "execute", "verify", "cancel", "pause", "resume"}  # run(args, connect): their admin is a parameter
 NO_CLUSTER = {"dashboards"}
+NO_OUTPUT = {"run"}  # the job prints log lines only: its outputs are the progress topic and /metrics
 
 
 def _module(name):
@@ -73,7 +74,9 @@ def build_parser(load=_module):
                              help="Kafka client properties, as Kafka's tools take them: security.protocol, sasl.*, ssl.* stores")
             sub.add_argument("--timeout", type=flags.timeout, default=defaults.TIMEOUT_S, metavar="SECONDS",
                              help="bound on reaching the cluster (default 10; 500ms, 30s, 2m also work)")
-        sub.add_argument("--output", choices=("table", "json"), default="table", help="what to print: text or one JSON document")
+        if name not in NO_OUTPUT:
+            sub.add_argument("--output", choices=("table", "json"), default="table",
+                             help="what to print: text or one JSON document")
         sub.add_argument("--debug", action="store_true", help="show tracebacks")
         load(name).add_arguments(sub)
     return parser

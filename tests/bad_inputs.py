@@ -360,7 +360,7 @@ for extra in (("--additional",), ("--no-auto-remove-throttle",), ("--dry-run",),
                       file=GOOD))
 CASES.append(Case("execute-plan-with-log-dirs", "plan", (*PLAN_EXECUTE, "--max-partitions-in-flight", "5"),
                   file=doc(entry(log_dirs=["/data/a", "any"]))))
-for command in ("pause", "resume", "cancel"):
+for command in ("pause", "resume", "cancel", "progress"):
     for value in ("", "x", "20261123T180000.000Z-ABCD", "20261123T180000Z-abcd", "20261123T180000.000Z-abcd\n"):
         CASES.append(Case(f"{command}-request-id-{value!r}", "plan",
                           (command, "--bootstrap-server", UNREACHABLE, "--request-id", value)))

@@ -165,3 +165,45 @@ def test_github_anchor():
     assert github_anchor("Client settings: `--command-config`") == "client-settings---command-config"
     assert github_anchor("ETAs: one model of the throttle budgets") == "etas-one-model-of-the-throttle-budgets"
     assert github_anchor("[0.2.0] - 2026-11-25") == "020---2026-11-25"
+
+
+GLOSSARY = DOCS / "glossary.md"
+GLOSSARY_ROW = re.compile(r"^\| ([^|]+?) \| (.+) \|$", re.M)
+INTRODUCED = re.compile(r"(?<![*\w])\*([A-Za-z][\w' -]*[A-Za-z])\*(?![*\w])")
+
+
+def glossary():
+    """{term: its definition} of docs/glossary.md's tables; "a / b" rows define both words, and a term set in
+    italics inside a definition (a "first look" inside "look") is defined there."""
+    terms = {}
+    for term, meaning in GLOSSARY_ROW.findall(GLOSSARY.read_text()):
+        if term in ("term", "---"):
+            continue
+        for word in term.split(" / "):
+            terms[word.strip().lower()] = meaning
+        for word in INTRODUCED.findall(meaning):
+            terms[word.lower()] = meaning
+    return terms
+
+
+def used(term, text):
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?:s|es)?(?![\w-])", text, re.I) is not None
+
+
+def test_every_term_the_glossary_defines_is_used_in_the_documentation():
+    pages = "\n".join(without_code(p.read_text()) for p in PAGES if p != GLOSSARY)
+    unused = sorted(term for term in glossary() if not used(term, pages))
+    assert not unused, f"docs/glossary.md defines words no page uses: {unused}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p != GLOSSARY], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_term_a_page_introduces_is_in_the_glossary(page):
+    defined = glossary()
+    undefined = sorted({term for term in INTRODUCED.findall(without_code(page.read_text()))
+                        if term.lower() not in defined})
+    assert not undefined, f"{page.relative_to(ROOT)} introduces {undefined} in italics: define them in docs/glossary.md"
+
+
+def test_the_glossary_check_reads_the_page():
+    """The checks above cannot pass on an empty reading: the words the controller's documentation leans on are there."""
+    assert {"door", "held", "lapse", "look", "picture", "ledger", "gate", "tick", "sweep", "duty"} <= set(glossary())

@@ -8,6 +8,7 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
+from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.job_process import BATCHES, CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
@@ -181,6 +182,49 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
             "leader": None, "follower": None, "1.leader": FOREIGN_RATE, "1.follower": None,
             "2.leader": None, "2.follower": None}, 90, interval_s=0.2,
             message="broker 1's prior leader rate restored and every key of the move gone")
+    finally:
+        cleanup(cluster, topic)
+
+
+def adopted(job, topic):
+    """Whether the ownership topic holds an `observed` record (docs/ownership.md "Adoption") of a move of `topic`."""
+    return any(value.get("origin") == "observed" and any(m["topic"] == topic for m in value.get("moves", ()))
+               for _, value in read_topic(job.bootstrap, OWNERSHIP_TOPIC))
+
+
+def test_a_rate_raised_with_execute_additional_on_an_adopted_move_is_removed_at_completion(cluster, job, tmp_path):
+    """The runbooks' way to raise a rate (docs/alerts.md "KafkaReassignmentReplicaFallingBehind"): Kafka's own
+    `--execute --throttle` starts a move the job adopts, over broker 1's foreign leader rate; the operator then
+    runs `reassign-monitor execute --additional --throttle` with the same file. The new rate is ours, and at
+    completion every key of the move is gone and broker 1's foreign rate is back (a rate raised by hand would
+    have been the operator's and stayed: docs/ownership.md "Lost claim")."""
+    topic = cluster.unique_topic("raised")
+    cluster.create_topic(topic, {0: [1]}, megabytes=0)
+    cluster.produce(topic, [0], 16)
+    cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": FOREIGN_RATE}})
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
+    try:
+        polls_after(job, 2)
+        time.sleep(OWNED_JOB_TRIGGER_S + 1)  # adoption compares with a look before the move (as above)
+        started = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",
+                                                   "--reassignment-json-file", str(plan), "--throttle", "500000"],
+                                 capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_for(lambda: adopted(job, topic), 60, interval_s=0.5, message="the job to adopt Kafka's tool's throttles")
+        raised = subprocess.run([CLI, "execute", "--bootstrap-server", cluster.bootstrap, "--reassignment-json-file",
+                                 str(plan), "--additional", "--throttle", "2000000"],
+                                capture_output=True, text=True, timeout=60)
+        assert raised.returncode == 0, raised.stderr
+        assert moving(cluster, topic), "the move ended before the rate was raised: make it larger"
+        shown = configs(cluster, topic, (1, 2))
+        assert [shown[f"{b}.{side}"] for b in (1, 2) for side in ("leader", "follower")] == ["2000000"] * 4, shown
+
+        wait_for(lambda: not moving(cluster, topic), 120, interval_s=0.1, message="the move to complete")
+        wait_for(lambda: {k: v or None for k, v in configs(cluster, topic, (1, 2)).items()} == {
+            "leader": None, "follower": None, "1.leader": FOREIGN_RATE, "1.follower": None,
+            "2.leader": None, "2.follower": None}, 60, interval_s=0.2,
+            message="the raised rates and every key of the move gone, broker 1's foreign rate back")
     finally:
         cleanup(cluster, topic)
 

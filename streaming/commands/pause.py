@@ -2,6 +2,8 @@
 (and its throttles are removed as each completes, by whoever advances the plan or by `verify` / `run`).
 Exit 2 for an unknown request id or a plan that is done or cancelled."""
 
+import json
+
 from streaming.commands import flags, plan_execute
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.errors import EXIT_OK
@@ -17,5 +19,8 @@ def run(args, connect):
 
     admin, _, plan = plan_execute.set_state(args, connect, PlanState.PAUSED, (PlanState.RUNNING,))
     admin.close()
-    print(f"Plan {plan.request_id} {plan.state}: nothing more is submitted until `resume --request-id {plan.request_id}`")
+    if args.output == "json":
+        print(json.dumps({"request_id": plan.request_id, "state": plan.state}))
+    else:
+        print(f"Plan {plan.request_id} {plan.state}: nothing more is submitted until `resume --request-id {plan.request_id}`")
     return EXIT_OK

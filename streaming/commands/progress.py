@@ -21,6 +21,7 @@ from contextlib import nullcontext
 # error should not wait for them.
 
 from streaming.vocabulary import durations, reassignment_file
+from streaming.commands import flags
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, BadInput
 from streaming.vocabulary.kafka_apis import REQUIRED_APIS
@@ -38,7 +39,7 @@ def add_arguments(parser):
                              "(default: every ongoing reassignment)")
     parser.add_argument("--watch", type=durations.flag(*WATCH_BOUNDS_S), metavar="SECONDS",
                         help="redraw every SECONDS until nothing moves (with --output json: one document per line)")
-    parser.add_argument("--request-id", metavar="ID",
+    parser.add_argument("--request-id", type=flags.request_id, metavar="ID",
                         help="report the plan with this request id (execute --max-partitions-in-flight): partitions "
                              "pending / in flight / done / failed, bytes, rate, ETA; exit 1 while it is running or "
                              "paused (with --watch: until it is neither)")

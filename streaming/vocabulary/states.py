@@ -26,6 +26,8 @@ class ReplicaState(IntEnum):
 
 FINISHED_STATES = frozenset({ReplicaState.COMPLETED, ReplicaState.CANCELLED})
 STATE_NAMES = tuple(state.name for state in ReplicaState)
+# The states /metrics shows: a finished move's series vanish (its COMPLETED or CANCELLED is a progress-topic record).
+MOVING_STATE_NAMES = tuple(state.name for state in ReplicaState if state not in FINISHED_STATES)
 SEVERITY = {state.name: state.value for state in ReplicaState}  # for vectorized .map over name columns
 NAME_OF = {state.value: state.name for state in ReplicaState}
 
