@@ -2,12 +2,13 @@
 
 Everything the operator gave is checked before Spark starts or any topic is created (`preflight`): the
 flags, that the metrics port can be bound, that a local checkpoint location is (or can become) a
-writable directory, and that the cluster answers. A failure is one line and exit 2 (or 3 for the
+writable directory, that there is a Java to start Spark with, and that the cluster answers. A failure is one line and exit 2 (or 3 for the
 cluster), not a Java stack trace after a minute of Spark start-up.
 """
 
 import os
 import re
+import shutil
 import socket
 import tempfile
 
@@ -166,6 +167,16 @@ def _exists(path, flag):
     return True
 
 
+def check_java(environ=os.environ, which=shutil.which):
+    """Spark's driver is a JVM, started as pyspark starts it: `$JAVA_HOME/bin/java`, else `java` on PATH. Without
+    one, `run` would fail after the controller started, with a Python stack from pyspark's launcher."""
+    home = environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else which("java")
+    if not java or not os.access(java, os.X_OK):
+        where = f"JAVA_HOME={shown(home, 200)} has no bin/java" if home else "no `java` on PATH and no JAVA_HOME"
+        raise BadInput(f"no Java to start Spark ({where}): install Java 17 or 21")
+
+
 def check_cluster(config):
     """One DescribeCluster: an unreachable or refusing cluster is one line (exit 3) before Spark starts."""
     from streaming.cluster.admin import KafkaClusterAdmin
@@ -183,6 +194,7 @@ def check_cluster(config):
 def preflight(config):
     check_checkpoint(config.checkpoint_location)
     check_metrics_port(config.metrics_address, config.metrics_port)
+    check_java()
     check_cluster(config)
 
 
