@@ -1,5 +1,5 @@
-"""A poll right after a node is SIGKILLed (issue 21), and a progress write across the same kill; polls while a
-node hangs (SIGSTOP, issue 28), before and after; and the healthy request times the door's deadline is chosen from.
+"""A poll right after a node is SIGKILLed, and a progress write across the same kill; polls while a
+node hangs (SIGSTOP), before and after; and the healthy request times the door's deadline is chosen from.
 
 On a local 3-node cluster of its own: one long-lived admin door (as the job's executor keeps one), polls with
 `--timeout` TIMEOUT (all partitions, throttles read, like the job). Per victim - the active controller, the
@@ -11,7 +11,7 @@ once it has fenced the dead broker. The node is restarted before the next victim
 
 Prints a markdown table and writes it to bench/RESULTS.md, section "Poll after a SIGKILL (bench/dead_node.py)".
 
-`--stop TREE` (issue 28): per victim - the active controller, another broker - the same long-lived door polls
+`--stop TREE`: per victim - the active controller, another broker - the same long-lived door polls
 in a loop (all partitions, throttles, as the job's executor does) while a thread lists the reassignments every
 second (as the job's driver watch does); the victim is SIGSTOPped for STOP_S and then continued. Reported: the
 first poll after the stop, the polls completed during the stop (how many, the slowest, the longest gap between
@@ -20,7 +20,7 @@ not alive, and after SIGCONT how long until a poll reported it alive again. Pair
 code, run from its own tree with this venv): "before" / "after". Section "Polls while a node hangs (bench/dead_node.py
 --stop)".
 
-`--fresh-doors TREE` (issue 28): a broker that is not the active controller is SIGSTOPped for STOP_S, and meanwhile
+`--fresh-doors TREE`: a broker that is not the active controller is SIGSTOPped for STOP_S, and meanwhile
 a new door polls once, again and again, as a Spark worker's first poll does (each worker process makes its own door
 on first use, and Spark replaces idle workers): how many doors were made, how many could not connect, the slowest
 connect and the slowest connect plus poll, and how many polls reported the stopped broker not alive. Paired A B B A
@@ -138,7 +138,7 @@ def stop_arm(bootstrap, victim, role, timeout_s, stop_s):
     """One SIGSTOP of `victim` under this tree's door (module docstring): the row's figures as a dict."""
     door = KafkaClusterAdmin(bootstrap, None, timeout_s)
     listed, halt, handed = [], threading.Event(), {}
-    # As the job does where the code has it (after issue 28): the watch lists through `listed_or_last`, and while
+    # As the job does where the code has it (since the door holds nodes that do not answer): the controller lists through `listed_or_last`, and while
     # that is the last list (the controller answers nobody) the polls take it instead of asking (`listed`).
     listing = getattr(door, "listed_or_last", None)
     takes_listed = "listed" in inspect.signature(poll).parameters
@@ -338,7 +338,7 @@ def request_times(sizes, timeout_s):
                 poll(door, all_partitions=True)
             kafka._manager.send = routed
             # Metadata of every topic as the door answers it now (kafka-python, decoded and mapped: what a poll
-            # waits for) and as it did before issue 28 (librdkafka's list_topics, decoded in C).
+            # waits for) and as it did before the door held nodes that do not answer (librdkafka's list_topics, decoded in C).
             for name, call in (("Metadata, the door's (kafka-python) whole call", door._metadata),
                                ("Metadata, librdkafka's list_topics (before)",
                                 lambda: door._confluent_admin().list_topics(timeout=timeout_s))):
@@ -439,7 +439,7 @@ def main():
     body = (f"{table}\n\nLocal 3-node cluster (KRaft, combined broker+controller nodes, default "
             f"broker.session.timeout.ms 9 s) on the shared 2-core machine; one long-lived admin door with "
             f"`--timeout {args.timeout:g}`, polls as the job makes them (all partitions, throttles). Before the "
-            f"door held closed connections as gone (issue 21), the first poll after killing the active controller "
+            f"door held closed connections as gone, the first poll after killing the active controller "
             f"took 18.3 s at `--timeout 10` and failed (ListPartitionReassignments, DescribeConfigs and "
             f"DescribeLogDirs retried the dead node until the deadline). The write is Kafka's own wait: it "
             f"acknowledges acks=all only once the dead broker is fenced and out of every ISR. 1-min load average "

@@ -1,4 +1,4 @@
-"""One plan three ways: all at once, fixed waves, pipelined (issue 20).
+"""One plan three ways: all at once, fixed waves, pipelined.
 
 On a three-node cluster of its own (deploy/local-cluster.sh, started here and stopped at the end) one topic
 gets `--partitions` partitions of mixed sizes (drawn once, seeded: `--min-mb` to `--max-mb`), partition i on
