@@ -46,7 +46,9 @@ STARTUP_TITLE = "Run start-up (bench/idle.py)"
 
 
 def window(job, seconds):
-    """(cores, mean RSS MB, max RSS MB, batches, mean PSS MB) of the job's session over `seconds`. CPU is summed per
+    """(cores, mean RSS MB, max RSS MB, batches, mean PSS MB, driver CPU ms per second) of the job's session over
+    `seconds`. The driver process alone (the session's leader, the `run` process) is mostly the controller while no
+    batch runs: it ticks once a second, so its CPU per second is the controller's cost per tick. CPU is summed per
     process from its first to its last sample, so a process that exits in the window (Spark stops idle Python
     workers) keeps what it used instead of taking its whole past out of the sum."""
     sid = job.process.pid
@@ -59,9 +61,11 @@ def window(job, seconds):
         last.update(session_cpu_by_pid(sid))
         time.sleep(1.0)
     last.update(session_cpu_by_pid(sid))
-    cores = sum(cpu - first.get(pid, 0.0) for pid, cpu in last.items()) / (time.monotonic() - t0)
+    elapsed = time.monotonic() - t0
+    cores = sum(cpu - first.get(pid, 0.0) for pid, cpu in last.items()) / elapsed
+    driver_ms = 1000 * (last.get(sid, 0.0) - first.get(sid, 0.0)) / elapsed
     return (cores, statistics.mean(samples), max(samples), int((job.metric(BATCHES) or 0) - batches0),
-            statistics.mean(pss))
+            statistics.mean(pss), driver_ms)
 
 
 class Arm:
@@ -145,17 +149,18 @@ def main():
         for phase in ("idle", "moving"):
             rows.append([f"{arm.name} ({commit[:8]})" if arm is before else arm.name, phase, f"{median(arm, phase, 0):.3f}",
                          f"{median(arm, phase, 1):.0f}", f"{median(arm, phase, 2):.0f}", f"{median(arm, phase, 4):.0f}",
-                         f"{median(arm, phase, 5):.0f}", f"{median(arm, phase, 3):.0f}"])
+                         f"{median(arm, phase, 6):.0f}", f"{median(arm, phase, 3):.0f}", f"{median(arm, phase, 5):.1f}"])
     loads = ", ".join(f"{r['load']:.1f}" for arm in (before, after) for r in arm.runs)
     idle_table = markdown_table(["arm", "phase", "cores", "RSS mean MB", "RSS max MB", "PSS mean MB", "processes",
-                                 f"batches in {args.window:g} s"], rows)
+                                 f"batches in {args.window:g} s", "driver CPU ms/s (idle: per controller tick)"], rows)
     write_section(IDLE_TITLE, (
         f"`reassign-monitor run` at the default 10 s trigger and master on an idle local 3-node cluster, medians of "
         f"two runs per arm paired A B B A (before = `{args.before}` at {commit[:8]}). CPU "
         f"and RSS of every process in the job's session over {args.window:g} s, {SETTLE_S:g} s after the first batch "
         f"(idle), then over {args.window:g} s while one partition moves under a 1 MB/s throttle (moving). RSS is the "
         f"sum of the processes' VmRSS (shared pages counted in each); PSS divides each shared page among its "
-        f"processes (Spark's Python workers are forked from daemons and share their pages).\n\n{idle_table}\n\n"
+        f"processes (Spark's Python workers are forked from daemons and share their pages). The driver's CPU is the `run` "
+        f"process's alone: while nothing moves no batch runs and it is the controller, which ticks once a second.\n\n{idle_table}\n\n"
         f"1-minute load average at the end of each run (the two before runs, then the two after runs): {loads} on 2 "
         f"cores shared with other engineers' clusters and jobs. Whole bench {elapsed / 60:.1f} min."))
     start_rows = [[arm.name, f"{statistics.median(r['first_poll'] for r in arm.runs):.1f}",

@@ -15,6 +15,7 @@ from streaming.cluster.connecting import candidates
 from streaming.cluster.door import Door
 from streaming.cluster.held import HeldNodes
 from streaming.vocabulary.defaults import request_deadline_s
+from tests.kafka_fixtures import wait_for
 
 Broker = namedtuple("Broker", "node_id")
 BOOTSTRAP = [Broker("bootstrap-0"), Broker("bootstrap-1"), Broker("bootstrap-2")]
@@ -96,7 +97,9 @@ def test_a_hung_bootstrap_server_costs_one_request_deadline_and_the_next_one_is_
         with pytest.raises(KafkaTimeoutError):
             door._connect(budget_s)
         took_s = time.monotonic() - started
-        time.sleep(0.3)  # the servers' threads see the last close
+        # the servers' threads record the first contact's close a moment after the door closed it
+        wait_for(lambda: [c for s in servers for c in s.connections if c[1] is not None], 5, interval_s=0.02,
+                 message="the first contact's close")
         contacts = sorted(c for s in servers for c in s.connections)
     finally:
         for server in servers:

@@ -132,7 +132,7 @@ def test_job_down_at_completion_removes_the_throttles_once_after_restart(cluster
         wait_for(lambda: configs(cluster, topic, (1, 2))["2.follower"] == FOREIGN_RATE, 120, interval_s=1,
                  message="removal after the restart")
         assert entries(configs(cluster, topic, (1, 2))["leader"]) == ["1:2"]
-        time.sleep(3 * OWNED_JOB_TRIGGER_S)  # more batches run: nothing is removed a second time
+        polls_after(job, 3)  # more polls: nothing is removed a second time
         removed = [a for a in throttle_records(job, topic) if a["throttle"]["action"] == "removed"]
         assert sorted((a["throttle"]["kind"], tuple(a["throttle"]["entries"] or ())) for a in removed) == [
             ("follower", ("0:2",)), ("leader", ("0:1",))]

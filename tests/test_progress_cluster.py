@@ -5,7 +5,6 @@ produces every KIP-179 status, and `--watch` until the move completes."""
 import json
 import os
 import subprocess
-import time
 
 import pytest
 from kafka import TopicPartition
@@ -117,7 +116,8 @@ def test_progress_of_a_throttled_move(cluster, throttled_move, tmp_path):
         assert before <= row["numerator"] <= after
         assert row["rate_bytes_per_sec"] is None and row["eta_seconds"] is None  # one-shot: no history
         numerators.append(row["numerator"])
-        time.sleep(1.5)
+        wait_for(lambda: log_size(cluster, 1, moving, 0) > row["numerator"], 30, interval_s=0.2,
+                 message="the copy to grow past the last report")
     assert numerators == sorted(numerators) and numerators[-1] > numerators[0], f"{numerators}; {surroundings(cluster)}"
     assert numerators[-1] < leader_bytes  # the throttle holds: still copying
 
