@@ -185,7 +185,7 @@ def test_the_first_published_poll_comes_after_the_first_look():
     controller.metrics.snapshot.touch = lambda poll_s: order.append("published")
     controller.tick()
     assert order == ["baseline", "published"]
-    assert len(controller.history.views) == 1
+    assert len(controller.duties.adoption.history.views) == 1
 
 
 def test_a_failed_list_counts_as_a_poll_error_and_asks_for_a_batch(tmp_path):
@@ -362,7 +362,7 @@ def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batc
 
 
 def test_moves_no_batch_reported_are_handed_over_a_limited_number_per_batch(tmp_path, monkeypatch):
-    monkeypatch.setattr("streaming.control.controller.HANDOVER_LIMIT", 1)
+    monkeypatch.setattr("streaming.control.duties.liveness.HANDOVER_LIMIT", 1)
     cluster = FakeCluster()
     controller, _, clock = a_controller_on(tmp_path, cluster)
     controller.hand_over(batch())
@@ -496,7 +496,7 @@ def test_a_tick_busy_for_an_interval_does_not_hold_liveness_back(tmp_path, busy_
     controller.hand_over(batch("COPYING"))
     controller.tick()
     before = sample(metrics, LAST_POLL)
-    controller._ticking_since_s = clock.now
+    controller.round.ticking_since_s = clock.now
     clock.now += busy_s
     controller.look_while_busy()
     assert (sample(metrics, LAST_POLL) == clock.now) is published and sample(metrics, LAST_POLL) >= before
@@ -517,12 +517,12 @@ def test_a_gap_between_two_lists_by_any_look_is_logged(tmp_path, busy_looks_s, l
     controller, _, clock = a_controller(throttled(moving=True), MemoryLedger.of(request()), gate_dir=tmp_path,
                                         trigger_s=2.0, logged=lines)
     controller.tick()
-    started = controller._ticking_since_s = clock.now
+    started = controller.round.ticking_since_s = clock.now
     for at_s in busy_looks_s:
         clock.now = started + at_s
         controller.look_while_busy()
     clock.now = started + 4.4
-    controller._ticking_since_s = None
+    controller.round.ticking_since_s = None
     controller.tick()
     gaps, _, _, _ = watch_ticks("\n".join(lines))
     assert gaps == logged_gaps
@@ -754,7 +754,7 @@ def test_the_first_look_shows_the_moves_in_flight_before_any_batch(tmp_path):
                           sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
     controller, metrics, clock = a_controller_on(tmp_path, cluster)
-    controller.picture_of = first_look
+    controller.duties.pictures.picture_of = first_look
     labels = dict(topic="t", partition="0", broker="2")
     assert controller.tick() == "first_batch"
     assert (sample(metrics, REPLICA_COPIED_BYTES, **labels), sample(metrics, REPLICA_TARGET_BYTES, **labels)) == (
@@ -814,19 +814,19 @@ def test_a_late_batch_makes_the_controller_show_polls_of_its_own(tmp_path):
                           sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))
     controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0)
-    controller.picture_of = first_look
+    controller.duties.pictures.picture_of = first_look
     labels = dict(topic="t", partition="0", broker="2")
 
     def copied_after_tick(seconds):
         clock.now += seconds
         controller.tick()
-        if controller._own_poll.ident is not None:
-            controller._own_poll.join(10)
+        if controller.duties.pictures.poll.ident is not None:
+            controller.duties.pictures.poll.join(10)
         return sample(metrics, REPLICA_COPIED_BYTES, **labels)
 
     controller.hand_over(batch("COPYING"))
     assert copied_after_tick(0) is None  # the batch just ran
-    assert copied_after_tick(controller.trigger_interval_s + controller.request_deadline_s - 0.1) is None
+    assert copied_after_tick(controller.trigger_interval_s + controller.duties.liveness.request_deadline_s - 0.1) is None
     assert copied_after_tick(0.2) == 400.0  # the next batch is a trigger and a deadline late
     cluster.sizes[("t", 0, 2)] = 700
     assert copied_after_tick(1.0) == 400.0  # within a trigger of the last

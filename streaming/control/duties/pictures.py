@@ -1,0 +1,50 @@
+"""The controller's own whole polls for /metrics, pictured by the batches' rules (`picture_of`): the first look
+(until Spark's first batch) and, in a thread of its own, a poll while a batch is late (batch_rules.shows_own_poll).
+The door holds a node that stopped answering after one request deadline, so such a picture shows its replicas
+BROKER_OFFLINE and every other replica's progress; the progress topic gets them from the next batch."""
+
+import threading
+
+from streaming.cluster.poller import poll
+
+
+class Pictures:
+    """`picture_of(snapshot)`: the Prometheus picture of a whole poll (None: /metrics shows the batches' pictures
+    only); `offer(picture)`: /metrics takes it unless it shows an older poll."""
+
+    def __init__(self, admin, picture_of, offer, say):
+        self.admin, self.picture_of, self.offer, self.say = admin, picture_of, offer, say
+        self.poll = threading.Thread()  # the last poll of its own while a batch is late, never started
+        self.poll_s = None  # when it was started
+
+    @property
+    def shown(self):
+        return self.picture_of is not None
+
+    def first_look(self):
+        """A whole poll, its picture offered to /metrics; the snapshot (adoption's view too)."""
+        snapshot = poll(self.admin, all_partitions=True)
+        picture = self.picture_of(snapshot)
+        if picture is not None:
+            self.offer(picture)
+        return snapshot
+
+    def busy(self):
+        return self.poll.is_alive()
+
+    def while_late(self, listed_rows, now_s):
+        """Start a poll of its own in a thread (a poll that waits out a lapse never delays a tick), with the tick's
+        list: a silent Kafka controller is the likeliest reason for a late batch."""
+        self.poll_s = now_s
+        self.poll = threading.Thread(target=self._show, args=(listed_rows,), name="reassign-monitor-own-poll",
+                                     daemon=True)
+        self.poll.start()
+
+    def _show(self, listed_rows):
+        try:
+            picture = self.picture_of(poll(self.admin, all_partitions=True, listed=listed_rows))
+        except Exception as error:  # another one a trigger later while the batch is still late
+            self.say(f"a poll of its own while a batch is late failed: {type(error).__name__}: {error}")
+            return
+        if picture is not None:
+            self.offer(picture)
