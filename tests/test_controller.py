@@ -834,3 +834,38 @@ def test_a_late_batch_makes_the_controller_show_polls_of_its_own(tmp_path):
     controller.hand_over(batch("COPYING"))
     cluster.sizes[("t", 0, 2)] = 900
     assert copied_after_tick(1.0) == 700.0  # a batch came
+
+
+def test_a_destination_dropped_before_any_batch_reported_the_move_is_still_handed_over(tmp_path):
+    """A move's target changed before Spark's first batch: /metrics showed its first destination (the controller's
+    look), so the batches must report it too (its CANCELLED), not only the destination listed now."""
+    cluster = FakeCluster()
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.tick()
+    cluster.reassigning[("t", 0)] = ((3, 1), (3,), (1,))  # the target changed: 2 is no destination any more
+    assert controller.tick() == "first_batch"
+    [handed_row] = gate.read(controller.gate_path, clock.now * 1000).unreported
+    assert handed_row["adding"] == [3, 2]
+    controller.hand_over(batch("COPYING"))
+    controller.tick()
+    assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
+
+
+def test_the_moves_a_first_look_showed_are_handed_to_the_batches(tmp_path):
+    """Every move the first look's picture showed on /metrics reaches the batches, even one the tick's list did not
+    show (it started between the list and the poll, and may end or change before the next tick)."""
+    from streaming.spark.outputs import first_look
+
+    class ListedBeforeTheMove(FakeCluster):
+        def listed_or_last(self):
+            return [], False
+
+    cluster = ListedBeforeTheMove(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                                  sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.duties.pictures.picture_of = first_look
+    controller.tick()
+    assert [(r["topic"], r["partition"], r["adding"])
+            for r in gate.read(controller.gate_path, clock.now * 1000).unreported] == [("t", 0, [2])]

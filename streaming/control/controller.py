@@ -154,15 +154,15 @@ class Controller:
         self.ledger = NotedReads(ledger, owned.note)
         self.applier = Applier(admin, self.ledger, log=self._janitor_log)
         advancer = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
+        self.handover = Handover(clock())
         self.duties = Duties(
             looks=Looks(admin, clock, self._say, slow_s=SLOW_TICK_S), owned=owned,
             janitor=Janitor(policy, self._janitor_log), adoption=Adoption(policy, trigger_interval_s, clock),
             steering=Steering(steering, throttle_interval_s, guard),
             plans=Plans(advancer, metrics, clock, self._say) if advancer is not None else None,
-            pictures=Pictures(admin, picture_of, metrics.snapshot.offer, self._say),
+            pictures=Pictures(admin, picture_of, metrics.snapshot.offer, self.handover.note_shown, self._say),
             liveness=Liveness(gate_path, trigger_interval_s, request_deadline_s(timeout_s), self._say),
             reports=Reports(writer, metrics, wall, log, self._say))
-        self.handover = Handover(clock())
         self.round = Round()
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread = None

@@ -28,6 +28,16 @@ def as_listed(move):
             "adding": list(move.destinations), "removing": removing}
 
 
+def with_dropped(row, before):
+    """`row`, the move of a partition as listed now, still adding the replicas `before` (the row kept for it, or None)
+    added: a destination dropped by a changed target before any batch reported the move is reported too (its
+    CANCELLED), not lost with the row it was listed in."""
+    if before is None:
+        return row
+    dropped = [b for b in before["adding"] if b not in row["adding"]]
+    return {**row, "adding": [*row["adding"], *dropped]} if dropped else row
+
+
 class Handover:
     def __init__(self, started_s):
         self._lock = threading.Lock()
@@ -77,9 +87,18 @@ class Handover:
         between two looks."""
         with self._lock:
             self._reported &= set(listed)  # a partition that left and moves again is a new move
-            for partition, row in [*listed.items(), *((p, as_listed(m)) for p, m in unseen.items())]:
-                if row["adding"] and partition not in self._reported:
-                    self._unreported[partition] = row
+            self._keep([*listed.items(), *((p, as_listed(m)) for p, m in unseen.items())])
+
+    def note_shown(self, rows):
+        """The moves of a whole poll the controller showed on /metrics (its first look, a poll while a batch is late):
+        kept like listed ones, so every replica /metrics showed has its records, its end included."""
+        with self._lock:
+            self._keep([((row["topic"], row["partition"]), row) for row in rows])
+
+    def _keep(self, moves):
+        for partition, row in moves:
+            if row["adding"] and partition not in self._reported:
+                self._unreported[partition] = with_dropped(row, self._unreported.get(partition))
 
     def facts(self):
         with self._lock:

@@ -10,10 +10,11 @@ from streaming.cluster.poller import poll
 
 class Pictures:
     """`picture_of(snapshot)`: the Prometheus picture of a whole poll (None: /metrics shows the batches' pictures
-    only); `offer(picture)`: /metrics takes it unless it shows an older poll."""
+    only); `offer(picture)`: /metrics takes it unless it shows an older poll; `shown(rows)`: the reassignments of a
+    poll whose picture was offered (the batches report them: duties.handover)."""
 
-    def __init__(self, admin, picture_of, offer, say):
-        self.admin, self.picture_of, self.offer, self.say = admin, picture_of, offer, say
+    def __init__(self, admin, picture_of, offer, shown, say):
+        self.admin, self.picture_of, self.offer, self.noted, self.say = admin, picture_of, offer, shown, say
         self.poll = threading.Thread()  # the last poll of its own while a batch is late, never started
         self.poll_s = None  # when it was started
 
@@ -24,9 +25,7 @@ class Pictures:
     def first_look(self):
         """A whole poll, its picture offered to /metrics; the snapshot (adoption's view too)."""
         snapshot = poll(self.admin, all_partitions=True)
-        picture = self.picture_of(snapshot)
-        if picture is not None:
-            self.offer(picture)
+        self._offer(snapshot)
         return snapshot
 
     def busy(self):
@@ -42,9 +41,12 @@ class Pictures:
 
     def _show(self, listed_rows):
         try:
-            picture = self.picture_of(poll(self.admin, all_partitions=True, listed=listed_rows))
+            self._offer(poll(self.admin, all_partitions=True, listed=listed_rows))
         except Exception as error:  # another one a trigger later while the batch is still late
             self.say(f"a poll of its own while a batch is late failed: {type(error).__name__}: {error}")
-            return
+
+    def _offer(self, snapshot):
+        picture = self.picture_of(snapshot)
         if picture is not None:
+            self.noted(snapshot["reassignments"])
             self.offer(picture)
