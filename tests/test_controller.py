@@ -761,7 +761,8 @@ def test_the_first_look_shows_the_moves_in_flight_before_any_batch(tmp_path):
         400.0, 1000.0)
     cluster.sizes[("t", 0, 2)] = 700
     clock.now += controller.trigger_interval_s
-    controller.tick()  # Spark still starting: the look is taken again a trigger later
+    controller.tick()  # Spark still starting: the look is taken again a trigger later, in a thread of its own
+    controller.duties.pictures.poll.join(10)
     assert sample(metrics, REPLICA_COPIED_BYTES, **labels) == 700.0
     controller.hand_over(batch("COPYING"))
     cluster.sizes[("t", 0, 2)] = 900
@@ -869,3 +870,49 @@ def test_the_moves_a_first_look_showed_are_handed_to_the_batches(tmp_path):
     controller.tick()
     assert [(r["topic"], r["partition"], r["adding"])
             for r in gate.read(controller.gate_path, clock.now * 1000).unreported] == [("t", 0, [2])]
+
+
+@pytest.mark.parametrize("batches_done, shown_s, now_s, shows", [
+    (0, None, 1000.0, False),  # the first look is the tick's own (the baseline), not this rule's
+    (0, 1000.0, 1005.0, False),  # within a trigger of the last picture
+    (0, 1000.0, 1010.0, True),  # Spark still starting, a trigger later: again
+    (1, 1000.0, 1010.0, False),  # a batch ran: the batches show the moves
+], ids=["first-look-is-the-ticks", "within-a-trigger", "a-trigger-later", "after-a-batch"])
+def test_shows_first_look(batches_done, shown_s, now_s, shows):
+    assert rules.shows_first_look(batches_done, shown_s, now_s, 10.0) is shows
+
+
+def test_until_the_first_batch_a_whole_poll_never_holds_a_tick(tmp_path):
+    """While Spark starts, the machine is busy and a whole poll takes seconds: the pictures after the first look are
+    polled in a thread of their own, and the ticks go on listing meanwhile (a tick waiting for one missed a 3 s move
+    of ours, whose throttles then stayed until the next read of the ledger)."""
+    import threading
+
+    from streaming.spark.outputs import first_look
+
+    release = threading.Event()
+
+    class SlowLogDirs(FakeCluster):
+        held = False
+
+        def describe_log_dirs(self, broker):
+            if self.held:
+                release.wait(10)
+            return super().describe_log_dirs(broker)
+
+    cluster = SlowLogDirs(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                          sizes={("t", 0, 1): 1000, ("t", 0, 2): 400})
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,))
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.duties.pictures.picture_of = first_look
+    controller.tick()  # the first look: its whole poll in the tick (the baseline)
+    cluster.held = True
+    clock.now += controller.trigger_interval_s
+    assert controller.tick() == "first_batch"  # the picture's poll is held: the tick is not
+    assert controller.duties.pictures.busy()
+    clock.now += 1
+    del cluster.reassigning[("t", 0)]
+    controller.tick()
+    assert controller.duties.looks.reassigning == frozenset()  # this tick listed, the poll still held
+    release.set()
+    controller.duties.pictures.poll.join(10)

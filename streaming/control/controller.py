@@ -10,8 +10,9 @@ findings over (`hand_over`) and never act.
 The first tick is the first look: the reassignments listed, the ledger read, and the throttle baseline that adoption
 compares against read, before liveness is first published. Until Spark's first batch, that read is a whole poll of
 the cluster, and the picture of its moves (duties.pictures, the same rules as a batch's) is shown on /metrics: a move
-in flight when `run` starts shows there seconds later, not after Spark's start. The same picture of a poll of its own
-is shown while a batch is late. Each tick, about every second:
+in flight when `run` starts shows there seconds later, not after Spark's start. Until Spark's first batch the picture
+is polled again once a trigger, and while a batch is late, in a thread of its own (a whole poll on a machine busy
+starting Spark took seconds, and a tick waiting for it missed moves of ours that came and went meanwhile). Each tick, about every second:
 1. duties.looks: ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
    `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
    counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
@@ -147,7 +148,7 @@ class Controller:
                  timeout_s=10.0, steering=None, throttle_interval_s=30.0, guard=None, interval_s=TICK_INTERVAL_S,
                  clock=time.monotonic, wall=time.time, log=_log, plans=True, picture_of=None):
         self.admin, self.metrics, self.policy = admin, metrics, policy
-        self.trigger_interval_s, self.interval_s = trigger_interval_s, interval_s
+        self.interval_s = interval_s
         self.clock, self.wall, self.log = clock, wall, log
         owned = Owned(clock)
         # Every read of the ledger - the applier's and the plans' too - notes the requests Kafka accepted.
@@ -202,6 +203,10 @@ class Controller:
         """The active plans' streaming.control.plans.advancer.PlanStatus as of the last round (for the batch's
         records)."""
         return self.duties.plans.statuses if self.duties.plans is not None else {}
+
+    @property
+    def trigger_interval_s(self):
+        return self.duties.liveness.trigger_interval_s
 
     @property
     def gate_path(self):
@@ -436,15 +441,17 @@ class Controller:
     def _observe_now(self):
         """The throttles of every topic and broker and the reassignments, read now, as adoption's next view: at
         the first look (the baseline), when a move that is not ours appears, and whenever no view was taken for
-        a trigger interval (no batch ran: idle, or Spark still starting). Before Spark's first batch, the read is
-        a whole poll whose picture /metrics shows (duties.pictures)."""
+        a trigger interval (no batch ran: idle, or Spark still starting). The first look's read is a whole poll whose
+        picture /metrics shows (duties.pictures); until Spark's first batch, the pictures after it are polled in a
+        thread of their own (`_decide`), so a whole poll never holds a tick while Spark starts."""
+        pictures = self.duties.pictures
         self.duties.adoption.looking()
-        first_look = self.duties.pictures.shown and not self.handover.facts().batches_done
+        first_look = pictures.shown and pictures.poll_s is None and not self.handover.facts().batches_done
         if self.policy.cleanup == ALL and not first_look:
             return
         try:
             if first_look:
-                snapshot = self.duties.pictures.first_look()
+                snapshot = pictures.first_look(self.clock())
             else:
                 snapshot = read_cluster(self.admin, {row["topic"] for row in self.admin.describe_partitions(None)})
             self._observe(snapshot)
@@ -515,7 +522,9 @@ class Controller:
         if publishes:
             self.metrics.snapshot.touch(now_wall)
         pictures = duties.pictures
-        if (pictures.shown and not pictures.busy()
-                and duties.liveness.shows_own_poll(facts, waiting_since_s, pictures.poll_s, now_s)):
-            pictures.while_late(duties.looks.rows, now_s)
+        if pictures.shown and not pictures.busy():
+            if batch_rules.shows_first_look(facts.batches_done, pictures.poll_s, now_s, self.trigger_interval_s):
+                pictures.in_background(None, now_s)
+            elif duties.liveness.shows_own_poll(facts, waiting_since_s, pictures.poll_s, now_s):
+                pictures.in_background(duties.looks.rows, now_s)
         return reason
