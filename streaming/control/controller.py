@@ -1,62 +1,42 @@
 """The job's controller: the one part of the streaming job that changes the cluster or the ownership topic, as a
-scheduler over duties (streaming.control.duties), each a module that owns its state and returns what it decided.
+scheduler over duties (streaming.control.duties), each a module that owns its state and returns what it decided;
+this module only decides which duty runs when, and hands each what it needs (docs/architecture.md "The controller").
 
-It runs on the driver, in one thread of the `run` process, from the moment `run` starts (before Spark is up).
-Every change goes through its one writer (streaming.control.applier.Applier) and its one ledger of the ownership
-topic; every decision is a duty's, a function of what the scheduler hands it (the look, the clock, the ledger's
-records, what each Spark batch hands over). The Spark batches only compute and write their records; they hand their
-findings over (`hand_over`) and never act.
-
-The first tick is the first look: the reassignments listed, the ledger read, and the throttle baseline that adoption
-compares against read, before liveness is first published. Until Spark's first batch, that read is a whole poll of
-the cluster, and the picture of its moves (duties.pictures, the same rules as a batch's) is shown on /metrics: a move
-in flight when `run` starts shows there seconds later, not after Spark's start. Until Spark's first batch the picture
-is polled again once a trigger, and while a batch is late, in a thread of its own (a whole poll on a machine busy
-starting Spark took seconds, and a tick waiting for it missed moves of ours that came and went meanwhile). Each tick, about every second:
-1. duties.looks: ListPartitionReassignments, one request, never waiting for a silent Kafka controller (the door's
-   `impatient`; while it answers nobody, the door's last list, handed to the batches through the gate). A failure
-   counts in kafka_reassignment_monitor_poll_errors_total{api="ListPartitionReassignments"} and asks for a batch.
-   A list that waited out a request deadline - or a look between ticks (step 5) that did - leaves steps 2-7 to the
-   next tick, at once (batch_rules.defers_the_rest: one wait per tick).
-2. duties.owned: while something reassigns or owned throttles are known (and until a first list succeeded), and
-   otherwise once a trigger interval, read what others wrote to the ledger since then, and take the owned
-   partitions. Every read of the ledger, whichever duty makes it, notes the moves Kafka accepted since the read
-   before; a move noted since the last tick looked that is not listed now and was not at the last tick started and
-   completed between two looks (batch_rules.ended_unseen), looked for after steps 3 and 4 have read.
-3. The findings of each batch finished since the last tick, in order (`on_batch`): duties.steering moves the rates
-   `--throttle auto` owns; duties.adoption adopts throttles that appeared with a move another tool started (rule
-   "observed"); when the batch's poll shows a removal due, a record settled or a claim given up, duties.janitor sweeps
-   on a fresh read (streaming.control.sweep). Under `--dry-run` or `--throttle-cleanup off` the due actions are
-   reported once as `dry_run` records instead.
-4. A move that is not ours appears in the list: the throttles of the whole cluster are read at once, so the
-   ones it brought are adopted however long the next batch takes.
-5. The moment an owned partition leaves the reassignment list (between ticks, while an owned partition
-   reassigns, the controller looks at the list every quarter second and ticks at once when one left: `_wait`),
-   or a move of ours came and went unseen - or at start, when ownership records are active (a removal due while
-   the job was down), and again after a failed sweep - the janitor sweeps.
-6. duties.plans: one step of every running or paused plan whose lease this job holds, at most once a second.
-7. duties.reports: the `throttle` records of what was done go to the progress topic (kept and written again next
-   tick if that write fails), with the id of the batch whose findings led to them, else of the batch after the last
-   one this run finished (the batch that reports the move finished), -1 before this run's first batch.
-8. duties.liveness: whether a Spark batch is needed (streaming.control.batch_rules), written to the gate the source
-   reads (streaming.control.gate) with every move listed that no batch has reported yet (duties.handover): a
-   batch's end offset carries them, so its replay after a crash reports them even if they ended meanwhile (their
-   COMPLETED or CANCELLED is never lost). While no batch is needed, once a trigger interval the throttles of the
-   whole cluster are read (adoption's view stays at most a trigger old).
-9. Liveness (kafka_reassignment_monitor_last_poll_timestamp_seconds) when batch_rules.publishes_liveness - also right
-   after step 1, on the last tick's decision, and from a second thread that lists once a tick interval while a tick
-   is busy (`look_while_busy`), so that a duty waiting on Kafka (a sweep's write held until Kafka fenced a broker
-   that died) does not delay it.
+It runs on the driver, in one thread of the `run` process, from the moment `run` starts (before Spark is up). Every
+change goes through its one writer (streaming.control.applier.Applier) over its one ledger of the ownership topic.
+The Spark batches only compute and write their records; they hand their findings over (`hand_over`) and never act.
+The first tick is the first look: the reassignments listed, the ledger read, and adoption's throttle baseline read
+(a whole poll whose picture /metrics shows: duties.pictures) before liveness is first published. Each tick, about
+every second:
+1. duties.looks lists the reassignments (never waiting for a silent Kafka controller). A list that waited out a
+   request deadline - or a look between ticks (step 5) that did - leaves steps 2-7 to the next tick, at once
+   (batch_rules.defers_the_rest: one wait per tick).
+2. duties.owned reads the ledger while something reassigns or is owned, else once a trigger; every read, whichever
+   duty makes it, notes the moves Kafka accepted since the read before (a move of ours that came and went between
+   two looks is looked for after steps 3 and 4 have read).
+3. The findings of each batch finished since the last tick, in order (`on_batch`): duties.steering, duties.adoption,
+   and duties.janitor's sweep when the batch's poll shows a removal due, a record settled or a claim given up
+   (`dry_run` records instead under `--dry-run` or `--throttle-cleanup off`).
+4. A move that is not ours appears in the list, or no view was taken for a trigger: adoption reads the throttles.
+5. An owned partition left the list (between ticks, while an owned partition reassigns, the list is looked at every
+   quarter second: `_wait`), a move of ours came and went unseen, at start, or after a failed sweep: the janitor
+   sweeps (streaming.control.sweep).
+6. duties.plans: one step of every plan whose lease this job holds.
+7. duties.reports: the `throttle` records go to the progress topic (kept and written again next tick if that fails).
+8. duties.liveness: whether a Spark batch is needed, written to the gate with every move no batch has reported yet
+   (duties.handover: listed, or shown on /metrics by the controller's own polls); until Spark's first batch, and
+   while a batch is late, duties.pictures polls the whole cluster for /metrics in a thread of its own.
+9. Liveness when batch_rules.publishes_liveness - also right after step 1, on the last tick's decision, and from the
+   busy look (`look_while_busy`), so that a duty waiting on Kafka does not delay it.
 A tick longer than SLOW_TICK_S is logged with its steps' seconds ("slow tick: ..."), and so is a gap longer than that
-between two lists of the reassignments by any of the controller's looks ("slow look: ..."): the tick's, the one
-between ticks, the one while a tick is busy. A slow tick is not a slow look while the busy look lists.
+between two lists by any of the controller's looks ("slow look: ...").
 
-Threads, all on the driver (nothing here is pickled): the controller's (ticks and the looks between them); the busy
-look's (`look_while_busy`: it lists through duties.looks, under that duty's lock, and reads duties.handover); a poll
-of its own while a batch is late (duties.pictures: it only offers a picture to /metrics); and the batch handler
-(Spark's foreachBatch), which calls `hand_over`, `batch_ran`, `batch_writing`, `plan_statuses` and `requests`. What
-the batch handler and the controller share is duties.handover, under its one lock; `plan_statuses` and `requests`
-are dicts replaced whole, never mutated. The clock is injectable for tests.
+Threads, all on the driver (nothing here is pickled): the controller's (ticks, and the looks between them); the busy
+look's (it lists through duties.looks, under that duty's lock, and reads duties.handover); duties.pictures' poll (it
+offers a picture to /metrics and its moves to duties.handover); and the batch handler (Spark's foreachBatch), which
+calls `hand_over`, `batch_ran`, `batch_writing`, `plan_statuses` and `requests`. What the batch handler and the
+controller share is duties.handover, under its one lock; `plan_statuses` and `requests` are dicts replaced whole,
+never mutated. The clock is injectable for tests.
 """
 
 import contextlib
