@@ -916,3 +916,28 @@ def test_until_the_first_batch_a_whole_poll_never_holds_a_tick(tmp_path):
     assert controller.duties.looks.reassigning == frozenset()  # this tick listed, the poll still held
     release.set()
     controller.duties.pictures.poll.join(10)
+
+
+def test_a_move_of_ours_a_look_saw_between_two_ticks_is_swept_as_it_left(tmp_path):
+    """A tick held (Spark starting on a busy machine): the busy look listed a move of ours that the ticks never did,
+    and it ended before the next tick's list. That tick reads the ledger (a look saw something move) and sweeps at once,
+    the move having left the list - not a trigger later, on the idle read of the ledger, as one that came and went
+    unseen (5.6 s after completion at the default trigger)."""
+    cluster, ledger, lines = throttled(), MemoryLedger(), []
+    controller, _, clock = a_controller(cluster, ledger, gate_dir=tmp_path, trigger_s=10.0, logged=lines)
+    controller.tick()
+    controller.hand_over(batch())
+    clock.now += 1
+    assert controller.tick() is None
+    ledger.put(request())  # execute wrote it and started its move
+    cluster.reassigning[("t", 0)] = ((2, 1), (2,), (1,))
+    controller.round.ticking_since_s = clock.now
+    clock.now += 1.5
+    controller.look_while_busy()  # a tick busy for a tick interval: this look lists the move
+    controller.round.ticking_since_s = None
+    del cluster.reassigning[("t", 0)]  # it ended before the next tick's list
+    clock.now += 0.5
+    controller.tick()
+    assert cluster.topics[("t", "follower")] == ""  # swept now: 2 s since the last read of the ledger, not 10
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
+    assert any("1 owned partition(s) left the reassignment list" in line for line in lines), lines

@@ -304,8 +304,11 @@ class Controller:
                                                           self.round.deferred)
         if self.round.deferred:
             return self._decide(listed is not None, now_wall)
+        # What the last tick listed and what any look listed since: a move that a look between ticks or while this
+        # tick's predecessor was busy saw, and that ended before this list, left the list (it did not go unseen).
+        looked = looks.reassigning | (looks.take_seen() if listed is not None else frozenset())
         ledger_read = None  # not read this tick
-        if listed is not None and (not looks.listed_once or listed or owned.partitions or owned.unread
+        if listed is not None and (not looks.listed_once or looked or listed or owned.partitions or owned.unread
                                    or self._a_trigger_since(owned.read_s)):
             ledger_read = self._read_ledger()
         self._wake.clear()  # before taking: findings handed over after this wake the next wait
@@ -316,9 +319,9 @@ class Controller:
             # tool's: only on a ledger read this tick.
             if ledger_read or (ledger_read is None and self._read_ledger()):
                 self._observe_now()
-        unseen = {} if listed is None else owned.ended_unseen(looks.reassigning, listed)  # before the sweep
+        unseen = {} if listed is None else owned.ended_unseen(looked, listed)  # before the sweep
         if listed is not None and self.policy.acts:
-            left = batch_rules.partitions_left(looks.reassigning, listed, owned.partitions)
+            left = batch_rules.partitions_left(looked, listed, owned.partitions)
             if duties.janitor.sweeps_after(left, unseen, owned.partitions):
                 self._sweep(sorted(left), sorted(unseen))
             else:

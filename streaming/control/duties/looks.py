@@ -23,6 +23,7 @@ class Looks:
         self.for_batches = None  # the door's last list while Kafka's controller is silent, for the gate
         self.reassigning = frozenset()  # what the last tick listed
         self.listed_once = False  # a tick listed since start
+        self._seen = set()  # partitions any look listed since the tick last took them (`take_seen`)
 
     def listed_or_last(self):
         """The door's (rows, whether they are its last list); a gap longer than `slow_s` since the last list by any
@@ -31,6 +32,7 @@ class Looks:
         now_s = self.clock()
         with self._lock:
             since_s, self._listed_s = self._listed_s, now_s
+            self._seen.update(partition_of(r) for r in answer[0])
         if since_s is not None and now_s - since_s > self.slow_s:
             self.say(f"{SLOW_LOOK_LINE}{now_s - since_s:.1f} s between two lists")
         return answer
@@ -52,6 +54,13 @@ class Looks:
             self.for_batches = rows if last else None
         self.rows = rows
         return {partition_of(r): r for r in rows}
+
+    def take_seen(self):
+        """The partitions any look (the tick's, between ticks, while a tick is busy) listed since the last take: a move
+        a look saw between two ticks' lists is one the controller looked at, not one that came and went unseen."""
+        with self._lock:
+            seen, self._seen = self._seen, set()
+        return frozenset(seen)
 
     def listed(self, listed):
         """The tick's list, looked at by every duty: the next tick compares with it."""
