@@ -2,11 +2,13 @@
 in-memory ledger, with a clock the test moves: what the controller, janitor, steering and plan tests share."""
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from sinks.prometheus import MonitorMetrics
 from streaming.cluster.poller import poll
 from streaming.control.controller import Controller
+from streaming.control.duties.plans import Plans
 from streaming.control.findings import BatchFindings
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
@@ -35,7 +37,8 @@ class Writer:
 
 
 def a_controller(cluster, ledger=None, gate_dir=None, writer=None, trigger_s=10.0, clock=None, wall=None,
-                 logged=None, plans=False, steering=None, guard=None, throttle_interval_s=30.0, **policy):
+                 logged=None, plans=False, steering=None, guard=None, throttle_interval_s=30.0, picture_of=None,
+                 **policy):
     """(controller, metrics, clock): the controller over `cluster` (a FakeCluster) and `ledger` (a MemoryLedger),
     with the janitor's Policy(**policy). `wall` defaults to the clock; `plans`: advance plans (reading the fake);
     `steering`: the job's `--throttle auto` bounds."""
@@ -47,9 +50,16 @@ def a_controller(cluster, ledger=None, gate_dir=None, writer=None, trigger_s=10.
                             str(directory / "gate.json"), trigger_s, Policy(**policy), writer=writer or Writer(),
                             read=lambda topics: poll(cluster, topics=topics, throttles=True), timeout_s=1.0,
                             steering=steering, throttle_interval_s=throttle_interval_s, guard=guard,
-                            clock=clock, wall=wall or clock, log=log, plans=plans)
+                            clock=clock, wall=wall or clock, log=log, plans=plans, picture_of=picture_of)
     controller.applier.readback_timeout_s = 0.5
     return controller, metrics, clock
+
+
+def use_plans(controller, advancer):
+    """The controller's plans duty over `advancer` (a PlanAdvancer, or a stand-in with its `tick`, `statuses` and
+    `reported`)."""
+    controller.duties = replace(controller.duties, plans=Plans(advancer, controller.metrics, controller.clock,
+                                                               controller._say))
 
 
 def findings(snapshot, batch_id=7, tracks_moves=False, reported=(), **more):

@@ -6,7 +6,7 @@ from streaming.control.ownership.leases import Lease, holder_of
 from streaming.control.plans.advancer import MONITORING_ONLY, PlanAdvancer
 from streaming.control.plans.scheduler import Limits
 from streaming.vocabulary.errors import ClusterError
-from tests.controller_support import a_controller, sample
+from tests.controller_support import a_controller, sample, use_plans
 from tests.test_controller import batch
 from tests.test_plan_advance import PLAN_ID, setup, writer
 from streaming.vocabulary.states import PlanState
@@ -21,7 +21,7 @@ def advancer(fake, ledger, acts=True):
 
 def controller_with_plans(tmp_path, fake, ledger):
     controller, metrics, clock = a_controller(fake, ledger, gate_dir=tmp_path)
-    controller.plans = advancer(fake, ledger)
+    use_plans(controller, advancer(fake, ledger))
     return controller, metrics, clock
 
 
@@ -90,8 +90,8 @@ def test_an_idle_controller_reads_plans_once_a_trigger_and_each_tick_while_somet
     ledger.plan_headers.clear()  # no plan at all
     controller, _, clock = controller_with_plans(tmp_path, fake, ledger)
     rounds = []
-    tick = controller.plans.tick
-    controller.plans.tick = lambda now_s, now_ms: rounds.append(clock.now) or tick(now_s, now_ms)
+    tick = controller.duties.plans.advancer.tick
+    controller.duties.plans.advancer.tick = lambda now_s, now_ms: rounds.append(clock.now) or tick(now_s, now_ms)
     controller.hand_over(batch())
     controller.tick()
     clock.now += 5
@@ -118,8 +118,8 @@ def test_the_throttles_a_plan_step_removed_count_in_the_throttle_actions_metric(
     status = SimpleNamespace(step=step, state=PlanState.RUNNING, not_advanced=None, advanced_by=ME)
     fake, ledger = setup()
     controller, metrics, _ = a_controller(fake, ledger, gate_dir=tmp_path)
-    controller.plans = SimpleNamespace(tick=lambda now_s, now_ms: {PLAN_ID: status}, statuses={PLAN_ID: status},
-                                       reported=lambda request_ids: None)
+    use_plans(controller, SimpleNamespace(tick=lambda now_s, now_ms: {PLAN_ID: status}, statuses={PLAN_ID: status},
+                                          reported=lambda request_ids: None))
     controller.hand_over(batch())
     controller.tick()
     assert sample(metrics, THROTTLE_ACTIONS, scope="broker", action="removed") == 2.0

@@ -622,3 +622,15 @@ def test_a_batch_prints_its_summary_and_the_worst_moves_first(monkeypatch, shown
     lines = lines.splitlines()
     assert lines[0].startswith("6 replica moves") and "STALLED" in lines[1]
     assert len(lines) == 1 + min(shown, 6) + len(more) and lines[1 + min(shown, 6):] == more
+
+
+def test_a_destination_dropped_before_any_batch_is_reported_cancelled():
+    """The controller hands over a move whose target changed before any batch reported it with both destinations
+    (streaming.control.duties.handover.with_dropped): the batch reports the one dropped as CANCELLED and the other
+    as moving."""
+    snapshot = cluster_snapshot(5_000, 500)
+    dropped = [{**row, "adding": [*row["adding"], 3]} for row in snapshot["reassignments"]]
+    memories, blobs = track_all([source_frame(1, with_unreported(snapshot, dropped))])
+    out = reported(blobs)
+    assert set(out.loc[out["broker"] == 3, "state"]) == {"CANCELLED"}
+    assert "CANCELLED" not in set(out.loc[out["broker"] == 2, "state"])

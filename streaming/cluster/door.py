@@ -34,6 +34,11 @@ Without this rule the poll after a SIGKILL of the active controller waited out -
 failed (bench/RESULTS.md "Poll after a SIGKILL"), and during a 40 s SIGSTOP of a broker every poll waited
 kafka-python's 10 s (bench/RESULTS.md "Polls while a node hangs").
 
+A kafka-python client is shared by the driver's threads (the controller's ticks and looks, its own polls, the batch
+handler's reads): one that a request drops (stale, or failed) is retired, not closed, while another request still
+uses it, and closed when the last one ended (`_using`); closed under a request, it failed that request with
+"NetworkSelector closed!" (seen after a killed broker came back).
+
 Every request counts in `requests` (DescribeLogDirs one per broker); every retried error counts in
 `retried[api]`, which the poll reports as a poll error of that API.
 """
@@ -87,6 +92,14 @@ CONTROLLER_WAIT_STEP_S = 0.1
 # The controller's probe lists the reassignments of this topic's partition 0: a name no topic has, so the answer is
 # empty (a list of no topic at all is answered by the broker without asking the controller: measured).
 CONTROLLER_PROBE_TOPIC = "reassign-monitor-controller-probe"
+
+
+def _close_quietly(client):
+    if client is not None:
+        try:
+            client.close()
+        except Exception:  # a client that lost its brokers may fail to close; it is dropped either way
+            pass
 
 
 def config_acl_resource(is_broker, name):
@@ -152,23 +165,61 @@ class Door:
         self._checks, self._checked, self._checking = deque(), {}, None  # `_check_alongside`: queue, last, thread
         self._closed = False
         self._kafka = None
+        self._in_use = Counter()  # id(kafka-python client) -> requests using it now (`_using`)
+        self._retired = {}  # id -> a client dropped while requests used it: closed when the last one ends
         self._confluent = None
         self._producer = None
         self._fatal = None
         self._reader = None
         self._first_connect()
 
-    def _connect(self, budget_s=None):
+    def _connect(self, budget_s=None, use=False):
         """The kafka-python client, bootstrapped now if there is none (after a drop), within `budget_s`
-        (default: the whole timeout)."""
-        from kafka import KafkaAdminClient
-
+        (default: the whole timeout); `use`: counted as in use by one more request (`_using`)."""
         with self._lock:
             if self._kafka is None:
-                self._kafka = KafkaAdminClient(client_id="reassign-monitor",
-                                               **self._client_settings(budget_s or self._timeout_s))
-                self._route_sends(self._kafka._manager)
+                self._kafka = self._new_client(budget_s or self._timeout_s)
+            if use:
+                self._in_use[id(self._kafka)] += 1
             return self._kafka
+
+    def _new_client(self, budget_s):
+        from kafka import KafkaAdminClient
+
+        kafka = KafkaAdminClient(client_id="reassign-monitor", **self._client_settings(budget_s))
+        self._route_sends(kafka._manager)
+        return kafka
+
+    @contextlib.contextmanager
+    def _using(self):
+        """The kafka-python client for one request, counted as in use until that request ended: a client dropped
+        meanwhile by another thread (`_retire`) is closed when the last request using it ended, never under one
+        (its I/O would fail every request in flight: "NetworkSelector closed!")."""
+        kafka = self._connect(use=True)
+        try:
+            yield kafka
+        finally:
+            with self._lock:
+                self._in_use[id(kafka)] -= 1
+                if self._in_use[id(kafka)] > 0:
+                    kafka = None
+                else:
+                    del self._in_use[id(kafka)]
+                    kafka = self._retired.pop(id(kafka), None)
+            _close_quietly(kafka)
+
+    def _retire(self, kafka):
+        """Drop `kafka`, the client a request used, if it is still the door's (another request may have dropped it and
+        made a new one since): the next call bootstraps afresh. Closed now if no request uses it, else by the last
+        one that does (`_using`)."""
+        with self._lock:
+            if kafka is None or self._kafka is not kafka:
+                return
+            self._kafka = None
+            if self._in_use[id(kafka)] > 0:
+                self._retired[id(kafka)] = kafka
+                return
+        _close_quietly(kafka)
 
     def _first_connect(self):
         """The first bootstrap, which tells the operator why it failed, all within the timeout. kafka-python
@@ -190,15 +241,11 @@ class Door:
         with self._lock:
             stale = getattr(self, client)
             setattr(self, client, None)
-        if stale is not None:
-            try:
-                stale.close()
-            except Exception:  # a client that lost its brokers may fail to close; it is dropped either way
-                pass
+        _close_quietly(stale)
 
     def _drop(self):
         """Forget the kafka-python client: its metadata is stale. The next call bootstraps afresh."""
-        self._forget("_kafka")
+        self._retire(self._kafka)
 
     def _deadline_ms(self):
         return int(self._deadline_s * 1000)
@@ -599,13 +646,16 @@ class Door:
         """`work(kafka_python_client)`, through `_retrying`; a controller-bound one fails at once while the
         controller is held."""
         deadline = time.monotonic() + self._timeout_s
+        used = [None]  # the client the last attempt used: the one a drop retires
 
         def attempt():
             if api in CONTROLLER_BOUND:
                 self._controller_needed(api, deadline)
             self._count(requests)
-            return work(self._steer(self._connect()))
-        answer = self._retrying(api, attempt, doing, needs, drop=self._drop, reroute=self._reroute)
+            with self._using() as kafka:
+                used[0] = kafka
+                return work(self._steer(kafka))
+        answer = self._retrying(api, attempt, doing, needs, drop=lambda: self._retire(used[0]), reroute=self._reroute)
         if api == LIST_REASSIGNMENTS:  # for `listed_or_last`
             with self._held_lock:
                 self._last_listed = (time.monotonic(), answer)

@@ -183,6 +183,13 @@ def shows_own_poll(wanted, waiting_since_s, shown_s, now_s, trigger_interval_s, 
             and (shown_s is None or now_s - shown_s >= trigger_interval_s))
 
 
+def shows_first_look(batches_done, shown_s, now_s, trigger_interval_s):
+    """Whether the controller takes its first look's whole poll again for /metrics now: no batch has run yet since
+    start (Spark still starts), the first look was taken (`shown_s`, None: not yet), and a trigger interval passed
+    since the last such poll started."""
+    return batches_done == 0 and shown_s is not None and now_s - shown_s >= trigger_interval_s
+
+
 def publishes_liveness(listed, wanted, waiting_since_s, now_s, late_s, writing_since_s=None, write_bound_s=0.0):
     """The controller's poll is the job's liveness when it answered and either no batch is needed (then there is
     nothing else to report), or the batch the job waits for is not late (`waiting_since_s`: the later of the

@@ -1,0 +1,63 @@
+"""The gate and liveness as a duty: whether a Spark batch is needed (streaming.control.batch_rules), written to the
+gate the source reads (streaming.control.gate) with the moves listed that no batch has reported yet, and whether a
+look is published as the job's liveness (batch_rules.publishes_liveness)."""
+
+from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
+from streaming.control import batch_rules, gate
+
+# A batch's durable write is given up by the producer after this long (streaming.cluster.own_topics): while a
+# write is younger, the batch is held by Kafka, not late (batch_rules.batch_held_by_write).
+WRITE_BOUND_S = DELIVERY_OUTLASTS_FENCING_S
+# At most this many moves no batch has reported yet are handed to one batch (they go into its end offset, in the
+# checkpoint's offset log): thousands of moves starting or ending at once are carried over several batches.
+HANDOVER_LIMIT = 10_000
+# The decision lines, logged when the decision changes (tests read them from the job's log).
+IDLE_LINE = "idle: no Spark batch until something moves"
+BATCHES_LINE = "Spark batches run: "
+
+
+class Liveness:
+    """`gate_path`: the file streaming.control.gate writes; `say(line)`: the controller's log."""
+
+    def __init__(self, gate_path, trigger_interval_s, request_deadline_s, say):
+        self.gate_path, self.trigger_interval_s, self.request_deadline_s = gate_path, trigger_interval_s, request_deadline_s
+        self.say = say
+        self.reason = "not decided"
+        self._wanted_since_s = None  # a batch is wanted since then
+
+    def decide(self, view, facts, listed_for_batches, now_s, now_wall):
+        """The reason a batch is wanted (None: none), decided on `view` (batch_rules.BatchView) and written to the gate
+        with the moves no batch reported yet (`facts`: handover.BatchFacts) and the door's last list while Kafka's
+        controller is silent (`listed_for_batches`)."""
+        reason = batch_rules.batch_reason(view)
+        if reason is None:
+            self._wanted_since_s = None
+        elif self._wanted_since_s is None:
+            self._wanted_since_s = now_s
+        gate.write(self.gate_path, reason, now_wall * 1000, facts.unreported[:HANDOVER_LIMIT], listed_for_batches)
+        if reason != self.reason:
+            self.say(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
+            self.reason = reason
+        return reason
+
+    def wanted(self):
+        return self._wanted_since_s is not None
+
+    def waiting_since_s(self, facts, kafka_controller_silent, now_s):
+        """The clock second from which the batch the job waits for is counted late. While Kafka's controller is silent,
+        a batch whose poll failed counts as one that ran (its poll failed on that silence before the gate handed it
+        the last list, not because batches stall)."""
+        last_batch_s = facts.last_batch_ran_s if kafka_controller_silent else facts.last_batch_s
+        return max(last_batch_s, self._wanted_since_s or now_s)
+
+    def publishes(self, listed, facts, kafka_controller_silent, now_s):
+        """(whether this look is published as the job's liveness, the clock second its batch is counted late from)."""
+        waiting_since_s = self.waiting_since_s(facts, kafka_controller_silent, now_s)
+        late_s = batch_rules.late_after_s(self.trigger_interval_s, facts.batches_done)
+        return (batch_rules.publishes_liveness(listed, self.wanted(), waiting_since_s, now_s, late_s,
+                                               facts.writing_since_s, WRITE_BOUND_S), waiting_since_s)
+
+    def shows_own_poll(self, facts, waiting_since_s, shown_s, now_s):
+        """A poll of its own is shown on /metrics now (batch_rules.shows_own_poll), after Spark's first batch."""
+        return bool(facts.batches_done) and batch_rules.shows_own_poll(
+            self.wanted(), waiting_since_s, shown_s, now_s, self.trigger_interval_s, self.request_deadline_s)
