@@ -121,13 +121,24 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
 
 
 class RefusingStart:
-    """The real cluster's door, except that AlterPartitionReassignments is refused (after `check()`)."""
+    """The real cluster's door, except that its writer's AlterPartitionReassignments is refused (after `check()`)."""
 
     def __init__(self, admin, check):
         self.admin, self.check = admin, check
 
     def __getattr__(self, name):
         return getattr(self.admin, name)
+
+    def writer(self, grant):
+        return _RefusingStartWriter(self.admin.writer(grant), self.check)
+
+
+class _RefusingStartWriter:
+    def __init__(self, writer, check):
+        self.writer, self.check = writer, check
+
+    def __getattr__(self, name):
+        return getattr(self.writer, name)
 
     def start_reassignments(self, targets):
         from streaming.vocabulary.errors import Refused

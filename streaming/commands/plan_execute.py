@@ -69,13 +69,6 @@ def check_file(file_moves):
         raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
 
 
-def writer(args, admin, create=False):
-    """The one writer (streaming.control.applier.Applier) over the ownership topic's ledger."""
-    from streaming.control.applier import Applier
-
-    return Applier(admin, common.open_ledger(args, admin, create=create), log=common.quiet)
-
-
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
     from streaming.control.plans.step import candidate, sizes_of
@@ -89,7 +82,7 @@ def record_plan(args, admin, request, limits):
     moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
     record = request.record
     plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
-    writer(args, admin, create=True).record_plan(plan, with_parts=True)
+    request.applier.record_plan(plan, with_parts=True)
     return plan
 
 
@@ -188,7 +181,7 @@ def set_state(args, connect, state, wanted_from, steps=False):
 
     admin = connect(args)
     try:
-        applier = writer(args, admin)
+        applier = common.acting(args, admin)
         plan = find_plan(applier.ledger, args.request_id)
         if plan is None:
             raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
@@ -223,7 +216,7 @@ def execute_plan(args, admin, request, limits):
               (f", {limits.moves_per_broker} moves per broker" if limits.moves_per_broker else "") +
               (f", {limits.bytes_in_flight} bytes in flight" if limits.bytes_in_flight else ""))
         print(f"Request id: {plan.request_id}", flush=True)
-    return advance(args, admin, writer(args, admin), plan.request_id, args.wait)
+    return advance(args, admin, common.acting(args, admin), plan.request_id, args.wait)
 
 
 def _json_line(document):

@@ -69,7 +69,7 @@ from sinks.throttle_records import describe, describe_observed, throttle_record
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.cluster.poller import poll
 from streaming.control import batch_rules, gate
-from streaming.control.applier import Applier
+from streaming.control.applier import applier_of
 from streaming.control.ownership.records import accepted_moves, new_request_id
 from streaming.control.ownership.store import NotedReads
 from streaming.control.plans.advancer import PlanAdvancer
@@ -189,7 +189,7 @@ class Controller:
         self.interval_s, self.clock, self.wall, self.log = interval_s, clock, wall, log
         self.picture_of = picture_of
         self.request_deadline_s = request_deadline_s(timeout_s)
-        self.applier = Applier(admin, self.ledger, log=self._janitor_log)
+        self.applier = applier_of(admin, self.ledger, log=self._janitor_log)
         self.plans = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.history = ViewHistory(observe_gap_ms(trigger_interval_s))
         self._plan_lines = {}  # request_id -> the last line logged about it
