@@ -257,8 +257,9 @@ MAX_PARTITIONS_PER_TOPIC = 5_000  # KRaft refuses one CreateTopics of 10,000 par
 
 def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
     """{arm: result} for both arms, in ARM_ORDER, on the same in-flight moves."""
-    from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
+    from sinks.progress_topic import ensure_progress_topic
     from streaming.cluster.admin import KafkaClusterAdmin
+    from streaming.control.applier import applier_of
 
     sizes = [min(MAX_PARTITIONS_PER_TOPIC, replicas - start) for start in range(0, replicas, MAX_PARTITIONS_PER_TOPIC)]
     topics = {f"bench-stream-{replicas}-{i}": n for i, n in enumerate(sizes)}
@@ -270,8 +271,9 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
             config = JobConfig(bootstrap=bootstrap, checkpoint_location=f"{checkpoint}-{run}",
                                trigger_interval_s=2.0, progress_topic="bench-progress", timeout_s=60)
             door = KafkaClusterAdmin(bootstrap, timeout_s=60)
-            ensure_progress_topic(door, config.progress_topic)
-            writer = ProgressTopicWriter(door, config.progress_topic)
+            applier = applier_of(door)
+            ensure_progress_topic(applier, config.progress_topic)
+            writer = applier.publisher(config.progress_topic)
             handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
             query = ARMS[arm](spark, config, handler)
             try:

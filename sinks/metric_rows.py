@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from streaming.vocabulary.columns import partition_ids, state_counts
+from streaming.vocabulary.columns import bytes_left, partition_ids, state_counts
 from streaming.vocabulary.states import ReplicaState
 
 # States in which a move cannot finish as things stand: each has its alert (deploy/prometheus/alerts.yml).
@@ -35,11 +35,12 @@ def unhealthy(rows):
 
 
 def remaining_bytes(rows):
-    """Bytes each row still has to copy; 0 where its target or its copied bytes are unknown."""
+    """Bytes each row still has to copy (streaming.vocabulary.columns.bytes_left); NaN where its target or its
+    copied bytes are unknown, as a row with more bytes left: an unknown count is not 0."""
     for total_column, done_column in BYTES_COLUMNS:
         if total_column in rows:
-            return np.nan_to_num(np.maximum(rows[total_column] - rows[done_column], 0.0), nan=0.0, posinf=0.0)
-    return np.zeros(len(rows))
+            return bytes_left(rows[total_column], rows[done_column])
+    return np.full(len(rows), np.nan)
 
 
 def ranked(rows, keys):
@@ -49,7 +50,9 @@ def ranked(rows, keys):
     labels = []
     for key in reversed(keys):
         labels.append(partition_ids((rows["topic"], np.zeros(len(rows), np.int64)))[0] if key == "topic" else rows[key])
-    return np.lexsort((*labels, -remaining_bytes(rows), ~_reasoned(rows), -rows["state"].astype(np.int64),
+    # Ranked only, never shown as a value: a row whose bytes are unknown ranks with those that have none left.
+    left = np.nan_to_num(remaining_bytes(rows), nan=0.0, posinf=0.0)
+    return np.lexsort((*labels, -left, ~_reasoned(rows), -rows["state"].astype(np.int64),
                        ~unhealthy(rows)))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from streaming.vocabulary.columns import bytes_left
 from streaming.vocabulary.defaults import RECORD_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
 from streaming.vocabulary.states import STATE_NAMES
@@ -148,7 +149,7 @@ def partition_records(partitions, ts_ms, batch_id, cluster_id):
         "numerator": _counts(done), "denominator": _counts(np.where(total > 0, total, np.nan)),
         "progress": _numbers(partitions["progress"]), "rate_bytes_per_sec": _numbers(partitions["copy_rate"]),
         "eta_seconds": _numbers(partitions["eta_seconds"]), "bytes_total": _counts(total),
-        "bytes_remaining": _counts(np.maximum(total - done, 0.0))}
+        "bytes_remaining": _counts(bytes_left(total, done))}
     return list(zip(_keys(partitions, None), _encoded(texts)))
 
 

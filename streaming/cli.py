@@ -91,7 +91,7 @@ def check_shared(args):
 
 
 def main(argv=None, connect=None):
-    """The CLI. `connect(args) -> ClusterAdmin` opens the door to the cluster for the commands that use
+    """The CLI. `connect(args) -> ClusterReader` opens the door to the cluster for the commands that use
     one (DOOR_COMMANDS): the Kafka admin by default; tests pass a fake cluster made of plain data."""
     args = build_parser().parse_args(argv)
     try:

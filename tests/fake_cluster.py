@@ -1,6 +1,8 @@
-"""The one admin fake: a cluster made of plain data that answers the whole ClusterAdmin protocol
-(streaming.cluster.admin), reads and writes alike. Tests build it from rows and pass it where the code
-takes an admin (`Controller(admin, ...)`, `cli.main(argv, connect=lambda args: fake)`); nothing is patched.
+"""The one admin fake: a cluster made of plain data that answers the ClusterReader protocol
+(streaming.cluster.admin), and whose `writer(grant)` is a ClusterWriter over the same data, given only for the
+write grant as the real door's is (streaming.cluster.grant): the code's writes go through its applier here too.
+Tests build it from rows and pass it where the code takes an admin (`Controller(admin, ...)`,
+`cli.main(argv, connect=lambda args: fake)`); nothing is patched.
 
 Writes follow Kafka's semantics: IncrementalAlterConfigs SUBTRACT leaves an empty list and APPEND merges,
 a cancel ends a reassignment back on its original replicas, produce appends to an in-memory topic log.
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 
 import kafka.errors
 
+from streaming.cluster.grant import WRITE_GRANT
 from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles.read import read_cluster
 from streaming.vocabulary.errors import TOPIC_DELETED, NotAuthorized
@@ -33,7 +36,7 @@ class FakeCluster:
     refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
     ignore: set = field(default_factory=set)  # (scope, name) whose alters are acknowledged but never applied
     deleted: set = field(default_factory=set)  # topics deleted after the last read: alters refused, configs gone
-    fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read)
+    fail: dict = field(default_factory=dict)  # method name -> the exception it raises ("*": every read), writes too
     logs: dict = field(default_factory=dict)  # topic -> [(key, value)]: the project's own topics
     gone: set = field(default_factory=set)  # brokers the door holds as gone (their connection closed)
     unanswered: dict = field(default_factory=dict)  # brokers held as unresponsive -> Unix ms since (also held)
@@ -127,57 +130,10 @@ class FakeCluster:
         return [(offset, key.encode(), value) for offset, (key, value) in enumerate(self.logs.get(topic, []))
                 if offset >= start]
 
-    # -- writes --
-
-    def alter_throttles(self, changes):
-        return [self._alter(*change) for change in changes]
-
-    def _alter(self, scope, name, kind, op, value):
-        self.alters.append((scope, str(name), kind, op, value))
-        if (scope, str(name)) in self.refuse:
-            return "not authorized: User:fake lacks AlterConfigs on Cluster"
-        if (scope, str(name)) in self.ignore:
-            return None
-        if scope == "topic" and name in self.deleted:
-            self.topics = {key: value for key, value in self.topics.items() if key[0] != name}
-            return TOPIC_DELETED
-        if scope == "topic":
-            key = (name, kind)
-            if op == "delete":
-                self.topics.pop(key, None)
-            elif op in ("subtract", "append") and not te.is_all(self.topics.get(key)):
-                current, change = te.parse(self.topics.get(key)), te.parse(value)
-                self.topics[key] = te.format_entries(current - change if op == "subtract" else current | change)
-        else:
-            key = (int(name), kind)
-            if op == "delete":
-                self.rates.pop(key, None)
-            else:
-                self.rates[key] = int(value)
-        return None
-
-    def start_reassignments(self, targets):
-        self.starts.append(dict(targets))
-        return {key: self.refuse_moves.get(key) for key in targets}
-
-    def cancel_reassignments(self, partitions):
-        self.cancels.append(list(partitions))
-        answers = {}
-        for key in partitions:
-            moving = self.reassigning.pop(key, None)
-            answers[key] = None if moving is not None else NO_REASSIGNMENT
-        return answers
-
-    def alter_replica_log_dirs(self, wanted):
-        return {key: None for key in wanted}
-
-    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
-        created = name not in self.logs
-        self.logs.setdefault(name, [])
-        return created
-
-    def produce(self, topic, keyed_values, timeout_s=None):
-        self.logs.setdefault(topic, []).extend(keyed_values)
+    def writer(self, grant):
+        if grant is not WRITE_GRANT:
+            raise PermissionError("the fake cluster's writer is the applier's")
+        return FakeWriter(self)
 
     def close(self):
         self.closed = True
@@ -187,3 +143,66 @@ class FakeCluster:
     def snapshot(self, now_ms=None):
         """What a poll of every topic would show now (the streaming job's view: its future logs too)."""
         return read_cluster(self, {t for t, _ in self.topics}, log_dir_brokers=set(self.brokers), now_ms=now_ms)
+
+
+class FakeWriter:
+    """The fake cluster's ClusterWriter: Kafka's semantics on the cluster's data."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def __getattribute__(self, name):
+        failure = object.__getattribute__(self, "cluster").fail.get(name)
+        if failure is not None:
+            raise failure
+        return object.__getattribute__(self, name)
+
+    def alter_throttles(self, changes):
+        return [self._alter(*change) for change in changes]
+
+    def _alter(self, scope, name, kind, op, value):
+        self.cluster.alters.append((scope, str(name), kind, op, value))
+        if (scope, str(name)) in self.cluster.refuse:
+            return "not authorized: User:fake lacks AlterConfigs on Cluster"
+        if (scope, str(name)) in self.cluster.ignore:
+            return None
+        if scope == "topic" and name in self.cluster.deleted:
+            self.cluster.topics = {key: value for key, value in self.cluster.topics.items() if key[0] != name}
+            return TOPIC_DELETED
+        if scope == "topic":
+            key = (name, kind)
+            if op == "delete":
+                self.cluster.topics.pop(key, None)
+            elif op in ("subtract", "append") and not te.is_all(self.cluster.topics.get(key)):
+                current, change = te.parse(self.cluster.topics.get(key)), te.parse(value)
+                self.cluster.topics[key] = te.format_entries(current - change if op == "subtract" else current | change)
+        else:
+            key = (int(name), kind)
+            if op == "delete":
+                self.cluster.rates.pop(key, None)
+            else:
+                self.cluster.rates[key] = int(value)
+        return None
+
+    def start_reassignments(self, targets):
+        self.cluster.starts.append(dict(targets))
+        return {key: self.cluster.refuse_moves.get(key) for key in targets}
+
+    def cancel_reassignments(self, partitions):
+        self.cluster.cancels.append(list(partitions))
+        answers = {}
+        for key in partitions:
+            moving = self.cluster.reassigning.pop(key, None)
+            answers[key] = None if moving is not None else NO_REASSIGNMENT
+        return answers
+
+    def alter_replica_log_dirs(self, wanted):
+        return {key: None for key in wanted}
+
+    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
+        created = name not in self.cluster.logs
+        self.cluster.logs.setdefault(name, [])
+        return created
+
+    def produce(self, topic, keyed_values, timeout_s=None):
+        self.cluster.logs.setdefault(topic, []).extend(keyed_values)

@@ -240,20 +240,31 @@ def atoms(cluster, topics):
 
 
 class BeforeFirstConfigChange:
-    """The real admin door, with `action()` run once just before its first IncrementalAlterConfigs: a fault
-    placed between what a command wrote before (its ownership record) and its first config change."""
+    """The real admin door, whose writer runs `action()` once just before its first IncrementalAlterConfigs: a
+    fault placed between what a command wrote before (its ownership record) and its first config change."""
 
     def __init__(self, door, action):
         self._door, self._action, self.fired = door, action, False
 
-    def alter_throttles(self, changes):
-        if not self.fired:
-            self.fired = True
-            self._action()
-        return self._door.alter_throttles(changes)
+    def writer(self, grant):
+        return _FaultBeforeAlter(self, self._door.writer(grant))
 
     def __getattr__(self, name):
         return getattr(self._door, name)
+
+
+class _FaultBeforeAlter:
+    def __init__(self, door, writer):
+        self._door, self._writer = door, writer
+
+    def alter_throttles(self, changes):
+        if not self._door.fired:
+            self._door.fired = True
+            self._door._action()
+        return self._writer.alter_throttles(changes)
+
+    def __getattr__(self, name):
+        return getattr(self._writer, name)
 
 
 def execute(cluster, tmp_path, moves, throttle=RATE, *extra, connect=None):

@@ -470,10 +470,10 @@ def test_a_ticks_look_is_published_before_its_duties_that_wait_on_kafka(tmp_path
     published_at_write = []
 
     class HeldWrites(MemoryLedger):
-        def put(self, record):
+        def put(self, record, writer=None):
             published_at_write.append(sample(metrics, LAST_POLL))
             clock.now += 4.4
-            super().put(record)
+            super().put(record, writer)
 
     cluster = throttled(moving=True)
     controller, metrics, clock = a_controller_on(tmp_path, cluster, HeldWrites.of(request()), trigger_s=2.0)

@@ -43,10 +43,7 @@ def test_a_plan_another_advancer_holds_is_reported_not_stepped():
 
 def test_refused_steps_are_reported_as_not_advanced_and_the_job_goes_on():
     fake, ledger = setup()
-    def refused(targets):
-        raise ClusterError("AlterPartitionReassignments refused: not authorized (Alter on Cluster)")
-
-    fake.start_reassignments = refused
+    fake.fail["start_reassignments"] = ClusterError("AlterPartitionReassignments refused: not authorized (Alter on Cluster)")
     job = advancer(fake, ledger)
     status = job.tick(100.0, 10_000)[PLAN_ID]
     assert status.not_advanced.startswith("NotStarted: AlterPartitionReassignments refused")  # rolled back

@@ -62,7 +62,7 @@ def test_execute_sets_kip179_throttles_and_verify_removes_only_ours(cluster, cle
     assert code == 0 and json.loads(out)["throttle_actions"] == []  # idempotent
     store.refresh()
     assert [r.state for r in store.records()] == [OwnershipState.DONE]
-    store.admin.close()
+    store.reader.close()
 
 
 def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
@@ -106,7 +106,7 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
     assert reassigning(cluster) == ongoing
     store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     assert len(store.records()) == 1  # only the request that did start
-    store.admin.close()
+    store.reader.close()
 
     # --dry-run validates and reports, changes nothing either.
     code, out, _ = cli("execute", *common, "--reassignment-json-file", tmp_path / "z.json", "--throttle", MB, "--dry-run")
@@ -121,13 +121,24 @@ def test_execute_validation_errors_change_nothing(cluster, clean, tmp_path):
 
 
 class RefusingStart:
-    """The real cluster's door, except that AlterPartitionReassignments is refused (after `check()`)."""
+    """The real cluster's door, except that its writer's AlterPartitionReassignments is refused (after `check()`)."""
 
     def __init__(self, admin, check):
         self.admin, self.check = admin, check
 
     def __getattr__(self, name):
         return getattr(self.admin, name)
+
+    def writer(self, grant):
+        return _RefusingStartWriter(self.admin.writer(grant), self.check)
+
+
+class _RefusingStartWriter:
+    def __init__(self, writer, check):
+        self.writer, self.check = writer, check
+
+    def __getattr__(self, name):
+        return getattr(self.writer, name)
 
     def start_reassignments(self, targets):
         from streaming.vocabulary.errors import Refused
@@ -157,7 +168,7 @@ def test_execute_rolls_back_exactly_what_it_set_when_the_start_fails(cluster, cl
     expect_throttles(cluster, [topic], before)  # foreign entry kept, foreign rate on broker 2 restored
     store = KafkaLedger(KafkaClusterAdmin(cluster.bootstrap), own)
     assert [r.state for r in store.records()] == [OwnershipState.DONE]
-    store.admin.close()
+    store.reader.close()
 
 
 def test_log_dir_placement_and_its_throttle_are_set_and_removed(cluster, clean, tmp_path):

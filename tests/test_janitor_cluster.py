@@ -6,7 +6,8 @@ import json
 import pytest
 
 from streaming.vocabulary import throttle_actions as ta
-from streaming.control.ownership.store import KafkaLedger
+from streaming.control.applier import applier_of
+from streaming.control.ownership.store import KafkaLedger, ensure_ownership_topic
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster.poller import poll
 from tests.controller_support import a_controller, findings
@@ -118,7 +119,8 @@ def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):
 
     def batch(batch_id):
         admin = KafkaClusterAdmin(cluster.bootstrap)
-        store = KafkaLedger(admin, own, create=True)
+        ensure_ownership_topic(applier_of(admin), own)
+        store = KafkaLedger(admin, own)
         try:
             controller = a_controller(admin, store)[0]
             return controller.on_batch(findings(poll(admin, all_partitions=True), batch_id)), store.records()

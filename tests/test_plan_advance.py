@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.control.applier import Applier
+from streaming.control.applier import applier_of
 from streaming.control.ownership.plans import Plan
 from streaming.control.ownership.records import EntryClaim, Move, Ownership
 from streaming.control.ownership.store import MemoryLedger
@@ -32,7 +32,7 @@ def setup(partitions=4, limits=Limits(2), state=PlanState.RUNNING, waves=()):
 
 def writer(fake, ledger):
     """The one writer over the fake cluster and the in-memory ledger."""
-    return Applier(fake, ledger, readback_timeout_s=0.5)
+    return applier_of(fake, ledger, readback_timeout_s=0.5)
 
 
 def step(fake, ledger):

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from streaming.control.applier import Applier
+from streaming.control.applier import applier_of
 from streaming.control.plans.step import advance_once
 from streaming.control.ownership.store import KafkaLedger, find_plan
 from streaming.cluster.admin import KafkaClusterAdmin
@@ -229,7 +229,7 @@ def test_pause_holds_free_slots_resume_submits_and_cancel_reverts_and_drops(clus
 
     admin = KafkaClusterAdmin(cluster.bootstrap)
     try:
-        writer = Applier(admin, KafkaLedger(admin, own))
+        writer = applier_of(admin, KafkaLedger(admin, own))
 
         def paused_step():  # what the job's controller calls; paused, it submits nothing into the free slot
             step = advance_once(admin, lambda topics: strict_poll(admin, topics), writer, request_id,

@@ -31,7 +31,7 @@ def test_holder_of(leases, holder):
 
 def test_claim_writes_only_when_due_and_refuses_while_another_holds():
     ledger = MemoryLedger()
-    writer = Applier(None, ledger)
+    writer = Applier(None, None, ledger)
     assert claim(writer, "p", A, 0) == (True, at(A, 0))
     assert claim(writer, "p", A, 1000)[0] and len(ledger.claims) == 1  # less than half used: no write
     assert claim(writer, "p", B, 2000) == (False, at(A, 0)) and len(ledger.claims) == 1

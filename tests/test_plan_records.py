@@ -6,6 +6,7 @@ import pytest
 from streaming.control.ownership.plans import PART_MOVES, Plan
 from streaming.control.plans.scheduler import Limits
 from streaming.control.ownership.records import Move, Ownership, Refusal, decode, encode
+from streaming.control.applier import applier_of
 from streaming.control.ownership.store import KafkaLedger, find_plan
 from tests.fake_cluster import FakeCluster
 from streaming.vocabulary.states import OwnershipState, PlanState
@@ -21,23 +22,23 @@ def plan_of(partitions, limits=Limits(5, 3, 10**9)):
 @pytest.mark.parametrize("partitions", [1, PART_MOVES, PART_MOVES * 2 + 1], ids=["one", "one part", "three parts"])
 def test_a_plan_reads_back_whole(partitions):
     fake = FakeCluster()
-    KafkaLedger(fake, TOPIC, create=True).put_plan(plan_of(partitions), with_parts=True)
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record_plan(plan_of(partitions), with_parts=True)
     assert KafkaLedger(fake, TOPIC).plans() == [plan_of(partitions)]
 
 
 def test_a_state_change_rewrites_only_the_header_and_the_latest_wins():
     fake = FakeCluster()
-    store = KafkaLedger(fake, TOPIC, create=True)
-    store.put_plan(plan_of(3), with_parts=True)
+    store = applier_of(fake, KafkaLedger(fake, TOPIC))
+    store.record_plan(plan_of(3), with_parts=True)
     written = len(fake.logs[TOPIC])
-    store.put_plan(plan_of(3).with_state(PlanState.PAUSED, 2, note="pause"))
+    store.record_plan(plan_of(3).with_state(PlanState.PAUSED, 2, note="pause"))
     assert len(fake.logs[TOPIC]) == written + 1
     assert find_plan(KafkaLedger(fake, TOPIC), plan_of(3).request_id).state == PlanState.PAUSED
 
 
 def test_a_header_without_its_parts_is_no_plan():
     fake = FakeCluster()
-    KafkaLedger(fake, TOPIC, create=True).put_plan(plan_of(3), with_parts=True)
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record_plan(plan_of(3), with_parts=True)
     del fake.logs[TOPIC][0]  # the part: as if the header had been written first and the part lost
     assert KafkaLedger(fake, TOPIC).plans() == []
 
@@ -46,9 +47,8 @@ def test_plans_and_ownership_records_share_the_topic_without_seeing_each_other()
     fake = FakeCluster()
     wave = Ownership("20261123T180001.000Z-0001", OwnershipState.STARTED, 2, 2, moves=(Move("t", 0, (1,), (2,)),),
                      plan_id=plan_of(1).request_id)
-    owners = KafkaLedger(fake, TOPIC, create=True)
-    owners.put(wave)
-    KafkaLedger(fake, TOPIC).put_plan(plan_of(1), with_parts=True)
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record(wave)
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record_plan(plan_of(1), with_parts=True)
     assert KafkaLedger(fake, TOPIC).records() == [wave]
     assert [p.request_id for p in KafkaLedger(fake, TOPIC).plans()] == [plan_of(1).request_id]
 
@@ -74,12 +74,12 @@ def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():
     from streaming.control.ownership.leases import Lease, holder_of
 
     fake = FakeCluster()
-    store = KafkaLedger(fake, TOPIC, create=True)
-    store.put_plan(plan_of(3), with_parts=True)
+    store = applier_of(fake, KafkaLedger(fake, TOPIC))
+    store.record_plan(plan_of(3), with_parts=True)
     request_id = plan_of(3).request_id
     claims = [Lease(request_id, "job h:1", 0, 15_000), Lease(request_id, "execute --wait h:2", 1, 15_001)]
     for claim in claims:
-        store.put_lease(claim)
+        store.record_lease(claim)
     again = KafkaLedger(fake, TOPIC)
     assert again.leases(request_id) == claims and holder_of(again.leases(request_id)).holder == "job h:1"
     assert again.plans() == [plan_of(3)] and KafkaLedger(fake, TOPIC).records() == []

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from streaming.control.ownership.records import Ownership
-from streaming.control.ownership.store import KafkaLedger
+from streaming.control.applier import applier_of
+from streaming.control.ownership.store import KafkaLedger, ensure_ownership_topic
 from streaming.cluster.admin import KafkaClusterAdmin
 from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
@@ -172,7 +173,9 @@ def seed_ownership_record(cluster, topic):
     is read without a Fetch)."""
     admin = KafkaClusterAdmin(cluster.bootstrap, str(cluster.admin_config))
     try:
-        KafkaLedger(admin, topic, create=True).put(Ownership(f"{int(time.time() * 1000)}-seed", OwnershipState.DONE, 0, 0))
+        ensure_ownership_topic(applier_of(admin), topic)
+        applier_of(admin, KafkaLedger(admin, topic)).record(
+            Ownership(f"{int(time.time() * 1000)}-seed", OwnershipState.DONE, 0, 0))
     finally:
         admin.close()
 

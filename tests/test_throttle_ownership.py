@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streaming.cluster.grant import WRITE_GRANT
 from streaming.control.throttles import view as tv
 from streaming.control.throttles.claims import throttle_setting
 from streaming.control.ownership.records import Move, Ownership
@@ -58,7 +59,7 @@ class World:
         for (broker, kind), value in setting.rates.items():
             self.cluster.rates[(broker, kind)] = value
         for (topic, kind), pairs in setting.appends.items():
-            self.cluster._alter("topic", topic, kind, "append", ",".join(f"{p}:{b}" for p, b in pairs))
+            self.cluster.writer(WRITE_GRANT).alter_throttles([("topic", topic, kind, "append", ",".join(f"{p}:{b}" for p, b in pairs))])
         self.cluster.reassigning[("t", partition)] = ((destination, source), (destination,), (source,))
 
     def complete(self, partition):
@@ -143,8 +144,8 @@ def _tool_move(self, partition, source, destination, rate):
     for broker in (source, destination):
         for kind in (L, F):
             self.cluster.rates[(broker, kind)] = rate
-    self.cluster._alter("topic", "t", L, "append", f"{partition}:{source}")
-    self.cluster._alter("topic", "t", F, "append", f"{partition}:{destination}")
+    self.cluster.writer(WRITE_GRANT).alter_throttles([("topic", "t", L, "append", f"{partition}:{source}"),
+                                                      ("topic", "t", F, "append", f"{partition}:{destination}")])
     self.cluster.reassigning[("t", partition)] = ((destination, source), (destination,), (source,))
 
 

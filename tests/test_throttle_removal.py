@@ -13,7 +13,7 @@ from streaming.vocabulary import throttle_entries as te
 from streaming.control.throttles import removal as tp
 from streaming.control.throttles import view as tv
 from streaming.control.ownership.records import EntryClaim, Move, Ownership, RateClaim
-from streaming.control.applier import Applier
+from streaming.control.applier import applier_of
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary import config_keys as ck
 from streaming.vocabulary.snapshot import PollError, from_rows
@@ -57,7 +57,7 @@ def applied(snapshot, actions):
     view = tv.view_of(snapshot)
     fake = FakeCluster(brokers={b: b in view.alive for b in view.registered},
                                topics=dict(view.topic_values), rates=dict(view.broker_rates))
-    Applier(fake, MemoryLedger(), readback_timeout_s=0).apply(actions)
+    applier_of(fake, MemoryLedger(), readback_timeout_s=0).apply(actions)
     return replace(view, topic_values=fake.topics, broker_rates=fake.rates)
 
 

@@ -1,7 +1,8 @@
 """The clients behind the cluster door and the one path every call takes: connect (and say why a first
 connection failed), count requests, retry within the deadline, drop a client whose picture of the cluster
 is stale or that failed, and name what a refused principal lacks. The calls themselves are in
-streaming.cluster.reads, .writes and .own_topics; streaming.cluster.admin puts them together.
+streaming.cluster.reads and .own_topics (the reader, put together in streaming.cluster.admin) and .writes (the
+writer over the same clients, which only the applier obtains).
 
 Every call runs through streaming.cluster.retry with the error table of streaming.vocabulary.errors: transient errors are
 retried inside the call's deadline (`timeout_s`); errors meaning the client's picture of the cluster is

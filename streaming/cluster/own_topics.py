@@ -1,11 +1,10 @@
-"""The door's calls on the project's own topics (progress, ownership): create one and wait for its
-leaders, ask whether one exists, write keyed records, and read a partition back without a consumer group."""
+"""The door's reads of the project's own topics (progress, ownership): ask whether one exists, and read a
+partition back without a consumer group. Creating and writing them is the writer's (streaming.cluster.writes)."""
 
 import time
 
-from streaming.cluster.door import QUIET_LIBRDKAFKA
-from streaming.vocabulary.errors import ClusterError, NodeGone, from_kafka_error
-from streaming.vocabulary.kafka_apis import CREATE_TOPICS, READ
+from streaming.vocabulary.errors import NodeGone
+from streaming.vocabulary.kafka_apis import READ
 
 # After a broker is SIGKILLed, a write every in-sync replica acknowledges (acks=all) waits until Kafka fences
 # the dead broker (broker.session.timeout.ms, 9 s by default) and moves its leaderships and ISR places:
@@ -21,121 +20,10 @@ OFFSETS_ATTEMPT_S = 0.5
 
 
 class OwnTopics:
-    """Mixed into the door (streaming.cluster.door.Door): uses its clients, `_confluent_call`, `_metadata`,
-    `_retrying` and `_named`."""
-
-    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
-        """Create `name` (RF min(3, brokers); min.insync.replicas capped at that) unless it exists; either
-        way return only once every partition has a leader, so a write or read right after does not meet
-        UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE. True when this call created it."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import NewTopic
-
-        metadata = self._metadata()
-        created = False
-        if name not in metadata.topics:
-            replication = min(3, len(metadata.brokers))
-            if min_insync_replicas is not None:
-                config = {**config, "min.insync.replicas": str(min(min_insync_replicas, replication))}
-            topic = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config)
-
-            def create(admin):
-                try:
-                    admin.create_topics([topic], request_timeout=self._timeout_s)[name].result(self._timeout_s)
-                except KafkaException as error:
-                    if error.args[0].name() != "TOPIC_ALREADY_EXISTS":  # another instance won the race
-                        raise
-                    return False
-                return True
-
-            created = self._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
-                                           needs=("Create", f"Topic {name}"))
-        self._await_leaders(name, metadata)
-        return created
-
-    def _await_leaders(self, name, metadata):
-        """Return once `name` has a leader for every partition, asking again from `metadata`, the answer at
-        hand (a topic that exists with its leaders costs no second request)."""
-        deadline = time.monotonic() + self._timeout_s
-        while not _led(metadata.topics.get(name)):
-            if time.monotonic() > deadline:
-                raise ClusterError(f"topic {name}: no leader for every partition within {self._timeout_s:g}s")
-            time.sleep(0.1)
-            metadata = self._metadata()
+    """Mixed into the door (streaming.cluster.door.Door): uses its clients, `_metadata` and `_retrying`."""
 
     def topic_exists(self, name):
         return name in self._metadata().topics
-
-    def _producer_client(self):
-        from confluent_kafka import Producer
-
-        with self._lock:
-            if self._producer is None:
-                self._fatal = None
-                # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
-                # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
-                # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
-                # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
-                # refused) is said only there; later calls say only "_FATAL". A request (and a connection's set-up)
-                # has the door's deadline, not librdkafka's 60 s: a ProduceRequest in flight to a partition leader
-                # that hangs (SIGSTOP) is otherwise waited on until the record's own timeout fails the write, even
-                # after Kafka fenced that leader and elected another (measured: a batch's write failed 20 s after
-                # the stop, the query restarted); timed out, it is sent again where the metadata says, idempotently.
-                self._producer = Producer({**self._confluent_settings, "logger": QUIET_LIBRDKAFKA,
-                                           "error_cb": self._client_error, "enable.idempotence": True,
-                                           "acks": "all", "linger.ms": 20, "compression.type": "zstd",
-                                           "socket.timeout.ms": self._deadline_ms(),
-                                           "socket.connection.setup.timeout.ms": self._deadline_ms(),
-                                           "message.timeout.ms": int(max(self._timeout_s, DELIVERY_OUTLASTS_FENCING_S)
-                                                                     * 1000)})
-            return self._producer
-
-    def _client_error(self, error):
-        if error.fatal():
-            self._fatal = error
-
-    def _produce_failure(self, error, topic):
-        """Our exception for a failed write; a producer that met a fatal error is dropped (it cannot send
-        again), and its fatal error, the cause, is what is reported."""
-        cause = self._fatal or error
-        if self._fatal is not None:
-            with self._lock:
-                self._producer = None
-        return self._named(from_kafka_error(cause, f"writing to {topic}"), ("Write", f"Topic {topic}"))
-
-    def produce(self, topic, keyed_values, timeout_s=None):
-        """Write (key str, value bytes) pairs to `topic` and return once every one is acknowledged by the
-        in-sync replicas; raise our exception for the first that was not (the rest may have been written:
-        every record of this project is keyed, so writing it again supersedes)."""
-        from confluent_kafka import KafkaException
-
-        producer = self._producer_client()
-        failures = []
-
-        def delivered(error, _message):
-            if error is not None:
-                failures.append(error)
-
-        try:
-            for key, value in keyed_values:
-                while True:
-                    try:
-                        producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
-                        break
-                    except BufferError:  # local queue full: let deliveries drain, then retry this record
-                        producer.poll(0.1)
-                producer.poll(0)
-            self._count()
-            unsent = producer.flush(timeout_s or self._timeout_s)
-        except (KafkaException, SystemError) as error:
-            # SystemError: confluent-kafka reports an error raised while it ran a callback this way; the
-            # error itself is its __context__.
-            raise self._produce_failure(error.__context__ or error if isinstance(error, SystemError) else error,
-                                        topic) from error
-        if failures or self._fatal is not None:
-            raise self._produce_failure(failures[0] if failures else self._fatal, topic)
-        if unsent != 0:
-            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
 
     def _reader_client(self):
         from kafka import KafkaConsumer
@@ -236,8 +124,3 @@ class OwnTopics:
         finally:
             self._reading.release()
 
-
-def _led(topic):
-    """Whether a topic's metadata shows it without error and with a leader for every partition."""
-    return topic is not None and topic.error is None and bool(topic.partitions) and \
-        all(p.leader >= 0 for p in topic.partitions.values())

@@ -1,13 +1,23 @@
-"""The door's writes: throttle configs, reassignments (start and cancel) and log-dir moves. Each is
-idempotent, so a retry after a lost answer is harmless; each answers, per item, None or Kafka's refusal."""
+"""The door's writer (streaming.cluster.admin.ClusterWriter): throttle configs, reassignments (start and cancel),
+log-dir moves, and the project's own topics (created, written). Each is idempotent, so a retry after a lost answer
+is harmless; the cluster writes answer, per item, None or Kafka's refusal.
 
-from streaming.cluster.door import config_acl_resource
+`KafkaClusterWriter` is a type of its own over the door's clients and call path (streaming.cluster.door), and it
+is made only with the write grant (streaming.cluster.grant), which only streaming.control.applier imports
+(pyproject.toml's contract "One writer"): a module that holds the door reads, and only the applier writes.
+"""
+
+import time
+
+from streaming.cluster.door import QUIET_LIBRDKAFKA, config_acl_resource
+from streaming.cluster.grant import WRITE_GRANT
+from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.config_keys import (APPEND, DELETE, OPS, SET, TOPIC, appends_lead_with_a_comma,
                                               throttle_config_key)
 from streaming.vocabulary.echo import first_line
-from streaming.vocabulary.errors import (AUTHORIZATION, TOPIC_DELETED, UNKNOWN_TOPIC_OR_PARTITION, answer_code,
-                                         kind_of_answer)
-from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS
+from streaming.vocabulary.errors import (AUTHORIZATION, TOPIC_DELETED, UNKNOWN_TOPIC_OR_PARTITION, ClusterError,
+                                         answer_code, from_kafka_error, kind_of_answer)
+from streaming.vocabulary.kafka_apis import ALTER_CONFIGS, ALTER_LOG_DIRS, ALTER_REASSIGNMENTS, CREATE_TOPICS
 from streaming.vocabulary.throttle_entries import appended
 
 REFUSAL_LIMIT = 200  # characters of a refusal's text kept in its one line
@@ -24,8 +34,14 @@ def _error_name(error):
     return None if name == "NoError" else name
 
 
-class Writes:
-    """Mixed into the door (streaming.cluster.door.Door): uses its `_call` and `_lacks`."""
+class KafkaClusterWriter:
+    """ClusterWriter over the door `door` (streaming.cluster.door.Door: its clients, `_call`, `_confluent_call`,
+    `_metadata`, `_lacks`, `_named`), made only with `grant` streaming.cluster.grant.WRITE_GRANT."""
+
+    def __init__(self, door, grant):
+        if grant is not WRITE_GRANT:
+            raise PermissionError("the cluster door's writer is the applier's (streaming.control.applier)")
+        self._door = door
 
     def alter_throttles(self, changes):
         """IncrementalAlterConfigs for `changes` [(scope, name, kind, op, value)] in one call (kafka-python
@@ -50,7 +66,7 @@ class Writes:
                 ConfigResourceType.TOPIC if scope == TOPIC else ConfigResourceType.BROKER, name, configs=configs)
                 for (scope, name), configs in merged.items()])
 
-        outcome = self._call(ALTER_CONFIGS, work, requests=brokers + (len(resources) > brokers))
+        outcome = self._door._call(ALTER_CONFIGS, work, requests=brokers + (len(resources) > brokers))
         answers = {key: outcome.get(key[0], {}).get(key[1], "no answer") for key in resources}
         return [None if answers[(scope, str(name))] == "OK" else self._refusal(answers[(scope, str(name))], scope, name)
                 for scope, name, _, _, _ in changes]
@@ -69,8 +85,8 @@ class Writes:
                            if scope == TOPIC and library_op[APPEND] in {op for op, _ in configs.values()})
         if not appending:
             return resources
-        self._count()
-        current = self._describe_configs(kafka, [ConfigResource(ConfigResourceType.TOPIC, t) for t in appending])
+        self._door._count()
+        current = self._door._describe_configs(kafka, [ConfigResource(ConfigResourceType.TOPIC, t) for t in appending])
         current = current.get("topic", {})
         return {(scope, name): {key: (library_op[SET], appended(current.get(name, {}).get(key, {}).get("value"), value))
                                 if scope == TOPIC and op == library_op[APPEND] else (op, value)
@@ -97,7 +113,7 @@ class Writes:
         """kafka-python's per-resource answer of alter_configs ("[Error 31] Name: detail") as one short line;
         a refusal by the authorizer names who lacks AlterConfigs on what (broker configs live on the Cluster)."""
         if kind_of_answer(answer) == AUTHORIZATION:
-            return f"not authorized: {self._lacks('AlterConfigs', config_acl_resource(scope != TOPIC, name))}"
+            return f"not authorized: {self._door._lacks('AlterConfigs', config_acl_resource(scope != TOPIC, name))}"
         if scope == TOPIC and answer_code(answer) == UNKNOWN_TOPIC_OR_PARTITION:
             return TOPIC_DELETED
         return first_line(answer, REFUSAL_LIMIT)
@@ -114,7 +130,7 @@ class Writes:
 
         def work(kafka):
             return {tp: error for chunk in chunks for tp, error in kafka.alter_partition_reassignments(chunk).items()}
-        answer = self._call(ALTER_REASSIGNMENTS, work, requests=len(chunks), doing=doing, needs=("Alter", "Cluster"))
+        answer = self._door._call(ALTER_REASSIGNMENTS, work, requests=len(chunks), doing=doing, needs=("Alter", "Cluster"))
         return {key: (_error_name(answer[TopicPartition(*key)]) if TopicPartition(*key) in answer else "no answer")
                 for key in targets}
 
@@ -132,5 +148,127 @@ class Writes:
         from kafka import TopicPartitionReplica
 
         request = {TopicPartitionReplica(t, p, b): d for (t, p, b), d in wanted.items()}
-        answer = self._call(ALTER_LOG_DIRS, lambda kafka: kafka.alter_replica_log_dirs(request), needs=("Alter", "Cluster"))
+        answer = self._door._call(ALTER_LOG_DIRS, lambda kafka: kafka.alter_replica_log_dirs(request), needs=("Alter", "Cluster"))
         return {key: _error_name(answer.get(TopicPartitionReplica(*key), "no answer")) for key in wanted}
+
+    # -- the project's own topics --
+
+    def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
+        """Create `name` (RF min(3, brokers); min.insync.replicas capped at that) unless it exists; either
+        way return only once every partition has a leader, so a write or read right after does not meet
+        UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE. True when this call created it."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        door = self._door
+        metadata = door._metadata()
+        created = False
+        if name not in metadata.topics:
+            replication = min(3, len(metadata.brokers))
+            if min_insync_replicas is not None:
+                config = {**config, "min.insync.replicas": str(min(min_insync_replicas, replication))}
+            topic = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config)
+
+            def create(admin):
+                try:
+                    admin.create_topics([topic], request_timeout=door._timeout_s)[name].result(door._timeout_s)
+                except KafkaException as error:
+                    if error.args[0].name() != "TOPIC_ALREADY_EXISTS":  # another instance won the race
+                        raise
+                    return False
+                return True
+
+            created = door._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
+                                           needs=("Create", f"Topic {name}"))
+        self._await_leaders(name, metadata)
+        return created
+
+    def _await_leaders(self, name, metadata):
+        """Return once `name` has a leader for every partition, asking again from `metadata`, the answer at
+        hand (a topic that exists with its leaders costs no second request)."""
+        timeout_s = self._door._timeout_s
+        deadline = time.monotonic() + timeout_s
+        while not _led(metadata.topics.get(name)):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {name}: no leader for every partition within {timeout_s:g}s")
+            time.sleep(0.1)
+            metadata = self._door._metadata()
+
+    def _producer_client(self):
+        from confluent_kafka import Producer
+
+        door = self._door
+        with door._lock:
+            if door._producer is None:
+                door._fatal = None
+                # Idempotent with acks=all: librdkafka retries transient send errors itself (leader change,
+                # NOT_ENOUGH_REPLICAS) without duplicating or reordering, within message.timeout.ms.
+                # zstd: our own reader (kafka-python) decodes it with the zstandard package we ship; it
+                # has no lz4 codec. error_cb: a fatal error (e.g. no producer id: IdempotentWrite or Write
+                # refused) is said only there; later calls say only "_FATAL". A request (and a connection's set-up)
+                # has the door's deadline, not librdkafka's 60 s: a ProduceRequest in flight to a partition leader
+                # that hangs (SIGSTOP) is otherwise waited on until the record's own timeout fails the write, even
+                # after Kafka fenced that leader and elected another (measured: a batch's write failed 20 s after
+                # the stop, the query restarted); timed out, it is sent again where the metadata says, idempotently.
+                door._producer = Producer({**door._confluent_settings, "logger": QUIET_LIBRDKAFKA,
+                                           "error_cb": self._client_error, "enable.idempotence": True,
+                                           "acks": "all", "linger.ms": 20, "compression.type": "zstd",
+                                           "socket.timeout.ms": door._deadline_ms(),
+                                           "socket.connection.setup.timeout.ms": door._deadline_ms(),
+                                           "message.timeout.ms": int(max(door._timeout_s, DELIVERY_OUTLASTS_FENCING_S)
+                                                                     * 1000)})
+            return door._producer
+
+    def _client_error(self, error):
+        if error.fatal():
+            self._door._fatal = error
+
+    def _produce_failure(self, error, topic):
+        """Our exception for a failed write; a producer that met a fatal error is dropped (it cannot send
+        again), and its fatal error, the cause, is what is reported."""
+        door = self._door
+        cause = door._fatal or error
+        if door._fatal is not None:
+            with door._lock:
+                door._producer = None
+        return door._named(from_kafka_error(cause, f"writing to {topic}"), ("Write", f"Topic {topic}"))
+
+    def produce(self, topic, keyed_values, timeout_s=None):
+        """Write (key str, value bytes) pairs to `topic` and return once every one is acknowledged by the
+        in-sync replicas; raise our exception for the first that was not (the rest may have been written:
+        every record of this project is keyed, so writing it again supersedes)."""
+        from confluent_kafka import KafkaException
+
+        producer = self._producer_client()
+        failures = []
+
+        def delivered(error, _message):
+            if error is not None:
+                failures.append(error)
+
+        try:
+            for key, value in keyed_values:
+                while True:
+                    try:
+                        producer.produce(topic, key=key.encode("utf-8"), value=value, on_delivery=delivered)
+                        break
+                    except BufferError:  # local queue full: let deliveries drain, then retry this record
+                        producer.poll(0.1)
+                producer.poll(0)
+            self._door._count()
+            unsent = producer.flush(timeout_s or self._door._timeout_s)
+        except (KafkaException, SystemError) as error:
+            # SystemError: confluent-kafka reports an error raised while it ran a callback this way; the
+            # error itself is its __context__.
+            raise self._produce_failure(error.__context__ or error if isinstance(error, SystemError) else error,
+                                        topic) from error
+        if failures or self._door._fatal is not None:
+            raise self._produce_failure(failures[0] if failures else self._door._fatal, topic)
+        if unsent != 0:
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
+
+
+def _led(topic):
+    """Whether a topic's metadata shows it without error and with a leader for every partition."""
+    return topic is not None and topic.error is None and bool(topic.partitions) and \
+        all(p.leader >= 0 for p in topic.partitions.values())

@@ -45,7 +45,7 @@ def offline_originals(ongoing, alive, partitions):
 
 
 def run(args, connect):
-    from streaming.control.applier import Applier
+    from streaming.control.applier import applier_of
     from streaming.vocabulary.reassignment_file import load
 
     if args.request_id is not None:
@@ -61,7 +61,7 @@ def run(args, connect):
         offline = offline_originals(ongoing, snapshot.alive_brokers(), to_cancel)
         if offline and not args.force:
             raise BadInput(_refusal(offline))
-        answers = Applier(admin, None).cancel_moves(to_cancel) if to_cancel else {}
+        answers = applier_of(admin).cancel_moves(to_cancel) if to_cancel else {}
         rows = statuses(requested, ongoing, answers)
         cancelled = [key for key, status, _ in rows if status == CANCELLED]
         actions, note = ([], None) if not cancelled or args.preserve_throttles else _remove_throttles(args, admin, cancelled)

@@ -131,7 +131,7 @@ class Request(NamedTuple):
     setting: object  # streaming.control.throttles.claims.ThrottleSetting
     rollback: str  # the current assignment, in Kafka's reassignment JSON
     record: object  # the streaming.control.ownership.records.Ownership record it writes first
-    ledger: object  # streaming.control.ownership.store.Ledger
+    applier: object  # streaming.control.applier.Applier, the one writer, over the ownership topic's ledger
 
 
 def run(args, connect):
@@ -182,7 +182,8 @@ def _request(args, admin, file_moves, steering=None):
         raise BadInput(f"{problems[0]}{more}; nothing was changed")
     moves = moves_for(file_moves, common.replicas_of(snapshot), common.ongoing_of(snapshot))
     log_dirs = log_dir_moves(file_moves)
-    ledger = common.open_ledger(args, admin, create=not args.dry_run)
+    applier = common.acting(args, admin, create=not args.dry_run)
+    ledger = applier.ledger
     active = [r for r in ledger.records() if r.active]
     setting = throttle_setting(moves, view_of(snapshot), active, args.throttle, log_dirs,
                                args.replica_alter_log_dirs_throttle)
@@ -192,16 +193,15 @@ def _request(args, admin, file_moves, steering=None):
                        moves=moves, entries=setting.entries, rates=setting.rate_claims,
                        steering=steering if setting.rate_claims else None)
     rollback = to_json({(m.topic, m.partition): list(m.sources) for m in moves})
-    return Request(moves, log_dirs, setting, rollback, record, ledger)
+    return Request(moves, log_dirs, setting, rollback, record, applier)
 
 
 def _carry_out(admin, request, timeout_s):
     """Steps 2-6 of the module docstring (streaming.control.submission). Returns (started, refused, unmoved log
     dirs)."""
-    from streaming.control.applier import Applier
     from streaming.control.submission import NotStarted, submit
 
-    applier = Applier(admin, request.ledger, log=common.quiet)
+    applier = request.applier
     try:
         submitted = submit(admin, applier, request.record, request.setting, timeout_s, time.time() * 1000)
     except NotStarted as error:

@@ -4,9 +4,8 @@ Not a subcommand (cli.COMMANDS does not list it); `execute`, `resume`, `pause` a
 use it. The decisions are in streaming.control.plans; this wires them to the door, the clock and the terminal.
 
 Resuming after the foreground executor was killed: `resume --request-id ID --wait` (a running plan
-stays running; a paused one is resumed). One advancer per plan at a time (streaming.control.ownership.leases): a step is
-taken only under the plan's lease; without --wait the lease is released after the one step, so the job
-(`run`) carries the plan on; a killed `--wait` holds it until it runs out (LEASE_MS).
+stays running; a paused one is resumed). The loop that advances a plan, under its lease, is
+streaming.control.plans.foreground; this prints what it tells.
 """
 
 import json
@@ -19,7 +18,6 @@ from streaming.vocabulary import byte_values
 from streaming.vocabulary.errors import EXIT_CLUSTER, EXIT_OK, BadInput
 from streaming.vocabulary.states import PlanState
 
-STEP_INTERVAL_S = 1.0  # between two steps of `--wait`: about the driver-side watch's period
 PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
 PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-auto-remove-throttle",
                 "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
@@ -69,13 +67,6 @@ def check_file(file_moves):
         raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
 
 
-def writer(args, admin, create=False):
-    """The one writer (streaming.control.applier.Applier) over the ownership topic's ledger."""
-    from streaming.control.applier import Applier
-
-    return Applier(admin, common.open_ledger(args, admin, create=create), log=common.quiet)
-
-
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
     from streaming.control.plans.step import candidate, sizes_of
@@ -89,7 +80,7 @@ def record_plan(args, admin, request, limits):
     moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
     record = request.record
     plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
-    writer(args, admin, create=True).record_plan(plan, with_parts=True)
+    request.applier.record_plan(plan, with_parts=True)
     return plan
 
 
@@ -101,43 +92,16 @@ def step(args, admin, applier, request_id):
 
 
 def advance(args, admin, applier, request_id, wait, leased=True):
-    """One step, or with `wait` steps until the plan is finished, printing each step that changed
-    something. Returns the exit code. `leased=False` (cancel): the step is taken whoever holds the plan's
-    lease - a cancelled plan's step only cancels and sweeps, and a step that submitted while the cancel was
-    written cancels its own wave (streaming.control.plans.step), so it needs no exclusivity; the job steps only
-    running and paused plans."""
+    """One step, or with `wait` steps until the plan is finished (streaming.control.plans.foreground), printing
+    each step that changed something. Returns the exit code. `leased=False`: cancel's step (see there)."""
     from streaming.control.ownership import leases as lease
-    from streaming.control.ownership.store import find_plan
+    from streaming.control.plans import foreground
     from streaming.control.plans.partition_states import not_moved
 
     me = lease.holder_name(f"{args.command} --wait" if wait else args.command)
-    last = waiting_for = None
-    while True:
-        claimed, holder = lease.claim(applier, request_id, me, time.time() * 1000) if leased else (True, None)
-        if not claimed:  # one advancer per plan (streaming.control.ownership.leases): another one steps it
-            if holder.holder != waiting_for:
-                print(f"Plan {request_id} is advanced by {holder.holder}; "
-                      f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
-                waiting_for = holder.holder
-            state = find_plan(applier.ledger, request_id).state
-            if not wait or state in (PlanState.DONE, PlanState.CANCELLED):
-                if wait:
-                    print(f"Plan {request_id} {state}", flush=True)
-                return EXIT_OK
-            time.sleep(STEP_INTERVAL_S)
-            continue
-        waiting_for = None
-        result = step(args, admin, applier, request_id)
-        shown = (result.plan.state, tuple(sorted(result.counts.items())))
-        if shown != last or result.submitted or result.throttle_actions or result.refused or result.cancelled:
-            print_step(args, result)
-            last = shown
-        if not wait or result.finished:
-            break
-        time.sleep(STEP_INTERVAL_S)
-    if not wait:
-        if leased:
-            lease.release(applier, request_id, me, time.time() * 1000)  # the job carries it on from its next tick
+    result = foreground.advance(applier, lambda: step(args, admin, applier, request_id), request_id, me, wait,
+                                Printed(args, request_id), leased)
+    if result is None or not wait:
         return EXIT_OK
     unfinished = not_moved(result.counts)
     if result.plan.state == PlanState.CANCELLED or not unfinished:
@@ -145,6 +109,23 @@ def advance(args, admin, applier, request_id, wait, leased=True):
     print(f"Plan {request_id} ended with partitions not moved: " +
           ", ".join(f"{n} {state}" for state, n in sorted(unfinished.items())), file=sys.stderr)
     return EXIT_CLUSTER
+
+
+class Printed:
+    """What the foreground advancer tells (streaming.control.plans.foreground.Telling), on the terminal."""
+
+    def __init__(self, args, request_id):
+        self.args, self.request_id = args, request_id
+
+    def advanced_by(self, holder, wait):
+        print(f"Plan {self.request_id} is advanced by {holder}; "
+              f"{'waiting until it is finished' if wait else 'it submits the next partitions'}", flush=True)
+
+    def finished_by_another(self, state):
+        print(f"Plan {self.request_id} {state}", flush=True)
+
+    def stepped(self, result):
+        print_step(self.args, result)
 
 
 def print_step(args, result):
@@ -188,7 +169,7 @@ def set_state(args, connect, state, wanted_from, steps=False):
 
     admin = connect(args)
     try:
-        applier = writer(args, admin)
+        applier = common.acting(args, admin)
         plan = find_plan(applier.ledger, args.request_id)
         if plan is None:
             raise BadInput(f"no plan with request id {args.request_id} in {args.ownership_topic}")
@@ -223,7 +204,7 @@ def execute_plan(args, admin, request, limits):
               (f", {limits.moves_per_broker} moves per broker" if limits.moves_per_broker else "") +
               (f", {limits.bytes_in_flight} bytes in flight" if limits.bytes_in_flight else ""))
         print(f"Request id: {plan.request_id}", flush=True)
-    return advance(args, admin, writer(args, admin), plan.request_id, args.wait)
+    return advance(args, admin, common.acting(args, admin), plan.request_id, args.wait)
 
 
 def _json_line(document):

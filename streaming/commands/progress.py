@@ -94,7 +94,7 @@ def _active_plans(admin, args, snapshot, rows):
     from streaming.control.plans.report import describe_plan
 
     try:
-        ledger = common.open_ledger(args, admin, create=False)
+        ledger = common.open_ledger(args, admin)
         for request_id in [p.request_id for p in ledger.plans() if p.state in (PlanState.RUNNING, PlanState.PAUSED)]:
             print(describe_plan(_plan_row(admin, args, request_id, snapshot, rows, ledger)), flush=True)
     except Exception as error:  # reading plans is optional here: the report above stands
@@ -110,7 +110,7 @@ def _plan(admin, args):
     from streaming.control.plans.report import describe_plan
     from streaming.core.progress_report import diagnose
 
-    ledger = common.open_ledger(args, admin, create=False)
+    ledger = common.open_ledger(args, admin)
     snapshot, rows = _rows(admin, None)
     row = _plan_row(admin, args, args.request_id, snapshot, diagnose(snapshot, rows), ledger)
     print(json.dumps(row, separators=(",", ":")) if args.output == "json" else describe_plan(row), flush=True)
@@ -158,7 +158,7 @@ def _watch_plan(admin, args, interval_s):
     from streaming.core.progress_report import (ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose, to_table,
                                                 with_history)
 
-    ledger = common.open_ledger(args, admin, create=False)
+    ledger = common.open_ledger(args, admin)
     memory = history.empty_memory()
 
     def frame(rows_that_fit):

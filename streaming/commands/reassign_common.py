@@ -31,11 +31,22 @@ def connect(args):
     return KafkaClusterAdmin(args.bootstrap_server, args.command_config, args.timeout)
 
 
-def open_ledger(args, admin, create):
+def open_ledger(args, admin):
     """The ownership topic's one store (records, plans, leases), read through the command's own admin door."""
     from streaming.control.ownership.store import KafkaLedger
 
-    return KafkaLedger(admin, args.ownership_topic, create=create)
+    return KafkaLedger(admin, args.ownership_topic)
+
+
+def acting(args, admin, create=False):
+    """The command's one writer (streaming.control.applier) over the ownership topic's ledger; `create`: the topic
+    is created first unless it exists."""
+    from streaming.control.applier import applier_of
+    from streaming.control.ownership.store import ensure_ownership_topic
+
+    if create:
+        ensure_ownership_topic(applier_of(admin, log=quiet), args.ownership_topic)
+    return applier_of(admin, open_ledger(args, admin), log=quiet)
 
 
 def replicas_of(snapshot):
@@ -53,15 +64,14 @@ def sweep_released(args, admin, partitions, dry_run=False):
     """The janitor's sweep (streaming.control.sweep) with the records moving `partitions` released (an explicit
     verify or cancel of them overrides --no-auto-remove-throttle), its actions then written to the progress topic:
     (throttle actions, note of that write or None)."""
-    from streaming.control.applier import Applier
     from streaming.control.sweep import sweep
     from streaming.vocabulary.throttle_actions import Policy
 
-    ledger = open_ledger(args, admin, create=False)
-    records = ledger.records()
+    applier = acting(args, admin)
+    records = applier.ledger.records()
     policy = Policy(dry_run=dry_run, release=releasing(records, partitions))
-    swept = sweep(admin, Applier(admin, ledger, log=quiet), records, policy)
-    return swept.actions, publish_actions(args, admin, swept.actions, swept.fresh.cluster_id)
+    swept = sweep(admin, applier, records, policy)
+    return swept.actions, publish_actions(args, admin, applier, swept.actions, swept.fresh.cluster_id)
 
 
 def releasing(records, partitions):
@@ -103,8 +113,9 @@ def table(rows, headers, out=None):
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
 
 
-def publish_actions(args, admin, actions, cluster_id):
-    """Best effort: the `throttle` records of the janitor's actions to the progress topic, when it exists."""
+def publish_actions(args, admin, applier, actions, cluster_id):
+    """Best effort: the `throttle` records of the janitor's actions to the progress topic, when it exists (written
+    through `applier`, the one writer)."""
     if not actions:
         return None
     from sinks.records import encode
@@ -116,7 +127,7 @@ def publish_actions(args, admin, actions, cluster_id):
     try:
         if not admin.topic_exists(args.progress_topic):
             return f"progress topic {args.progress_topic} does not exist: throttle records not written"
-        admin.produce(args.progress_topic, [(key, encode(value)) for key, value in outputs], args.timeout)
+        applier.publish(args.progress_topic, [(key, encode(value)) for key, value in outputs], args.timeout)
     except ClusterError as error:  # reporting must not turn a successful cleanup into a failure
         return f"throttle records not written to {args.progress_topic}: {error}"
     return None

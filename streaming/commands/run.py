@@ -19,6 +19,7 @@ from streaming.commands import reassign_common as common
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
 from streaming.vocabulary.kafka_limits import PORT_MAX
+from streaming.vocabulary.throttle_actions import OWNED, POLICIES
 
 # Spark master URLs this job can run on ('' under spark-submit, which sets the master itself).
 MASTER_PATTERN = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)(,[1-9][0-9]{0,3})?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
@@ -57,7 +58,7 @@ def add_arguments(parser):
                         metavar="DURATION", help=f"no growth for this long is STALLED (default {defaults.STALL_AFTER_S:g}s)")
     parser.add_argument("--rate-window", type=durations.flag(*RATE_WINDOW_BOUNDS_S), default=defaults.RATE_WINDOW_S,
                         metavar="DURATION", help=f"smoothing window of rates (default {defaults.RATE_WINDOW_S:g}s)")
-    parser.add_argument("--throttle-cleanup", choices=("owned", "all", "off"), default=defaults.THROTTLE_CLEANUP,
+    parser.add_argument("--throttle-cleanup", choices=POLICIES, default=defaults.THROTTLE_CLEANUP,
                         help="which throttles the job removes: owned (what this tool set or adopted), all (every "
                              "throttle once nothing reassigns, like kafka-reassign-partitions --verify), off (report only)")
     parser.add_argument("--dry-run", action="store_true", help="decide and report throttle removals, alter nothing")
@@ -94,7 +95,7 @@ def config_from(args):
     if not 0 < args.metrics_port <= PORT_MAX:
         raise BadInput(f"--metrics-port {shown(args.metrics_port, 20)}: not a port (1-{PORT_MAX})")
     steering = common.auto_throttle_bounds(args)
-    if steering is not None and (args.dry_run or args.throttle_cleanup != "owned"):
+    if steering is not None and (args.dry_run or args.throttle_cleanup != OWNED):
         raise BadInput("--throttle auto changes rates and restores them at completion: it needs --throttle-cleanup "
                        "owned and no --dry-run")
     guard_url, guard_query = guard_of(args)

@@ -1,11 +1,13 @@
 """The one writer: every change this project makes to the cluster's state and to the ownership topic.
 
 Decisions are pure (streaming.control.throttles.removal, .adoption, .steering, streaming.control.plans.step);
-`Applier` carries them out through the admin door and the ledger it is given, and is the only code that calls
-the door's writes of cluster state (`CLUSTER_WRITES`) or the ledger's writes
-(streaming.control.ownership.store.LEDGER_WRITES): tests/test_one_writer.py holds every module to that. The
-streaming job's controller and the CLI commands (`execute`, `verify`, `cancel`, `pause`, `resume`) each hold
-one. Reads are not here: anyone may read.
+`Applier` carries them out through the door's writer (streaming.cluster.admin.ClusterWriter) and the ledger it is
+given. It is the only holder of a writer: `applier_of` is the one factory, and only this module imports the write
+grant that opens the door's writer (streaming.cluster.grant; pyproject.toml's contract "One writer" and
+tests/test_one_writer.py). The ledger's writes take that writer as an argument, so only the applier can make
+them. The streaming job's controller and driver and the CLI commands (`execute`, `verify`, `cancel`, `pause`,
+`resume`) each get theirs from `applier_of`. Reads are not here: anyone may read, through the door
+(streaming.cluster.admin.ClusterReader).
 
 - `apply(actions)`: throttle actions (SUBTRACT entries; DELETE or SET a rate) in one IncrementalAlterConfigs
   per broker, then read back until the cluster shows each (broker configs propagate asynchronously). An action
@@ -16,12 +18,15 @@ one. Reads are not here: anyone may read.
 - `start_moves`, `cancel_moves`, `move_log_dirs`: AlterPartitionReassignments (to a target; KIP-455 cancel) and
   AlterReplicaLogDirs, as the door answers them (per partition or replica: None, or the refusal's name).
 - `record`, `record_plan`, `record_lease`: the ledger's writes, durable when they return.
+- `create_topic`, `publisher(topic)`: the project's own topics: created (waiting for their leaders), and
+  records written to one of them (the progress topic) by whoever is handed its publisher.
 """
 
 import sys
 import time
 from dataclasses import replace
 
+from streaming.cluster.grant import WRITE_GRANT
 from streaming.control.throttles.bookkeeping import confirmed
 from streaming.control.throttles.read import read_cluster
 from streaming.control.throttles.view import view_of
@@ -31,7 +36,6 @@ from streaming.vocabulary.errors import TOPIC_DELETED, ClusterError
 from streaming.vocabulary.throttle_actions import FAILED
 from streaming.vocabulary.states import OwnershipState
 
-CLUSTER_WRITES = ("alter_throttles", "start_reassignments", "cancel_reassignments", "alter_replica_log_dirs")
 READBACK_TIMEOUT_S = 15.0
 READBACK_INTERVAL_S = 0.25
 MIN_READBACK_S = 5.0  # setting throttles: the read-back waits at least this long, whatever --timeout is
@@ -58,11 +62,31 @@ def missing_from(setting, snapshot):
     return missing
 
 
-class Applier:
-    """`admin`: the door (streaming.cluster.admin.ClusterAdmin); `ledger`: streaming.control.ownership.store.Ledger."""
+def applier_of(door, ledger=None, log=_stderr, readback_timeout_s=READBACK_TIMEOUT_S):
+    """The one writer over `door` (streaming.cluster.admin.ClusterReader) and `ledger`
+    (streaming.control.ownership.store.Ledger, None for a writer that needs none): the one factory."""
+    return Applier(door, door.writer(WRITE_GRANT), ledger, readback_timeout_s, log)
 
-    def __init__(self, admin, ledger, readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):
-        self.admin, self.ledger, self.readback_timeout_s, self.log = admin, ledger, readback_timeout_s, log
+
+class Publisher:
+    """Records to one of the project's own topics (the progress topic), the one write its holder can make."""
+
+    def __init__(self, writer, topic):
+        self._writer, self.topic = writer, topic
+
+    def write(self, keyed_values, timeout_s=30.0):
+        """Write (key, encoded value) pairs and wait until all are acknowledged; raise if any failed."""
+        self._writer.produce(self.topic, keyed_values, timeout_s)
+
+
+class Applier:
+    """`reader`: the door (streaming.cluster.admin.ClusterReader), for read-backs; `writer`: its writer
+    (streaming.cluster.admin.ClusterWriter); `ledger`: streaming.control.ownership.store.Ledger. Made by
+    `applier_of`."""
+
+    def __init__(self, reader, writer, ledger, readback_timeout_s=READBACK_TIMEOUT_S, log=_stderr):
+        self.reader, self._writer, self.ledger = reader, writer, ledger
+        self.readback_timeout_s, self.log = readback_timeout_s, log
 
     # -- throttles --
 
@@ -77,7 +101,7 @@ class Applier:
         changes = [(a.scope, a.name, a.kind, a.op, ",".join(a.entries) if a.op == SUBTRACT else a.restored_value)
                    for a in actions]
         try:
-            refusals = self.admin.alter_throttles(changes)
+            refusals = self._writer.alter_throttles(changes)
         except Exception as error:
             refusals = [f"{type(error).__name__}: {error}"] * len(actions)
         for action, refusal in zip(actions, refusals):
@@ -92,7 +116,7 @@ class Applier:
         deadline, after = time.monotonic() + self.readback_timeout_s, None
         while attempted:
             try:
-                after = read_cluster(self.admin, topics)
+                after = read_cluster(self.reader, topics)
                 attempted = [a for a in attempted if not confirmed(a, after)]
             except Exception as error:
                 after = None
@@ -113,7 +137,7 @@ class Applier:
                    for (topic, kind), pairs in sorted(setting.appends.items())]
         changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
         refused = {}
-        for (scope, name, kind, _, _), error in zip(changes, self.admin.alter_throttles(changes)):
+        for (scope, name, kind, _, _), error in zip(changes, self._writer.alter_throttles(changes)):
             if error is not None:
                 refused.setdefault(error, []).append(f"{scope} {name} {kind}")
         if refused:
@@ -121,7 +145,7 @@ class Applier:
                 f"{error} ({some(where)})" for error, where in refused.items()))
         deadline = time.monotonic() + max(timeout_s, MIN_READBACK_S)
         while True:
-            missing = missing_from(setting, read_cluster(self.admin, {t for t, _ in setting.appends}))
+            missing = missing_from(setting, read_cluster(self.reader, {t for t, _ in setting.appends}))
             if not missing:
                 return
             if time.monotonic() > deadline:
@@ -133,23 +157,37 @@ class Applier:
     def start_moves(self, targets):
         """AlterPartitionReassignments of {(topic, partition): target replicas}: (topic, partition) -> None
         (accepted) or the refusal's name."""
-        return self.admin.start_reassignments(targets)
+        return self._writer.start_reassignments(targets)
 
     def cancel_moves(self, partitions):
         """KIP-455 cancel: (topic, partition) -> None (accepted) or the refusal's name."""
-        return self.admin.cancel_reassignments(list(partitions))
+        return self._writer.cancel_reassignments(list(partitions))
 
     def move_log_dirs(self, wanted):
         """AlterReplicaLogDirs of {(topic, partition, broker): log dir}: each replica -> None or the refusal's name."""
-        return self.admin.alter_replica_log_dirs(wanted)
+        return self._writer.alter_replica_log_dirs(wanted)
 
     # -- the ledger --
 
     def record(self, ownership):
-        self.ledger.put(ownership)
+        self.ledger.put(ownership, self._writer)
 
     def record_plan(self, plan, with_parts=False):
-        self.ledger.put_plan(plan, with_parts)
+        self.ledger.put_plan(plan, self._writer, with_parts)
 
     def record_lease(self, lease):
-        self.ledger.put_lease(lease)
+        self.ledger.put_lease(lease, self._writer)
+
+    # -- the project's own topics --
+
+    def create_topic(self, name, partitions, config, min_insync_replicas=None):
+        """Create `name` unless it exists, and wait until every partition has a leader: True when created."""
+        return self._writer.ensure_topic(name, partitions, config, min_insync_replicas)
+
+    def publisher(self, topic):
+        """The Publisher of records to `topic`: what the job's batches and controller write the progress topic with."""
+        return Publisher(self._writer, topic)
+
+    def publish(self, topic, keyed_values, timeout_s=None):
+        """Write (key, encoded value) pairs to `topic` and wait until all are acknowledged."""
+        self._writer.produce(topic, keyed_values, timeout_s)

@@ -3,7 +3,7 @@ scheduler over duties (streaming.control.duties), each a module that owns its st
 this module only decides which duty runs when, and hands each what it needs (docs/architecture.md "The controller").
 
 It runs on the driver, in one thread of the `run` process, from the moment `run` starts (before Spark is up). Every
-change goes through its one writer (streaming.control.applier.Applier) over its one ledger of the ownership topic.
+change goes through its one writer (streaming.control.applier.applier_of) over its one ledger of the ownership topic.
 The Spark batches only compute and write their records; they hand their findings over (`hand_over`) and never act.
 The first tick is the first look: the reassignments listed, the ledger read, and adoption's throttle baseline read
 (a whole poll whose picture /metrics shows: duties.pictures) before liveness is first published. Each tick, about
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from sinks.throttle_records import describe_observed
 from streaming.control import batch_rules
-from streaming.control.applier import Applier
+from streaming.control.applier import applier_of
 from streaming.control.duties.adoption import Adoption
 from streaming.control.duties.handover import Handover
 from streaming.control.duties.janitor import SWEPT_LINE, Janitor
@@ -133,7 +133,7 @@ class Controller:
         owned = Owned(clock)
         # Every read of the ledger - the applier's and the plans' too - notes the requests Kafka accepted.
         self.ledger = NotedReads(ledger, owned.note)
-        self.applier = Applier(admin, self.ledger, log=self._janitor_log)
+        self.applier = applier_of(admin, self.ledger, log=self._janitor_log)
         advancer = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.handover = Handover(clock())
         self.duties = Duties(

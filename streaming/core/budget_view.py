@@ -18,11 +18,10 @@ import numpy as np
 
 from streaming.core.budget import (ALTER_LOG_DIRS, DIRECTIONS, FOLLOWER, LEADER, BudgetKey, Move, effective_throttle,
                                    run)
-from streaming.vocabulary.columns import from_rows, lookup, member, partition_ids, replica_keys, unique, unique_inverse
-from streaming.vocabulary.states import FINISHED_STATES
+from streaming.vocabulary.columns import (bytes_left, finished, from_rows, lookup, member, partition_ids, replica_keys,
+                                         unique, unique_inverse)
 from streaming.vocabulary.throttle_entries import is_all, parse
 
-_FINISHED = np.array(sorted(state.value for state in FINISHED_STATES), dtype=np.int8)
 _DIRECTION_RANK = {direction: rank for rank, direction in enumerate(sorted(DIRECTIONS))}
 NO_BUDGET = -1
 
@@ -88,12 +87,12 @@ class Throttles:
 
 def is_copying(rows):
     """Moves the model runs: not finished, not in the ISR (they copy nothing more)."""
-    return ~np.isin(rows["state"], _FINISHED) & ~rows["in_isr"]
+    return ~finished(rows["state"]) & ~rows["in_isr"]
 
 
 def remaining_bytes(rows):
     """Bytes each move still has to copy; NaN where either count is unknown in this poll."""
-    return np.maximum(rows["denominator"] - rows["numerator"], 0.0)
+    return bytes_left(rows["denominator"], rows["numerator"])
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,11 @@ def is_broker_offline(facts):
 
 
 def is_in_sync(facts):
-    """The destination broker joined the ISR while the partition still reassigns."""
-    return _flag(facts, "in_isr")
+    """The destination broker is alive and in the partition's ISR: it serves the partition. (An offline broker can
+    stay in the ISR - the last member of a partition that lost its leader - and serves nothing.) Here, where the
+    finished and offline rules come first, a move in sync joined the ISR while the partition still reassigns;
+    streaming.core.kip179 reads the same rule."""
+    return _flag(facts, "in_isr") & _flag(facts, "destination_alive")
 
 
 def is_stalled(facts, stall_after_s):

@@ -25,19 +25,15 @@ from dataclasses import replace
 
 import numpy as np
 
+from streaming.core import classify
 from streaming.core.measure import REPLICA_KINDS, replica_progress, with_states
 from streaming.core.snapshot_columns import from_snapshot
 from streaming.vocabulary.columns import Columns, from_rows, member, nulls, partition_ids, replica_keys
 from streaming.vocabulary.replica_row import BOOL, STATE, STRING, TEXT
 from streaming.vocabulary.snapshot import table
+from streaming.vocabulary.states import Kip179Status
 
-IN_SYNC = "In sync"
-UNKNOWN_TOPIC = "Unknown topic"
-UNKNOWN_PARTITION = "Unknown partition"
-UNKNOWN_BROKER = "Unknown broker"
-NOT_HOSTED = "Broker does not host this partition"
-BEHIND = "Behind"  # the prefix of every "Behind: ..." status; also its name when statuses are counted
-BEHIND_UNKNOWN = "Behind: unknown"
+UNKNOWN_TOPIC, UNKNOWN_PARTITION, UNKNOWN_BROKER, NOT_HOSTED, IN_SYNC, BEHIND, BEHIND_UNKNOWN = Kip179Status
 
 # What the rules read besides the progress facts: whether the cluster knows the row's topic, partition
 # and broker, whether the broker holds (or is receiving) the partition, whether the partition is in
@@ -64,9 +60,8 @@ def is_not_hosted(rows):
 
 
 def is_in_sync(rows):
-    # An offline broker can stay in the ISR (the last member of a partition that lost its leader): it is
-    # not serving anything, so it is not "in sync".
-    return rows["in_isr"] & rows["destination_alive"] & ~rows["intra_broker"]
+    """In sync as the progress core says it (streaming.core.classify), with no log-dir move of its own under way."""
+    return classify.is_in_sync(rows) & ~rows["intra_broker"]
 
 
 def behind(numerator, denominator, progress):
@@ -74,7 +69,7 @@ def behind(numerator, denominator, progress):
     column (an empty leader log, denominator 1, is 0 bytes behind); BEHIND_UNKNOWN where a number is
     unknown (the core sets progress 1.0 for any ISR member, even one whose broker did not answer)."""
     if numerator is None or denominator is None or progress is None:
-        return BEHIND_UNKNOWN
+        return BEHIND_UNKNOWN.value
     missing = (1.0 - progress) * denominator
     return f"{BEHIND}: {round(missing)} bytes ({100 * (1 - progress):.1f}%)"
 
@@ -90,7 +85,7 @@ def statuses(rows):
     """The KIP-179 status of each row (an object array)."""
     out = np.full(len(rows), None, dtype=object)
     for holds, text in reversed(RULES):  # a row's first rule is the one written last
-        out[holds(rows)] = text
+        out[holds(rows)] = text.value
     rest = np.flatnonzero(out == None)  # noqa: E711 (elementwise)
     for i, row in zip(rest.tolist(), rows.select(["numerator", "denominator", "progress"]).take(rest).rows()):
         out[i] = behind(row["numerator"], row["denominator"], row["progress"])

@@ -10,15 +10,16 @@ its last partition does, the cluster's when the last move does; unknown when one
 
 import numpy as np
 
-from streaming.vocabulary.columns import NO_STATE, Columns, Groups, member, partition_ids
+from streaming.vocabulary.columns import (NO_STATE, Columns, Groups, bytes_left, member, partition_ids,
+                                         worst_code)
+from streaming.vocabulary.columns import finished as finished_codes
 from streaming.vocabulary.replica_row import BOOL, FLOAT, INT, STATE, STRING
-from streaming.vocabulary.states import FINISHED_STATES, ReplicaState
+from streaming.vocabulary.states import ReplicaState
 
 PARTITION_KINDS = {"topic": STRING, "partition": INT, "replicas": INT, "bytes_done": FLOAT, "bytes_total": FLOAT,
                    "progress": FLOAT, "state": STATE, "in_isr": BOOL, "copy_rate": FLOAT, "leader_rate": FLOAT,
                    "stalled_seconds": FLOAT, "eta_seconds": FLOAT}
 TOPIC_KINDS = {name: kind for name, kind in PARTITION_KINDS.items() if name != "partition"}
-_FINISHED = np.array(sorted(state.value for state in FINISHED_STATES), dtype=np.int8)
 
 
 def replica_bytes(replicas):
@@ -31,7 +32,7 @@ def replica_bytes(replicas):
 
 def finished(rows):
     """Rows (replica or rollup) whose move is finished: COMPLETED or CANCELLED."""
-    return np.isin(rows["state"], _FINISHED)
+    return finished_codes(rows["state"])
 
 
 def _progress(done, total):
@@ -103,7 +104,7 @@ def summary(partitions, copy_rate=None, leader_rate=None):
 
 def worst_state(rows):
     """The name of the worst state of some rows; None for none."""
-    worst = int(rows["state"].max()) if len(rows) else NO_STATE
+    worst = worst_code(rows["state"])
     return None if worst == NO_STATE else ReplicaState(worst).name
 
 

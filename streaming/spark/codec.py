@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from streaming.core.measure import READ
 from streaming.core.snapshot_columns import LISTED, NO_LEADER, TABLES, SnapshotColumns, list_columns, scalar_kinds
-from streaming.vocabulary.columns import NO_STATE, Columns
+from streaming.vocabulary.columns import NO_STATE, STATE_NAME_OF_CODE, Columns
 from streaming.vocabulary.replica_row import BOOL, COUNT, FLOAT, INT, STATE, STRING, TEXT
 from streaming.vocabulary.snapshot import BOOL as BOOL_TYPE, FLOAT64, INT32, INT64, INT_LIST, PARTITION_KEYED, SCHEMAS
 from streaming.vocabulary.snapshot import STRING as STRING_TYPE
@@ -27,7 +27,6 @@ ARROW_TYPES = {STRING_TYPE: pa.string(), INT32: pa.int32(), INT64: pa.int64(), F
 KIND_TYPES = {STRING: pa.string(), TEXT: pa.string(), INT: pa.int64(), COUNT: pa.float64(), FLOAT: pa.float64(),
               BOOL: pa.bool_(), STATE: pa.int8()}
 _STATES = pa.array(STATE_NAMES)
-_STATE_NAMES = np.array([*STATE_NAMES, None], dtype=object)  # NO_STATE (-1) reads None
 # IPC buffers compressed: a state bucket's tables and report shrink several times (topic names repeat), and Spark
 # hands fewer bytes between the JVM and the Python workers. Readers need no option.
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -111,7 +110,7 @@ def arrow_column(values, kind, arrow_type=None):
     """A column of `kind` as an Arrow array of `arrow_type` (else the kind's); NaN is null."""
     arrow_type = KIND_TYPES[kind] if arrow_type is None else arrow_type
     if kind == STATE and pa.types.is_string(arrow_type):  # by name: the memory blob's
-        return pa.array(_STATE_NAMES[values.astype(np.int64)], type=arrow_type)
+        return pa.array(STATE_NAME_OF_CODE[values.astype(np.int64)], type=arrow_type)
     if kind in (COUNT, FLOAT):
         return pa.array(values, type=arrow_type, mask=np.isnan(values))
     return pa.array(values, type=arrow_type)

@@ -48,17 +48,19 @@ class JobConfig:
     guard_query: str | None = None
 
 
-def controller_of(config, admin, metrics, writer, gate_path):
-    """The job's controller (streaming.control.controller), with the one ledger of the ownership topic."""
+def controller_of(config, admin, applier, metrics, writer, gate_path):
+    """The job's controller (streaming.control.controller), with the one ledger of the ownership topic (created
+    through the driver's `applier` unless it exists)."""
     from streaming.cluster.poller import strict_poll
     from streaming.control.controller import Controller
-    from streaming.control.ownership.store import KafkaLedger
+    from streaming.control.ownership.store import KafkaLedger, ensure_ownership_topic
     from streaming.control.throttles.guard import PrometheusGuard
     from streaming.spark.outputs import first_look
     from streaming.vocabulary.throttle_actions import Policy
 
     guard = PrometheusGuard(config.guard_url, config.guard_query) if config.guard_url else None
-    return Controller(admin, KafkaLedger(admin, config.ownership_topic, create=True), metrics, gate_path,
+    ensure_ownership_topic(applier, config.ownership_topic)
+    return Controller(admin, KafkaLedger(admin, config.ownership_topic), metrics, gate_path,
                       config.trigger_interval_s, Policy(cleanup=config.throttle_cleanup, dry_run=config.dry_run),
                       writer=writer, read=lambda topics: strict_poll(admin, topics), timeout_s=config.timeout_s,
                       steering=config.steering, throttle_interval_s=config.throttle_interval_s, guard=guard,
@@ -74,9 +76,10 @@ def run(config, out=sys.stderr):
     job was down, whether batches are needed), then Spark, whose source asks the controller's gate each trigger.
     A query that fails mid-run (a batch's records could not be written in time) is restarted from the
     checkpoint after a pause, so its batch is replayed: the job itself never stops on a cluster error."""
-    from sinks.progress_topic import ProgressTopicWriter, ensure_progress_topic
+    from sinks.progress_topic import ensure_progress_topic
     from sinks.prometheus import MonitorMetrics
     from streaming.cluster.admin import KafkaClusterAdmin
+    from streaming.control.applier import applier_of
 
     # First of all: /metrics shows the controller's first look seconds before Spark is up, so an operator (or a
     # container runtime) may stop the job while Spark starts; that is a clean stop too.
@@ -89,12 +92,15 @@ def run(config, out=sys.stderr):
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)
     try:
         # The driver's one door to the cluster: topics, progress records and the controller share it. It logs
-        # which node it holds (a node that does not answer) and when that node answers again.
+        # which node it holds (a node that does not answer) and when that node answers again. The job's topics
+        # are created, and its records written, through the one writer (streaming.control.applier); the batches
+        # get only the progress topic's publisher.
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s, log=log_line)
-        ensure_progress_topic(admin, config.progress_topic)
-        writer = ProgressTopicWriter(admin, config.progress_topic)
+        applier = applier_of(admin, log=log_line)
+        ensure_progress_topic(applier, config.progress_topic)
+        writer = applier.publisher(config.progress_topic)
         gate_path = os.path.join(gate_directory, "gate.json")
-        controller = controller_of(config, admin, metrics, writer, gate_path).start()
+        controller = controller_of(config, admin, applier, metrics, writer, gate_path).start()
         from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the controller is up
 
         spark = job.build_session(config)

@@ -17,7 +17,7 @@ numpy's reduceat.
 import numpy as np
 
 from streaming.vocabulary.replica_row import BOOL, CORE_FACTS, COUNT, DIAGNOSIS, FIELDS, FLOAT, INT, STATE, STRING, TEXT
-from streaming.vocabulary.states import STATE_NAMES, ReplicaState
+from streaming.vocabulary.states import FINISHED_STATES, STATE_NAMES, ReplicaState
 
 NO_STATE = -1
 DTYPES = {STRING: object, TEXT: object, INT: np.int64, COUNT: np.float64, FLOAT: np.float64, BOOL: bool,
@@ -25,7 +25,24 @@ DTYPES = {STRING: object, TEXT: object, INT: np.int64, COUNT: np.float64, FLOAT:
 # The kinds of the columns a replica row or a rollup may carry, for rows made into columns and back.
 KINDS = {**FIELDS, **CORE_FACTS, **DIAGNOSIS, "poll_id": INT, "ts_ms": INT, "was_in_sync": BOOL,
          "observed_seconds": FLOAT, "replicas": INT, "bytes_done": FLOAT, "bytes_total": FLOAT}
-_STATE_NAMES = np.array([*STATE_NAMES, None], dtype=object)  # a code's name; NO_STATE (-1) is the last: None
+STATE_NAME_OF_CODE = np.array([*STATE_NAMES, None], dtype=object)  # a code's name; NO_STATE (-1) is the last: None
+FINISHED_CODES = np.array(sorted(state.value for state in FINISHED_STATES), dtype=np.int8)
+
+
+def finished(states):
+    """Which of some state codes are finished moves: COMPLETED or CANCELLED."""
+    return np.isin(states, FINISHED_CODES)
+
+
+def worst_code(states):
+    """The worst of some state codes: the greatest, ReplicaState being ordered by severity (NO_STATE for none).
+    Groups.worst is the same rule per group."""
+    return int(states.max()) if len(states) else NO_STATE
+
+
+def bytes_left(total, done):
+    """Bytes still to copy: total - done, at least 0; NaN where either is unknown (an unknown count is not 0)."""
+    return np.maximum(total - done, 0.0)
 
 
 class Columns:
@@ -86,7 +103,7 @@ class Columns:
 def python_values(values, kind=None):
     """A column as a list of plain Python values: NaN is None, a count a whole number, a state its name."""
     if kind == STATE:
-        return _STATE_NAMES[values.astype(np.int64)].tolist()
+        return STATE_NAME_OF_CODE[values.astype(np.int64)].tolist()
     if values.dtype.kind == "f":
         # A count beyond any whole number (infinite, or past int64: rows never hold one) is unknown too.
         known = (np.abs(values) < 2.0**63) if kind == COUNT else ~np.isnan(values)
@@ -256,7 +273,8 @@ class Groups:
         return self._reduce(np.logical_or, flags)
 
     def worst(self, states):
-        """The most severe state of each group (the highest ReplicaState value); NO_STATE when none is known."""
+        """The most severe state of each group (the highest ReplicaState value, as `worst_code`); NO_STATE when none
+        is known."""
         return self._reduce(np.maximum, states)
 
     def count(self, flags):

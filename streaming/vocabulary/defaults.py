@@ -1,6 +1,8 @@
 """Every default an operator can override, and the fixed bounds documented beside them, defined once: the
 CLI's flags, the job's config and the documentation read them from here."""
 
+from streaming.vocabulary.throttle_actions import Cleanup
+
 PROGRESS_TOPIC = "reassignment-progress"
 OWNERSHIP_TOPIC = "reassignment-monitor-throttles"
 TIMEOUT_S = 10.0  # --timeout: bound on each call to the cluster
@@ -26,7 +28,7 @@ METRICS_DETAIL = "replica"
 METRICS_ROW_BUDGET = 5_000
 CHECKPOINT_LOCATION = "reassign-monitor-checkpoint"
 MASTER = "local[*]"
-THROTTLE_CLEANUP = "owned"
+THROTTLE_CLEANUP = Cleanup.OWNED
 # Steady replica (and partition) rows whose progress records are rewritten each batch: up to this many, every one
 # every batch; past it, each steady row once every ceil(steady rows / budget) batches (sinks.records.rewritten).
 # Transitions and finished moves are written every batch whatever the count. Not a flag (docs/records.md

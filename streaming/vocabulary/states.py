@@ -8,6 +8,9 @@ The states of what the job's controller writes to the ownership topic are serial
 the records, the progress topic's `plan` records and the plan metrics' `state` label): an ownership record's
 (`OwnershipState`; a plan's wave is an ownership record, so a wave's state is one of these), a plan's
 (`PlanState`) and a partition's within a plan (`PlanPartitionState`).
+
+A replica's status in `progress --reassignment-json-file` (`Kip179Status`) is worded as Kafka's own
+kafka-reassign-partitions --verify words it, and serialized by value.
 """
 
 from enum import IntEnum, StrEnum
@@ -28,13 +31,6 @@ FINISHED_STATES = frozenset({ReplicaState.COMPLETED, ReplicaState.CANCELLED})
 STATE_NAMES = tuple(state.name for state in ReplicaState)
 # The states /metrics shows: a finished move's series vanish (its COMPLETED or CANCELLED is a progress-topic record).
 MOVING_STATE_NAMES = tuple(state.name for state in ReplicaState if state not in FINISHED_STATES)
-SEVERITY = {state.name: state.value for state in ReplicaState}  # for vectorized .map over name columns
-NAME_OF = {state.value: state.name for state in ReplicaState}
-
-
-def worst(names):
-    """The name of the most severe of some state names (a partition's state from its replicas')."""
-    return NAME_OF[max(SEVERITY[name] for name in names)]
 
 
 class OwnershipState(StrEnum):
@@ -59,3 +55,14 @@ class PlanPartitionState(StrEnum):
     CANCELLED = "cancelled"  # submitted, then reverted: never submitted again
     LEFT_ALONE = "left_alone"  # reassigned or moved by someone else: never overwritten
     FAILED = "failed"  # the plan can never move it: its topic deleted, or refused by Kafka for good
+
+
+class Kip179Status(StrEnum):
+    """In the order of streaming.core.kip179's rules; "Behind: N bytes (x%)" is BEHIND's, with its numbers."""
+    UNKNOWN_TOPIC = "Unknown topic"
+    UNKNOWN_PARTITION = "Unknown partition"
+    UNKNOWN_BROKER = "Unknown broker"
+    NOT_HOSTED = "Broker does not host this partition"
+    IN_SYNC = "In sync"
+    BEHIND = "Behind"  # the prefix of every "Behind: ..." status; also its name when statuses are counted
+    BEHIND_UNKNOWN = "Behind: unknown"

@@ -1,13 +1,41 @@
 """The janitor's value types: a ThrottleAction (what to remove or restore, and why) and the Policy that
-decides how far the janitor may go, with their names. No logic beyond validation, no I/O."""
+decides how far the janitor may go, with their names as enums serialized by value (the strings of the throttle
+records, the metrics' labels and the CLI's output). No logic beyond validation, no I/O."""
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-# The `action` of a throttle record and of kafka_reassignment_throttle_actions_total (the last two: --throttle auto).
-REMOVED, RESTORED, DRY_RUN, FAILED, RAISED, LOWERED = THROTTLE_ACTION_NAMES = (
-    "removed", "restored", "dry_run", "failed", "raised", "lowered")
+
+class Action(StrEnum):
+    """The `action` of a throttle record and of kafka_reassignment_throttle_actions_total (the last two:
+    --throttle auto)."""
+    REMOVED = "removed"
+    RESTORED = "restored"
+    DRY_RUN = "dry_run"
+    FAILED = "failed"
+    RAISED = "raised"
+    LOWERED = "lowered"
+
+
+class Cleanup(StrEnum):
+    """`run --throttle-cleanup`: which throttles the janitor may remove."""
+    OWNED = "owned"
+    ALL = "all"
+    OFF = "off"
+
+
+class Signal(StrEnum):
+    """`--throttle auto`: what caused a rate change (streaming.control.throttles.autothrottle's rules, in order)."""
+    STRESS = "stress"
+    CEILING = "ceiling"
+    FLOOR = "floor"
+    FALLING_BEHIND = "falling_behind"
+    BINDS = "binds"
+
+
+REMOVED, RESTORED, DRY_RUN, FAILED, RAISED, LOWERED = THROTTLE_ACTION_NAMES = tuple(Action)
 STEERED = (RAISED, LOWERED)  # --throttle auto: op SET, `restored_value` is the new rate
-OWNED, ALL, OFF = POLICIES = ("owned", "all", "off")
+OWNED, ALL, OFF = POLICIES = tuple(Cleanup)
 ALTER_LOG_DIRS = "alter_log_dirs"
 
 PENDING_GRACE_MS = 10 * 60 * 1000  # a `pending` record older than this is an execute that died midway
@@ -41,7 +69,7 @@ class ThrottleAction:
     restored_value: str | None = None  # broker: the prior value put back
     reason: str = ""
     request_ids: tuple[str, ...] = ()
-    signal: str | None = None  # --throttle auto: what caused the change (streaming.control.throttles.autothrottle.SIGNALS)
+    signal: str | None = None  # --throttle auto: what caused the change (a Signal)
 
     @property
     def steered(self):

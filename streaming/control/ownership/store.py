@@ -4,11 +4,11 @@
 one order for all three.
 
 `Ledger` is the small protocol everything that reads or writes ownership needs; `KafkaLedger` reads the topic
-fully on open and incrementally on `refresh()`, and writes with acks=all (durable when a put returns), every
-request through the admin door it is given (which retries transient errors and names the principal,
-operation and topic of a refusal). `MemoryLedger` is the fake. `NotedReads` hands what each read shows to its
-owner before anyone acts on it (the job's controller: which requests Kafka accepted). Writes are made by the one
-writer, streaming.control.applier.Applier: `LEDGER_WRITES` names them, for the test that holds it to that.
+fully on open and incrementally on `refresh()` through the door it is given (which retries transient errors and
+names the principal, operation and topic of a refusal), and writes with acks=all (durable when a put returns)
+through the writer each put is handed (streaming.cluster.admin.ClusterWriter): only the one writer,
+streaming.control.applier.Applier, holds one, so only it writes. `MemoryLedger` is the fake. `NotedReads` hands
+what each read shows to its owner before anyone acts on it (the job's controller: which requests Kafka accepted).
 """
 
 import sys
@@ -25,7 +25,6 @@ OWNERSHIP_TOPIC_CONFIG = {"cleanup.policy": "compact"}
 # With acks=all a record is on two brokers before execute alters any config (capped at the replication
 # factor on smaller clusters, where Kafka would otherwise refuse every write).
 OWNERSHIP_MIN_INSYNC_REPLICAS = 2
-LEDGER_WRITES = ("put", "put_plan", "put_lease")
 
 
 class Ledger(Protocol):
@@ -33,9 +32,10 @@ class Ledger(Protocol):
     def records(self) -> list[Ownership]: ...  # the latest ownership record per request id, done ones included
     def plans(self) -> list[Plan]: ...  # every plan that can be read whole
     def leases(self, request_id: str) -> list[Lease]: ...  # a plan's advancer claims, in log order
-    def put(self, record: Ownership) -> None: ...  # durable (acknowledged by the cluster) when it returns
-    def put_plan(self, plan: Plan, with_parts: bool = False) -> None: ...  # parts first, then the header
-    def put_lease(self, lease: Lease) -> None: ...  # read back by refresh(): the log's order decides
+    # The writes, through `writer` (streaming.cluster.admin.ClusterWriter), which only the applier holds:
+    def put(self, record: Ownership, writer) -> None: ...  # durable (acknowledged by the cluster) when it returns
+    def put_plan(self, plan: Plan, writer, with_parts: bool = False) -> None: ...  # parts first, then the header
+    def put_lease(self, lease: Lease, writer) -> None: ...  # read back by refresh(): the log's order decides
 
 
 def find_plan(ledger, request_id):
@@ -50,16 +50,14 @@ def _skipping(topic, key, error):
 class KafkaLedger:
     PARTITION = 0
 
-    def __init__(self, admin, topic=OWNERSHIP_TOPIC, create=False):
-        self.admin, self.topic = admin, topic
+    def __init__(self, reader, topic=OWNERSHIP_TOPIC):
+        self.reader, self.topic = reader, topic
         self._records, self._headers, self._parts, self._leases = {}, {}, {}, {}
         self._next = 0
-        if create:
-            ensure_ownership_topic(admin, topic)
         self.refresh()
 
     def refresh(self):
-        for offset, key, value in self.admin.read_log(self.topic, self.PARTITION, self._next):
+        for offset, key, value in self.reader.read_log(self.topic, self.PARTITION, self._next):
             self._next = offset + 1
             self._apply(key.decode("utf-8"), value)
 
@@ -102,25 +100,26 @@ class KafkaLedger:
     def leases(self, request_id):
         return list(self._leases.get(request_id, ()))
 
-    def put(self, record):
-        self.admin.produce(self.topic, [(record.request_id, encode(record))])
+    def put(self, record, writer):
+        writer.produce(self.topic, [(record.request_id, encode(record))])
         self._records[record.request_id] = record
 
-    def put_plan(self, plan, with_parts=False):
+    def put_plan(self, plan, writer, with_parts=False):
         written = records_of(plan, with_parts)
         if with_parts:
-            self.admin.produce(self.topic, written[:-1])
+            writer.produce(self.topic, written[:-1])
             self._parts[plan.request_id] = dict(decode_part(value) for _, value in written[:-1])
-        self.admin.produce(self.topic, written[-1:])  # the header only after every part is acknowledged
+        writer.produce(self.topic, written[-1:])  # the header only after every part is acknowledged
         self._headers[plan.request_id] = written[-1][1]
 
-    def put_lease(self, lease):
-        self.admin.produce(self.topic, [(leases_codec.lease_key(lease.request_id), leases_codec.encode(lease))])
+    def put_lease(self, lease, writer):
+        writer.produce(self.topic, [(leases_codec.lease_key(lease.request_id), leases_codec.encode(lease))])
 
 
 @dataclass
 class MemoryLedger:
-    """The in-memory ledger: for tests. `writes`: every ownership record put, in order; `claims`: every lease."""
+    """The in-memory ledger: for tests (a put needs no writer). `writes`: every ownership record put, in order;
+    `claims`: every lease."""
     latest: dict = field(default_factory=dict)
     writes: list = field(default_factory=list)
     plan_headers: dict = field(default_factory=dict)
@@ -142,14 +141,14 @@ class MemoryLedger:
     def leases(self, request_id):
         return [claim for claim in self.claims if claim.request_id == request_id]
 
-    def put(self, record):
+    def put(self, record, writer=None):
         self.latest[record.request_id] = record
         self.writes.append(record)
 
-    def put_plan(self, plan, with_parts=False):
+    def put_plan(self, plan, writer=None, with_parts=False):
         self.plan_headers[plan.request_id] = plan
 
-    def put_lease(self, lease):
+    def put_lease(self, lease, writer=None):
         self.claims.append(lease)
 
 
@@ -170,7 +169,8 @@ class NotedReads:
         return getattr(self.ledger, name)
 
 
-def ensure_ownership_topic(admin, topic):
+def ensure_ownership_topic(applier, topic):
     """Create the ownership topic (compacted, one partition so it is totally ordered, RF min(3, brokers),
-    min.insync.replicas 2 where there are 3) unless it exists; wait until it has a leader."""
-    return admin.ensure_topic(topic, 1, OWNERSHIP_TOPIC_CONFIG, min_insync_replicas=OWNERSHIP_MIN_INSYNC_REPLICAS)
+    min.insync.replicas 2 where there are 3) unless it exists, through the one writer (`applier`:
+    streaming.control.applier.Applier); wait until it has a leader."""
+    return applier.create_topic(topic, 1, OWNERSHIP_TOPIC_CONFIG, min_insync_replicas=OWNERSHIP_MIN_INSYNC_REPLICAS)

@@ -23,13 +23,15 @@ last change.
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from streaming.vocabulary.throttle_actions import Signal
+
 HYSTERESIS = 0.10
 CUT_FACTOR = 0.5
 RAISE_FACTOR = 2.0
 DEFAULT_MIN_INTERVAL_S = 30.0
 DAY_MINUTES = 24 * 60
 
-STRESS, CEILING, FLOOR, FALLING_BEHIND, BINDS = SIGNALS = ("stress", "ceiling", "floor", "falling_behind", "binds")
+STRESS, CEILING, FLOOR, FALLING_BEHIND, BINDS = SIGNALS = tuple(Signal)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class BrokerSignals(NamedTuple):
 class Change(NamedTuple):
     old: int
     new: int
-    signal: str  # one of SIGNALS
+    signal: Signal
     reason: str  # one line with the number behind it
 
 

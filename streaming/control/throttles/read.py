@@ -1,5 +1,5 @@
 """The janitor's reads: the cluster as a Snapshot taken now, through the admin door it is given
-(streaming.cluster.admin.ClusterAdmin). Raises on any failed request; the caller decides what a failure means."""
+(streaming.cluster.admin.ClusterReader). Raises on any failed request; the caller decides what a failure means."""
 
 import time
 
