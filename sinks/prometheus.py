@@ -116,6 +116,7 @@ class SnapshotCollector:
         self._lock = threading.Lock()
         self._picture = Picture()
         self._rows_s = None  # the time of the poll the shown rows come from (liveness may be later: `touch`)
+        self._throttles_s = None  # ... the shown throttle tables come from (a read of its own: `offer_throttles`)
         self.detail = detail
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
@@ -136,8 +137,23 @@ class SnapshotCollector:
             shown = self._picture if self._rows_s is not None and newer_shown(self._rows_s) else picture
             if shown is picture:
                 self._rows_s = picture.last_poll_s
+            throttles = self._picture if _later(self._throttles_s, shown.last_poll_s) != shown.last_poll_s else shown
+            self._throttles_s = _later(self._throttles_s, shown.last_poll_s)
             self._picture = replace(shown, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s),
-                                    plans=self._picture.plans if plans is None else plans)
+                                    plans=self._picture.plans if plans is None else plans,
+                                    topic_throttles=throttles.topic_throttles,
+                                    broker_throttles=throttles.broker_throttles)
+
+    def offer_throttles(self, topic_throttles, broker_throttles, poll_s):
+        """The throttle tables of a read the controller took while no batch ran (once a trigger while nothing
+        moves): shown unless those shown come from a later poll. Without it a throttle set while nothing moves
+        would never reach /metrics, nor the alert on leaked throttles."""
+        with self._lock:
+            if self._throttles_s is not None and self._throttles_s >= poll_s:
+                return
+            self._throttles_s = poll_s
+            self._picture = replace(self._picture, topic_throttles=tuple(topic_throttles),
+                                    broker_throttles=tuple(broker_throttles))
 
     def touch(self, poll_s):
         """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no

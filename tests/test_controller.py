@@ -941,3 +941,47 @@ def test_a_move_of_ours_a_look_saw_between_two_ticks_is_swept_as_it_left(tmp_pat
     assert cluster.topics[("t", "follower")] == ""  # swept now: 2 s since the last read of the ledger, not 10
     assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
     assert any("1 owned partition(s) left the reassignment list" in line for line in lines), lines
+
+
+SHOWN_THROTTLES = [
+    ([("update", 10.0, 100), ("offer_throttles", 20.0, 200)], 200.0),  # a read while no batch runs, after the batch
+    ([("offer_throttles", 20.0, 200), ("update", 10.0, 100)], 200.0),  # ... a batch of an earlier poll after it
+    ([("offer_throttles", 20.0, 200), ("update", 30.0, 300)], 300.0),  # the next batch's poll
+    ([("offer_throttles", 20.0, 200), ("offer_throttles", 15.0, 150)], 200.0),  # reads never go back either
+    ([("offer_throttles", 20.0, 200), ("offer", 25.0, 250)], 250.0),  # a picture of the controller's own poll
+]
+
+
+@pytest.mark.parametrize("shown, rate_after", SHOWN_THROTTLES)
+def test_metrics_show_the_throttles_of_the_newest_read(shown, rate_after):
+    """While no batch runs, the controller's read of the throttles (once a trigger) is what /metrics shows of them:
+    a throttle set while nothing moves reaches the leaked-throttle alert. No read goes back to an older poll."""
+    from sinks.metric_names import BROKER_THROTTLE_RATE
+    from sinks.prometheus import Picture, SnapshotCollector
+
+    collector = SnapshotCollector()
+    for path, poll_s, rate in shown:
+        rows = ({"broker": 1, "kind": "leader", "rate": rate},)
+        if path == "offer_throttles":
+            collector.offer_throttles((), rows, poll_s)
+        else:
+            getattr(collector, path)(Picture(broker_throttles=rows, last_poll_s=poll_s))
+    assert [s.value for family in collector.collect() if family.name == BROKER_THROTTLE_RATE.name
+            for s in family.samples] == [rate_after]
+
+
+@pytest.mark.parametrize("cleanup", ["owned", "all"])
+def test_a_throttle_set_while_nothing_moves_is_shown_and_under_all_asks_for_a_batch(tmp_path, cleanup):
+    from sinks.metric_names import BROKER_THROTTLE_RATE
+
+    cluster = FakeCluster()
+    controller, metrics, clock = a_controller_on(tmp_path, cluster, trigger_s=2.0, cleanup=cleanup)
+    controller.tick()
+    controller.hand_over(batch())
+    clock.now += 1
+    assert controller.tick() is None  # idle
+    cluster.rates[(2, "follower")] = 5000  # set by hand while nothing moves
+    clock.now += 2.5  # a trigger without a batch: the controller reads the throttles itself
+    decision = controller.tick()
+    assert sample(metrics, BROKER_THROTTLE_RATE, broker="2", kind="follower") == 5000.0
+    assert (decision == "throttles_to_clear") is (cleanup == "all"), decision

@@ -153,6 +153,12 @@ def polls_after(job, count):
                         message="the job's next poll")
 
 
+def shows_foreign_rate(job):
+    wait_for(lambda: job.metric("kafka_reassignment_broker_throttle_rate_bytes_per_second", broker="1",
+                                kind="leader") == float(FOREIGN_RATE), 60, interval_s=0.2,
+             message="the job to see broker 1's foreign leader rate")
+
+
 def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_its_keys_gone(cluster, job, tmp_path):
     """Issue 19 (1): `kafka-reassign-partitions --execute --throttle` over broker 1, which already held a leader
     rate somebody else set. Kafka's tool overwrites it and adds the follower rate and the rates of broker 2;
@@ -163,10 +169,9 @@ def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_it
     cluster.produce(topic, [0], 6)
     cluster.set_configs(broker_configs={1: {"leader.replication.throttled.rate": FOREIGN_RATE}})
     try:
-        polls_after(job, 2)
-        # The janitor's history must hold the broker's value before the move: while the job idles, the watch has
-        # it observe once a trigger interval (docs/ownership.md "Adoption").
-        time.sleep(OWNED_JOB_TRIGGER_S + 1)
+        # Adoption's history must hold the broker's value before the move (docs/ownership.md "Adoption"): /metrics
+        # shows the throttles of the newest view, a batch's poll or the controller's read while nothing moves.
+        shows_foreign_rate(job)
         plan = tmp_path / "move.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
         started = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",
@@ -205,8 +210,7 @@ def test_a_rate_raised_with_execute_additional_on_an_adopted_move_is_removed_at_
     plan = tmp_path / "move.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}))
     try:
-        polls_after(job, 2)
-        time.sleep(OWNED_JOB_TRIGGER_S + 1)  # adoption compares with a look before the move (as above)
+        shows_foreign_rate(job)  # adoption compares with a look before the move (as above)
         started = subprocess.run(KAFKA_REASSIGN + ["--bootstrap-server", cluster.bootstrap, "--execute",
                                                    "--reassignment-json-file", str(plan), "--throttle", "500000"],
                                  capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -46,7 +46,7 @@ class BatchView:
     owned_unread: bool = False  # the last read of the ownership records failed: `owned` may miss a request
     batches_done: int = 0
     tracks_moves: bool = False  # the last batch reported an unfinished move: its state remembers it
-    throttles_to_clear: bool = False  # --throttle-cleanup all and the last batch saw a throttle
+    throttles_to_clear: bool = False  # --throttle-cleanup all and the last read (a batch's or the controller's) saw one
     active_plans: int = 0  # plans running or paused in the ownership topic (streaming.control.plans.advancer)
     unreported: bool = False  # a move the controller listed that no batch has reported yet
 

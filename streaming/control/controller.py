@@ -430,13 +430,16 @@ class Controller:
         pictures = self.duties.pictures
         self.duties.adoption.looking()
         first_look = pictures.shown and pictures.poll_s is None and not self.handover.facts().batches_done
-        if self.policy.cleanup == ALL and not first_look:
-            return
         try:
             if first_look:
                 snapshot = pictures.first_look(self.clock())
             else:
                 snapshot = read_cluster(self.admin, {row["topic"] for row in self.admin.describe_partitions(None)})
+                # No batch shows what changed while nothing moves: /metrics shows this read's throttles, and under
+                # `--throttle-cleanup all` one it saw asks for a batch, whose janitor clears it.
+                throttles = snapshot["topic_throttles"], snapshot["broker_throttles"]
+                self.metrics.snapshot.offer_throttles(*throttles, snapshot.ts_ms / 1000)
+                self.handover.throttles_read(self.policy.cleanup == ALL and any(throttles))
             self._observe(snapshot)
         except Exception as error:  # read again next time; a batch's findings observe as well
             self.metrics.poll_errors.labels(api=DESCRIBE_CONFIGS).inc()

@@ -66,6 +66,12 @@ class Handover:
                 self._unreported.pop(partition, None)
             self._findings.append(findings)
 
+    def throttles_read(self, clears_all):
+        """The controller read the throttles itself (no batch ran for a trigger); `clears_all`: as in `hand_over`,
+        from that read. The newest read decides, a batch's or this one."""
+        with self._lock:
+            self._throttles_to_clear = clears_all
+
     def batch_ran(self, now_s):
         with self._lock:
             self._last_batch_ran_s = now_s
