@@ -63,6 +63,7 @@ from bench.results import markdown_table, write_section  # noqa: E402
 from kafka import KafkaAdminClient  # noqa: E402
 
 from streaming.cluster.admin import KafkaClusterAdmin  # noqa: E402
+from streaming.control.applier import applier_of  # noqa: E402
 from streaming.cluster.poller import poll  # noqa: E402
 
 SECTION = "Poll after a SIGKILL (bench/dead_node.py)"
@@ -123,7 +124,7 @@ def one_kill(door, bootstrap, victim, role, topic):
     rest = [timed_poll(door) for _ in range(3)]
     write_started = time.monotonic()
     try:
-        door.produce(topic, [(str(k), b"x" * 200) for k in range(RECORDS)], 60)
+        applier_of(door).publish(topic, [(str(k), b"x" * 200) for k in range(RECORDS)], 60)
         written = f"{time.monotonic() - killed:.1f}"
     except Exception as error:  # reported, not fatal to the bench
         written = f"failed after {time.monotonic() - write_started:.1f} s ({type(error).__name__})"
@@ -418,7 +419,7 @@ def main():
     door = KafkaClusterAdmin(bootstrap, None, args.timeout)
     try:
         topic = f"bench-dead-node-{uuid.uuid4().hex[:8]}"
-        door.ensure_topic(topic, 3, {})
+        applier_of(door).create_topic(topic, 3, {})
         for _ in range(args.runs):
             timed_poll(door)
             cached = door._kafka._controller_id  # the node kafka-python sends controller-bound requests to

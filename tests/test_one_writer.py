@@ -92,6 +92,16 @@ def test_only_the_applier_makes_an_applier_and_only_the_door_its_writer(module):
         assert not constructions(source, "KafkaClusterWriter"), f"{module} makes a writer"
 
 
+@pytest.mark.parametrize("module", modules())
+def test_nobody_takes_the_writer_out_of_the_applier(module):
+    """The applier and its Publisher keep their writer as `_writer`; no other module reads that attribute."""
+    if module == APPLIER:
+        return
+    taken = [node.lineno for node in ast.walk(ast.parse((ROOT / module).read_text()))
+             if isinstance(node, ast.Attribute) and node.attr == "_writer"]
+    assert not taken, f"{module} takes the applier's writer: lines {taken}"
+
+
 @pytest.mark.parametrize("module", [m for m in modules() if m.startswith("streaming/cluster/")])
 def test_only_the_writer_calls_kafkas_writes(module):
     if module == WRITER:

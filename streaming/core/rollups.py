@@ -10,8 +10,7 @@ its last partition does, the cluster's when the last move does; unknown when one
 
 import numpy as np
 
-from streaming.vocabulary.columns import (NO_STATE, Columns, Groups, bytes_left, member, partition_ids,
-                                         worst_code)
+from streaming.vocabulary.columns import NO_STATE, Columns, Groups, member, partition_ids, worst_code
 from streaming.vocabulary.columns import finished as finished_codes
 from streaming.vocabulary.replica_row import BOOL, FLOAT, INT, STATE, STRING
 from streaming.vocabulary.states import ReplicaState

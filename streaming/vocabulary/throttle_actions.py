@@ -43,7 +43,7 @@ PENDING_GRACE_MS = 10 * 60 * 1000  # a `pending` record older than this is an ex
 
 @dataclass(frozen=True)
 class Policy:
-    cleanup: str = OWNED
+    cleanup: Cleanup = OWNED
     dry_run: bool = False
     release: frozenset = frozenset()  # request ids whose --no-auto-remove-throttle an explicit verify/cancel overrides
     pending_grace_ms: int = PENDING_GRACE_MS
@@ -62,14 +62,14 @@ class ThrottleAction:
     scope: str  # topic | broker
     name: str  # topic name or broker id
     kind: str  # leader | follower | alter_log_dirs
-    action: str  # removed | restored | dry_run | failed
+    action: Action
     op: str  # subtract | delete | set
     entries: tuple[str, ...] = ()  # topic: the `p:b` entries taken out
     value: str | None = None  # the value before
     restored_value: str | None = None  # broker: the prior value put back
     reason: str = ""
     request_ids: tuple[str, ...] = ()
-    signal: str | None = None  # --throttle auto: what caused the change (a Signal)
+    signal: Signal | None = None  # --throttle auto: what caused the change
 
     @property
     def steered(self):
