@@ -28,10 +28,6 @@
 # A second listener, SSL on BASE+10+N, takes mutual TLS only (ssl.client.auth=required): a client
 # certificate signed by CLUSTER_DIR/tls/ca.pem is the principal User:<its CN>. It is apart from the SASL_SSL
 # listener so that SASL clients (and the brokers among themselves) need no client certificate.
-#
-# INTERNAL_LISTENER=1 (plaintext KRaft) puts the brokers' own traffic on a listener of its own, INTERNAL on
-# BASE+20+N, so a test can cut the clients off one broker (drop packets to its client port) while Kafka keeps
-# replicating to it and lists it alive.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +50,6 @@ nodes=(1 2 3)
 broker_port() { echo $((base_port + $1)); }
 controller_port() { echo $((base_port + 100 + $1)); }
 mtls_port() { echo $((base_port + 10 + $1)); }
-internal_port() { echo $((base_port + 20 + $1)); }
 zookeeper_port() { echo $((base_port + 100)); }
 zookeeper_mode() { [ "$mode" = zookeeper ]; }
 bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(broker_port "$n")"; done; echo "$s"; }
@@ -158,16 +153,6 @@ EOF
 }
 
 plaintext_listeners() {
-  if [ "${INTERNAL_LISTENER:-}" = 1 ]; then
-    cat <<EOF
-listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),INTERNAL://127.0.0.1:$(internal_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),INTERNAL://127.0.0.1:$(internal_port "$1")
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=INTERNAL
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
-EOF
-    return
-  fi
   cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
 advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1")
