@@ -13,7 +13,8 @@ every second:
    (batch_rules.defers_the_rest: one wait per tick).
 2. duties.owned reads the ledger while something reassigns or is owned, else once a trigger; every read, whichever
    duty makes it, notes the moves Kafka accepted since the read before (a move of ours that came and went between
-   two looks is looked for after steps 3 and 4 have read).
+   two looks is looked for after steps 3 and 4 have read). What any look listed since the last tick counts as listed
+   then (duties.looks `take_seen`): a move of ours a look saw that ended since left the list.
 3. The findings of each batch finished since the last tick, in order (`on_batch`): duties.steering, duties.adoption,
    and duties.janitor's sweep when the batch's poll shows a removal due, a record settled or a claim given up
    (`dry_run` records instead under `--dry-run` or `--throttle-cleanup off`).
