@@ -941,3 +941,17 @@ def test_a_move_of_ours_a_look_saw_between_two_ticks_is_swept_as_it_left(tmp_pat
     assert cluster.topics[("t", "follower")] == ""  # swept now: 2 s since the last read of the ledger, not 10
     assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
     assert any("1 owned partition(s) left the reassignment list" in line for line in lines), lines
+
+
+def test_until_the_first_batch_a_move_of_ours_that_came_and_went_is_swept_at_the_next_tick(tmp_path):
+    """While Spark starts the machine is busy and the looks are slower: a move of ours may start and end between two
+    of them. Until Spark's first batch the ledger is read every tick, so its throttles go at the next tick, not at the
+    idle read of the ledger a trigger later (5.6 s after completion at the default trigger)."""
+    cluster, ledger = throttled(), MemoryLedger()
+    controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=10.0)
+    assert controller.tick() == "first_batch"
+    ledger.put(request())  # execute wrote it; its move came and went between two looks
+    clock.now += 1
+    controller.tick()
+    assert cluster.topics[("t", "follower")] == ""
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
