@@ -147,9 +147,10 @@ class SnapshotCollector:
     def offer_throttles(self, topic_throttles, broker_throttles, poll_s):
         """The throttle tables of a read the controller took while no batch ran (once a trigger while nothing
         moves): shown unless those shown come from a later poll. Without it a throttle set while nothing moves
-        would never reach /metrics, nor the alert on leaked throttles."""
+        would never reach /metrics, nor the alert on leaked throttles. A read of the same millisecond as the tables
+        shown is taken: it was offered after them."""
         with self._lock:
-            if self._throttles_s is not None and self._throttles_s >= poll_s:
+            if self._throttles_s is not None and self._throttles_s > poll_s:
                 return
             self._throttles_s = poll_s
             self._picture = replace(self._picture, topic_throttles=tuple(topic_throttles),

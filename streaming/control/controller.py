@@ -11,9 +11,10 @@ every second:
 1. duties.looks lists the reassignments (never waiting for a silent Kafka controller). A list that waited out a
    request deadline - or a look between ticks (step 5) that did - leaves steps 2-7 to the next tick, at once
    (batch_rules.defers_the_rest: one wait per tick).
-2. duties.owned reads the ledger while something reassigns or is owned, else once a trigger; every read, whichever
-   duty makes it, notes the moves Kafka accepted since the read before (a move of ours that came and went between
-   two looks is looked for after steps 3 and 4 have read).
+2. duties.owned reads the ledger while something reassigns or is owned and until Spark's first batch, else once a
+   trigger; every read, whichever duty makes it, notes the moves Kafka accepted since the read before (a move of ours
+   that came and went between two looks is looked for after steps 3 and 4 have read). What any look listed since the last tick counts as listed
+   then (duties.looks `take_seen`): a move of ours a look saw that ended since left the list.
 3. The findings of each batch finished since the last tick, in order (`on_batch`): duties.steering, duties.adoption,
    and duties.janitor's sweep when the batch's poll shows a removal due, a record settled or a claim given up
    (`dry_run` records instead under `--dry-run` or `--throttle-cleanup off`).
@@ -309,7 +310,9 @@ class Controller:
         looked = looks.reassigning | (looks.take_seen() if listed is not None else frozenset())
         ledger_read = None  # not read this tick
         if listed is not None and (not looks.listed_once or looked or listed or owned.partitions or owned.unread
-                                   or self._a_trigger_since(owned.read_s)):
+                                   or not self.handover.facts().batches_done or self._a_trigger_since(owned.read_s)):
+            # Every tick until Spark's first batch too: Spark's start slows the looks, and a move of ours that came
+            # and went between two of them is known only from the ledger.
             ledger_read = self._read_ledger()
         self._wake.clear()  # before taking: findings handed over after this wake the next wait
         for findings in self.handover.take():
