@@ -260,3 +260,26 @@ def test_partition_rollup_properties(case):
         assert p["bytes_done"] <= p["bytes_total"]
         assert p["replicas"] == len(mine)
         assert p["state"] == max(ReplicaState[r["state"]] for r in mine).name
+
+
+def test_remote_bytes_roll_up_as_the_partitions_and_add_up_per_topic():
+    """A partition's replicas share its remote bytes (not added per replica); a topic's partitions add theirs up;
+    the remote bytes are in neither the target nor the bytes done."""
+    from streaming.core.rollups import topic_rollup
+
+    offsets_rows = [{"topic": TOPIC, "partition": p, "log_start": 0, "log_end": 4000, "local_log_start": 3000}
+                    for p in (0, 1)]
+    log_dirs = [{"broker": b, "log_dir": "/d", "topic": TOPIC, "partition": p, "size": size, "offset_lag": 0,
+                 "is_future": False} for p in (0, 1) for b, size in ((1, 1000), (2, 400), (3, 100))]
+    snapshot = from_rows(
+        1_000, "cluster",
+        reassignments=[{"topic": TOPIC, "partition": p, "replicas": [1, 2, 3], "adding": [2, 3], "removing": []}
+                       for p in (0, 1)],
+        partitions=[{"topic": TOPIC, "partition": p, "leader": 1, "replicas": [1, 2, 3], "isr": [1]} for p in (0, 1)],
+        log_dirs=log_dirs, offsets=offsets_rows, brokers=[{"broker": b, "alive": True} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
+    partitions = partition_rollup(with_states(progress(snapshot)))
+    assert [(p["remote_bytes"], p["bytes_total"], p["bytes_done"]) for p in partitions.rows()] == [
+        (3000, 2000, 500), (3000, 2000, 500)]
+    [topic] = topic_rollup(partitions).rows()
+    assert (topic["remote_bytes"], topic["bytes_total"]) == (6000, 4000)
