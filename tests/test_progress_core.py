@@ -283,3 +283,14 @@ def test_remote_bytes_roll_up_as_the_partitions_and_add_up_per_topic():
         (3000, 2000, 500), (3000, 2000, 500)]
     [topic] = topic_rollup(partitions).rows()
     assert (topic["remote_bytes"], topic["bytes_total"]) == (6000, 4000)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 10**6), st.integers(0, 10**9), st.integers(0, 10**9), st.integers(1, 10**9))
+def test_remote_bytes_are_exact_for_records_of_one_size(record_bytes, log_start, remote_offsets, local_offsets):
+    """Records of one size: the estimate is the bytes of the offsets below the local log start, exactly."""
+    local_log_start = log_start + remote_offsets
+    log_end = local_log_start + local_offsets
+    [value] = remote_bytes(*(np.array([v], float) for v in (record_bytes * local_offsets, log_start, local_log_start,
+                                                              log_end)))
+    assert value == pytest.approx(record_bytes * remote_offsets, rel=1e-9)
