@@ -18,8 +18,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 jars: $(JARS)
-$(JARS): deploy/kafka/pom.xml
+# And Kafka's LocalTieredStorage (the kafka-storage test jar) for TIERED_STORAGE=1 deploy/local-cluster.sh.
+$(JARS): deploy/kafka/pom.xml deploy/kafka/tiered-storage-pom.xml
 	mvn -q -B -f deploy/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/deploy/kafka/lib -DincludeScope=runtime
+	mvn -q -B -f deploy/kafka/tiered-storage-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/deploy/kafka/lib/tiered-storage -DincludeScope=runtime
 	touch $@
 
 prometheus:

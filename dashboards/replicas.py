@@ -17,6 +17,7 @@ COLUMNS = (("Progress", m.REPLICA_PROGRESS_RATIO, "percentunit"),
            ("Stalled", m.REPLICA_STALLED, "s"),
            ("Copied", m.REPLICA_COPIED_BYTES, "bytes"),
            ("Target", m.REPLICA_TARGET_BYTES, "bytes"),
+           ("Remote", m.REPLICA_REMOTE_BYTES, "bytes"),
            ("In ISR", m.REPLICA_IN_ISR, "bool_yes_no"))
 
 
@@ -52,7 +53,8 @@ def _table():
         description="One row per replica being added. Progress = copied / leader log bytes (1 once in the ISR); "
                     "ETA (from the model of the throttle budgets the moves share) empty = cannot finish at its "
                     "share; Reason = why an unhealthy move is slow or stuck (the progress topic's `reason` "
-                    "has the numbers); Stalled = seconds without growth. Past the row budget of /metrics (the "
+                    "has the numbers); Stalled = seconds without growth; Remote = bytes in tiered storage, never "
+                    "copied nor in the target. Past the row budget of /metrics (the "
                     "overview's 'Moves left off /metrics') the healthy moves with the fewest bytes left are not "
                     "here; unhealthy ones come first.",
         filterable=True, overrides=overrides, sortBy=[g.TableSortByField(displayName="Progress")],

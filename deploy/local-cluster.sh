@@ -28,6 +28,11 @@
 # A second listener, SSL on BASE+10+N, takes mutual TLS only (ssl.client.auth=required): a client
 # certificate signed by CLUSTER_DIR/tls/ca.pem is the principal User:<its CN>. It is apart from the SASL_SSL
 # listener so that SASL clients (and the brokers among themselves) need no client certificate.
+#
+# TIERED_STORAGE=1 (default off) enables remote storage (KIP-405, Kafka 3.6 or newer, plaintext only): Kafka's own
+# LocalTieredStorage keeps remote segments in CLUSTER_DIR/remote-storage, shared by the brokers. It ships only in
+# the kafka-storage test jar, resolved from Maven Central (deploy/kafka/tiered-storage-pom.xml) into
+# deploy/kafka/lib[/<version>]/tiered-storage/ on first use. A topic uses it with remote.storage.enable=true.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,10 +46,12 @@ version=${KAFKA_VERSION:-$default_version}
 mode=${KAFKA_MODE:-kraft}
 zookeeper_heap=${ZOOKEEPER_HEAP:-64m}
 scram_users=${SCRAM_USERS:-reassign-monitor reassign-operator}
+tiered_storage=${TIERED_STORAGE:-0}
 tls_dir=$cluster_dir/tls
 secrets_dir=$cluster_dir/secrets
 lib=$root/deploy/kafka/lib
 if [ "$version" != "$default_version" ]; then lib=$root/deploy/kafka/lib/$version; fi
+tiered_lib=$lib/tiered-storage
 nodes=(1 2 3)
 
 broker_port() { echo $((base_port + $1)); }
@@ -63,6 +70,9 @@ zookeeper_pid() { cat "$cluster_dir/zookeeper/pid" 2>/dev/null || true; }
 zookeeper_alive() { runs "$(zookeeper_pid)" "$cluster_dir/zookeeper/data"; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
 secured() { [ "$security" = sasl_ssl ]; }
+tiered() { [ "$tiered_storage" = 1 ]; }
+# The brokers' classpath: the broker's jars, and LocalTieredStorage's with TIERED_STORAGE=1.
+classpath() { if tiered; then echo "$lib/*:$tiered_lib/*"; else echo "$lib/*"; fi; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
@@ -78,6 +88,16 @@ resolve_jars() {
       -DoutputDirectory="$lib.partial" -DincludeScope=runtime >&2 || die "Kafka $version: not resolved from Maven Central"
     mv "$lib.partial" "$lib"
   fi
+}
+
+resolve_tiered_storage_jar() {
+  ls "$tiered_lib"/kafka-storage-*-test.jar >/dev/null 2>&1 && return
+  echo "resolving Kafka $version's LocalTieredStorage (kafka-storage test jar) from Maven Central" >&2
+  rm -rf "$tiered_lib.partial"
+  mvn -q -B -f "$root/deploy/kafka/tiered-storage-pom.xml" -Dkafka.version="$version" dependency:copy-dependencies \
+    -DoutputDirectory="$tiered_lib.partial" -DincludeScope=runtime >&2 \
+    || die "TIERED_STORAGE=1: Kafka $version publishes no kafka-storage test jar (LocalTieredStorage) on Maven Central"
+  mv "$tiered_lib.partial" "$tiered_lib"
 }
 
 # KAFKA_VERSION as a number: 3.6.2 -> 306.
@@ -97,6 +117,12 @@ check_version() {
     zookeeper) [ "$number" -lt 400 ] || die "KAFKA_MODE=zookeeper: Kafka $version has no ZooKeeper mode (removed in 4.0)"
                if secured; then die "SECURITY=sasl_ssl needs KAFKA_MODE=kraft"; fi ;;
     *) die "KAFKA_MODE=$mode: expected kraft or zookeeper" ;;
+  esac
+  case "$tiered_storage" in
+    0) ;;
+    1) [ "$number" -ge 306 ] || die "TIERED_STORAGE=1 needs Kafka 3.6 or newer (KAFKA_VERSION=$version)"
+       if secured; then die "TIERED_STORAGE=1 needs SECURITY=plaintext"; fi ;;
+    *) die "TIERED_STORAGE=$tiered_storage: expected 0 or 1" ;;
   esac
   mkdir -p "$cluster_dir"
   if [ -f "$made" ]; then
@@ -139,8 +165,24 @@ background.threads=4
 log.segment.delete.delay.ms=1000
 file.delete.delay.ms=1000
 EOF
+    if tiered; then tiered_storage_config; fi
   } > "$dir/node.properties"
   if secured; then chmod 600 "$dir/node.properties"; fi  # it holds the admin password
+}
+
+# Remote storage in a directory all brokers share (any of them may lead a partition and read its remote
+# segments); segments are copied and local logs trimmed within seconds, not minutes.
+tiered_storage_config() {
+  cat <<EOF
+remote.log.storage.system.enable=true
+remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
+remote.log.storage.manager.impl.prefix=rsm.config.
+rsm.config.dir=$cluster_dir/remote-storage
+remote.log.metadata.manager.listener.name=PLAINTEXT
+rlmm.config.remote.log.metadata.topic.replication.factor=1
+remote.log.manager.task.interval.ms=1000
+log.retention.check.interval.ms=1000
+EOF
 }
 
 zookeeper_broker() {
@@ -248,13 +290,13 @@ start_node() {
   local n=$1 dir=$cluster_dir/node$1 scram=()
   if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
-    java -cp "$lib/*" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
+    java -cp "$(classpath)" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
       kafka.tools.StorageTool format -c "$dir/node.properties" --cluster-id="$(cat "$cluster_dir/cluster.id")" \
       "${scram[@]}" >"$dir/format.log" 2>&1 || die "formatting node $n failed: see $dir/format.log"
   fi
   nohup java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" \
-    -Dkafka.logs.dir="$dir" -cp "$lib/*" kafka.Kafka "$dir/node.properties" \
+    -Dkafka.logs.dir="$dir" -cp "$(classpath)" kafka.Kafka "$dir/node.properties" \
     >"$dir/stdout.log" 2>&1 </dev/null &
   echo $! > "$dir/pid"
 }
@@ -262,6 +304,7 @@ start_node() {
 up() {
   check_version
   resolve_jars
+  if tiered; then resolve_tiered_storage_jar; mkdir -p "$cluster_dir/remote-storage"; fi
   [ -x "$python" ] || die "no python at $python (run 'make venv' or set PYTHON)"
   zookeeper_mode || [ -f "$cluster_dir/cluster.id" ] || "$python" -c \
     'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' \

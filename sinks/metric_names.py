@@ -32,6 +32,10 @@ REPLICA_ETA = Metric("kafka_reassignment_replica_eta_seconds", "gauge", REPLICA,
                      "Seconds until the replica catches up; absent when it cannot at the current rates.")
 REPLICA_STALLED = Metric("kafka_reassignment_replica_stalled_seconds", "gauge", REPLICA,
                          "Seconds since the copied bytes last grew; 0 while progressing.")
+REPLICA_REMOTE_BYTES = Metric("kafka_reassignment_replica_remote_bytes", "gauge", REPLICA,
+                              "Bytes of the partition in tiered storage (KIP-405), which the new replica does not "
+                              "copy: never in the target or the bytes remaining. An estimate (docs/progress.md "
+                              "\"Tiered storage\"); 0 without tiered storage, absent when unknown.")
 REPLICA_STATE = Metric("kafka_reassignment_replica_state", "gauge", REPLICA + ("state",),
                        "1 for the replica move's current state.")
 REPLICA_DIAGNOSIS = Metric("kafka_reassignment_replica_diagnosis", "gauge", REPLICA + ("reason_code",),
@@ -75,7 +79,7 @@ PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", ("request_id",
                   "(the budget model); absent when unknown.")
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
-       REPLICA_ETA, REPLICA_STALLED, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
+       REPLICA_ETA, REPLICA_STALLED, REPLICA_REMOTE_BYTES, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
        COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 

@@ -48,7 +48,7 @@ class Picture:
 REPLICA_GAUGES = ((m.REPLICA_COPIED_BYTES, "numerator"), (m.REPLICA_TARGET_BYTES, "denominator"),
                   (m.REPLICA_PROGRESS_RATIO, "progress"), (m.REPLICA_IN_ISR, "in_isr"),
                   (m.REPLICA_COPY_RATE, "copy_rate"), (m.REPLICA_ETA, "eta_seconds"),
-                  (m.REPLICA_STALLED, "stalled_seconds"))
+                  (m.REPLICA_STALLED, "stalled_seconds"), (m.REPLICA_REMOTE_BYTES, "remote_bytes"))
 ROLLUP_COLUMN = {"numerator": "bytes_done", "denominator": "bytes_total"}
 ROLLUP_GAUGES = tuple((metric, ROLLUP_COLUMN.get(column, column)) for metric, column in REPLICA_GAUGES)
 DETAIL_ROWS = {"replica": ("replicas", REPLICA_GAUGES), "partition": ("partitions", ROLLUP_GAUGES),
@@ -67,6 +67,7 @@ def samples(picture, detail="replica", budget=METRICS_ROW_BUDGET):
     table, per_row = DETAIL_ROWS[detail]
     rows = getattr(picture, table)
     shown, omitted = shown_rows(rows, keys, budget)
+    per_row = [(metric, column) for metric, column in per_row if column in rows]  # rows without it: no series
     columns = [*keys, "state", *(column for _, column in per_row), *(("reason_code",) if "reason_code" in rows else ())]
     for row in rows.select(list(dict.fromkeys(columns))).take(shown).rows() if len(shown) else ():
         labels = tuple(str(row[k]) for k in keys)

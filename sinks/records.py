@@ -117,8 +117,8 @@ def _transitions(replicas):
 
 def replica_records(replicas, ts_ms, batch_id, cluster_id):
     """(key, encoded value) per replica row (history report columns with the budget model's ETA and the reason of
-    streaming.core.diagnosis: `reason_code`, `reason`; rows without them - the benchmarks' synthetic batches -
-    carry null)."""
+    streaming.core.diagnosis: `reason_code`, `reason`; rows without them or without `remote_bytes` - the
+    benchmarks' synthetic batches - carry null)."""
     n = len(replicas)
     nothing = np.full(n, None, dtype=object)
     texts = {
@@ -132,6 +132,7 @@ def replica_records(replicas, ts_ms, batch_id, cluster_id):
         "rate_bytes_per_sec": _numbers(replicas["copy_rate"]), "eta_seconds": _numbers(replicas["eta_seconds"]),
         "stalled_seconds": _numbers(replicas["stalled_seconds"]),
         "messages_behind_estimate": _numbers(replicas["messages_behind_estimate"]),
+        "remote_bytes": _counts(replicas.get("remote_bytes", np.full(n, np.nan))),
         "reason_code": _strings(replicas.get("reason_code", nothing)),
         "reason": _strings(replicas.get("reason", nothing))}
     return list(zip(_keys(replicas, replicas["intra_broker"]), _encoded(texts)))
@@ -149,6 +150,7 @@ def partition_records(partitions, ts_ms, batch_id, cluster_id):
         "numerator": _counts(done), "denominator": _counts(np.where(total > 0, total, np.nan)),
         "progress": _numbers(partitions["progress"]), "rate_bytes_per_sec": _numbers(partitions["copy_rate"]),
         "eta_seconds": _numbers(partitions["eta_seconds"]), "bytes_total": _counts(total),
+        "remote_bytes": _counts(partitions.get("remote_bytes", np.full(n, np.nan))),
         "bytes_remaining": _counts(bytes_left(total, done))}
     return list(zip(_keys(partitions, None), _encoded(texts)))
 

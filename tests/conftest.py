@@ -23,7 +23,7 @@ settings.load_profile("suite")
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
 STOPPED_AFTER_LAST_USE = {"polling_job": "stop", "default_trigger_job": "stop", "owned_job": "stop",
                           "fault_job": "stop", "fault_default_job": "stop", "fault_cluster": "down",
-                          "secure_cluster": "down"}
+                          "secure_cluster": "down", "disk_cluster": "down"}
 # Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
 # throttles of any test run while it is up; a job left up between its tests costs every test in between.
 RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job")
@@ -57,11 +57,12 @@ def pytest_addoption(parser):
 # each later one once the tests of the version LANES_AHEAD before it have begun. A lane's start (50-95 s measured at
 # load 12-30, of which 25 CPU seconds) outlasts one version's tests (15-45 s), and a start waits mostly for a share
 # of the CPU: two start side by side. At most LANES_AHEAD + 1 lanes run at once; each is stopped after its last test.
-CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster")
+CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster", "disk_cluster")
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
 COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
 LANES_AHEAD = 2
-WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", *COMPAT_NAMES)
+WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", "disk_cluster",
+              *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
     # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
@@ -153,7 +154,7 @@ def pytest_collection_modifyitems(config, items):
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
-                  "secure_cluster": _start_secure_cluster,
+                  "secure_cluster": _start_secure_cluster, "disk_cluster": _start_disk_cluster,
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
                      for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
@@ -277,6 +278,28 @@ def _start_secure_cluster():
 
     cluster_dir = Path(os.environ.get("TEST_SECURE_CLUSTER_DIR", ROOT / ".local-cluster" / "test-secure"))
     return SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
+
+
+# The disk cluster's deploy/local-cluster.sh settings: remote storage on a local directory (Kafka's LocalTieredStorage).
+DISK_CLUSTER_SETTINGS = {"TIERED_STORAGE": "1"}
+
+
+@pytest.fixture(scope="session")
+def disk_cluster():
+    """The cluster of the disk tests (DISK_CLUSTER_SETTINGS: tiered storage), the default Kafka version on its own
+    directory and ports (TEST_DISK_CLUSTER_DIR / TEST_DISK_KAFKA_BASE_PORT). Always fresh (wiped, then started);
+    stopped after its last test."""
+    local = _started("disk_cluster", _start_disk_cluster)
+    yield local
+    local.down()
+
+
+def _start_disk_cluster():
+    cluster_dir = Path(os.environ.get("TEST_DISK_CLUSTER_DIR", ROOT / ".local-cluster" / "disks"))
+    local = LocalCluster(cluster_dir, int(os.environ.get("TEST_DISK_KAFKA_BASE_PORT", "29300")), **DISK_CLUSTER_SETTINGS)
+    local.wipe().up()
+    local.started_here = True  # wiped and started for this session: stopped by it
+    return local
 
 
 @pytest.fixture(scope="session")

@@ -84,12 +84,12 @@ class LocalCluster:
     def unique_topic(self, prefix):
         return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
-    def create_topic(self, name, assignment, megabytes=0.0, record_bytes=10_000):
-        """A topic with partitions placed as `assignment` ({partition: [brokers]}), then `megabytes` of
-        incompressible data written to each partition."""
+    def create_topic(self, name, assignment, megabytes=0.0, record_bytes=10_000, configs=None):
+        """A topic with partitions placed as `assignment` ({partition: [brokers]}) and topic `configs`, then
+        `megabytes` of incompressible data written to each partition."""
         admin = self.admin()
         try:
-            admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment)])
+            admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment, topic_configs=configs or {})])
             admin.wait_for_topics([name], timeout_ms=20000)
             wait_for(lambda: known_to_every_broker(admin, name, len(assignment)), 20,
                      message=f"every broker's metadata to name {name}")

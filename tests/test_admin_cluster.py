@@ -26,10 +26,11 @@ def offsets_topic(cluster, clean):
 
 
 OFFSETS_CASES = [
-    # id, leaders given for partitions 0 and 1 (None: not asked), expected {partition: (log_start, log_end)}
-    ("both-partitions", {0: 1, 1: 2}, {0: (2, 5), 1: (0, 3)}),
-    ("one-partition", {1: 2}, {1: (0, 3)}),
-    ("wrong-leader-left-out", {0: 3, 1: 2}, {1: (0, 3)}),
+    # id, leaders given for partitions 0 and 1 (None: not asked), expected {partition: (log_start, log_end,
+    # local_log_start)}: without tiered storage the local log starts at the log start, records deleted or not
+    ("both-partitions", {0: 1, 1: 2}, {0: (2, 5, 2), 1: (0, 3, 0)}),
+    ("one-partition", {1: 2}, {1: (0, 3, 0)}),
+    ("wrong-leader-left-out", {0: 3, 1: 2}, {1: (0, 3, 0)}),
     ("nothing-asked", {}, {}),
 ]
 
@@ -41,5 +42,5 @@ def test_list_offsets_reads_log_start_and_end_from_the_given_leaders(cluster, of
         rows = admin.list_offsets({(offsets_topic, p): leader for p, leader in leaders.items()})
     finally:
         admin.close()
-    assert {r["partition"]: (r["log_start"], r["log_end"]) for r in rows} == expected
+    assert {r["partition"]: (r["log_start"], r["log_end"], r["local_log_start"]) for r in rows} == expected
     assert all(r["topic"] == offsets_topic for r in rows)

@@ -2,11 +2,13 @@
 a table of cases, then properties. Snapshots are built from row dicts and read as the core reads them, in
 columns (streaming.core.snapshot_columns)."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.core.measure import KEY_KINDS, REPLICA_COLUMNS, finished_replicas, replica_progress, unreported_moves, with_states
+from streaming.core.measure import (KEY_KINDS, REPLICA_COLUMNS, finished_replicas, remote_bytes, replica_progress,
+                                    unreported_moves, with_states)
 from streaming.core.rollups import partition_rollup
 from streaming.core.snapshot_columns import from_snapshot
 from streaming.vocabulary.columns import from_rows as columns_of
@@ -93,6 +95,51 @@ def test_messages_behind_estimate_is_the_missing_share_of_the_offset_span():
 
 def test_messages_behind_estimate_is_null_without_offsets():
     assert only_row(move(copied=400))["messages_behind_estimate"] is None
+
+
+def offsets(log_start, log_end, local_log_start):
+    return {"topic": TOPIC, "partition": 0, "log_start": log_start, "log_end": log_end,
+            "local_log_start": local_log_start}
+
+
+# Tiered storage (KIP-405): the leader's DescribeLogDirs size is its local log (LEADER_BYTES = 1000 over the local
+# offsets), a new replica copies only that, and the offsets below the local log start are in remote storage.
+TIERED_CASES = [
+    # id, offsets, copied, expected (progress, messages_behind_estimate, remote_bytes)
+    pytest.param(offsets(0, 1000, 0), 400, (0.4, 600.0, 0), id="no-tiered-storage"),
+    pytest.param(offsets(0, 1000, None), 400, (0.4, 600.0, None), id="local-start-unknown-old-broker"),
+    pytest.param(offsets(0, 4000, 3000), 400, (0.4, 600.0, 3000), id="older-segments-remote"),
+    pytest.param(offsets(3762, 4000, 3762), 0, (0.0, 238.0, 0), id="remote-expired-too"),
+    pytest.param(offsets(0, 4000, 3000), 1000, (1.0, 0.0, 3000), id="copied-the-local-log"),
+    pytest.param(offsets(0, 4000, 4000), 0, (0.0, 0.0, None), id="local-log-empty-cannot-measure"),
+    pytest.param(offsets(100, 4100, 1100), 250, (0.25, 2250.0, 333), id="a-third-of-a-byte-per-offset"),
+]
+
+
+@pytest.mark.parametrize("offsets_row, copied, expected", TIERED_CASES)
+def test_tiered_storage_counts_only_the_local_log(offsets_row, copied, expected):
+    row = only_row(move(copied=copied, offsets=offsets_row))
+    share, behind, remote = expected
+    assert row["denominator"] == LEADER_BYTES  # the target is the local log: remote bytes are never copied
+    assert row["progress"] == pytest.approx(share)
+    assert row["messages_behind_estimate"] == pytest.approx(behind)
+    assert row["remote_bytes"] == (None if remote is None else pytest.approx(remote, abs=1))
+
+
+@pytest.mark.parametrize("leader_size, log_start, local_log_start, log_end, expected", [
+    (2_382_871, 0, 3762, 4000, 2_382_871 / 238 * 3762),  # measured on Kafka 4.1.1: 40 MB, ~2.4 MB local
+    (1000, 5, 5, 10, 0.0),
+    (1000, 0, 10, 10, None),  # nothing local to measure bytes per offset by
+    (None, 0, 10, 20, None),
+    (1000, None, 10, 20, None),
+    (1000, 0, None, 20, None),
+    (1000, 10, 5, 20, None),  # a local start below the log start: offsets of two different answers
+], ids=["measured-4.1.1", "all-local", "empty-local-log", "leader-size-unknown", "log-start-unknown",
+        "local-start-unknown", "inconsistent"])
+def test_remote_bytes_estimate(leader_size, log_start, local_log_start, log_end, expected):
+    value = float(remote_bytes(*(np.array([np.nan if v is None else v], float)
+                                 for v in (leader_size, log_start, local_log_start, log_end)))[0])
+    assert (value != value) if expected is None else value == pytest.approx(expected)
 
 
 def test_intra_broker_future_log_reports_offset_lag():
@@ -213,3 +260,37 @@ def test_partition_rollup_properties(case):
         assert p["bytes_done"] <= p["bytes_total"]
         assert p["replicas"] == len(mine)
         assert p["state"] == max(ReplicaState[r["state"]] for r in mine).name
+
+
+def test_remote_bytes_roll_up_as_the_partitions_and_add_up_per_topic():
+    """A partition's replicas share its remote bytes (not added per replica); a topic's partitions add theirs up;
+    the remote bytes are in neither the target nor the bytes done."""
+    from streaming.core.rollups import topic_rollup
+
+    offsets_rows = [{"topic": TOPIC, "partition": p, "log_start": 0, "log_end": 4000, "local_log_start": 3000}
+                    for p in (0, 1)]
+    log_dirs = [{"broker": b, "log_dir": "/d", "topic": TOPIC, "partition": p, "size": size, "offset_lag": 0,
+                 "is_future": False} for p in (0, 1) for b, size in ((1, 1000), (2, 400), (3, 100))]
+    snapshot = from_rows(
+        1_000, "cluster",
+        reassignments=[{"topic": TOPIC, "partition": p, "replicas": [1, 2, 3], "adding": [2, 3], "removing": []}
+                       for p in (0, 1)],
+        partitions=[{"topic": TOPIC, "partition": p, "leader": 1, "replicas": [1, 2, 3], "isr": [1]} for p in (0, 1)],
+        log_dirs=log_dirs, offsets=offsets_rows, brokers=[{"broker": b, "alive": True} for b in (1, 2, 3)],
+        log_dirs_answered=[{"broker": b} for b in (1, 2, 3)])
+    partitions = partition_rollup(with_states(progress(snapshot)))
+    assert [(p["remote_bytes"], p["bytes_total"], p["bytes_done"]) for p in partitions.rows()] == [
+        (3000, 2000, 500), (3000, 2000, 500)]
+    [topic] = topic_rollup(partitions).rows()
+    assert (topic["remote_bytes"], topic["bytes_total"]) == (6000, 4000)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 10**6), st.integers(0, 10**9), st.integers(0, 10**9), st.integers(1, 10**9))
+def test_remote_bytes_are_exact_for_records_of_one_size(record_bytes, log_start, remote_offsets, local_offsets):
+    """Records of one size: the estimate is the bytes of the offsets below the local log start, exactly."""
+    local_log_start = log_start + remote_offsets
+    log_end = local_log_start + local_offsets
+    [value] = remote_bytes(*(np.array([v], float) for v in (record_bytes * local_offsets, log_start, local_log_start,
+                                                              log_end)))
+    assert value == pytest.approx(record_bytes * remote_offsets, rel=1e-9)

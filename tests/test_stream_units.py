@@ -400,7 +400,7 @@ def test_schema_rejects_a_record_outside_the_contract():
 REPLICA = {"ts_ms": 10_000, "topic": "t0", "partition": 0, "broker": 2, "intra_broker": False, "state": "COPYING",
            "previous_state": "COPYING", "transition": False, "state_since_ms": 0, "numerator": 500,
            "denominator": 1000, "progress": 0.5, "in_isr": False, "copy_rate": 50.0, "eta_seconds": 10.0,
-           "stalled_seconds": 0.0, "messages_behind_estimate": None}
+           "stalled_seconds": 0.0, "messages_behind_estimate": None, "remote_bytes": 0}
 # Typical numbers of a replica record, and the value its JSON held when pandas' to_json (15 decimals)
 # wrote it: the same values now.
 RECORD_NUMBERS = [
@@ -409,6 +409,7 @@ RECORD_NUMBERS = [
     ("eta_seconds", 12.345, 12.345000000000001), ("eta_seconds", 86400.0, 86400.0),
     ("numerator", 123456789012, 123456789012), ("messages_behind_estimate", None, None),
     ("messages_behind_estimate", math.nan, None), ("eta_seconds", math.inf, None),
+    ("remote_bytes", 36_000_000, 36_000_000), ("remote_bytes", math.nan, None),
 ]
 RECORD_FIELD = {"rate_bytes_per_sec": "copy_rate"}
 
@@ -427,7 +428,7 @@ def test_record_numbers_hold_the_values_they_held_when_pandas_wrote_them(field, 
 
 
 PARTITION = {"topic": "t0", "partition": 0, "state": "COPYING", "bytes_done": 500.0, "bytes_total": 1000.0,
-             "progress": 0.5, "copy_rate": 50.0, "eta_seconds": 10.0}
+             "progress": 0.5, "copy_rate": 50.0, "eta_seconds": 10.0, "remote_bytes": 38_000_000.0}
 RECORD_ROWS = [
     # id, kind, row, fields the record must carry
     ("replica-moving", "replica", REPLICA,
@@ -438,7 +439,8 @@ RECORD_ROWS = [
      {"topic": 'we"ird\u00e9', "message": "NEW -> COPYING", "intra_broker": True, "numerator": None,
       "rate_bytes_per_sec": 1 / 3, "messages_behind_estimate": 1e21}),
     ("partition-half-done", "partition", PARTITION,
-     {"numerator": 500, "denominator": 1000, "bytes_total": 1000, "bytes_remaining": 500, "message": None}),
+     {"numerator": 500, "denominator": 1000, "bytes_total": 1000, "bytes_remaining": 500, "message": None,
+      "remote_bytes": 38_000_000}),
     ("partition-no-target", "partition",
      {**PARTITION, "bytes_done": 0.0, "bytes_total": 0.0, "progress": None, "copy_rate": 0.0, "eta_seconds": None},
      {"numerator": 0, "denominator": None, "bytes_total": 0, "bytes_remaining": 0, "progress": None}),

@@ -10,7 +10,8 @@ from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTL
 from streaming.vocabulary.errors import (AUTHORIZATION, PROTOCOL_CODES, UNKNOWN_TOPIC_OR_PARTITION, NotAuthorized,
                                          Refused, Unsupported, kind_of)
 from streaming.vocabulary.kafka_apis import (API_KEYS, DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS,
-                                             LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA, below_the_floor)
+                                             EARLIEST_LOCAL_SINCE, LIST_OFFSETS, LIST_REASSIGNMENTS, METADATA,
+                                             below_the_floor)
 from streaming.vocabulary.snapshot import without_gone
 
 BROKER_RESOURCE = 4  # DescribeConfigs resource type of a broker
@@ -94,9 +95,11 @@ class Reads:
 
     def list_offsets(self, leaders):
         """Log start and end offsets of the partitions in `leaders` ((topic, partition) -> leader id, from
-        the poll's Metadata). kafka-python's list_partition_offsets looks the leaders up with a Metadata
-        request of its own on every call: at 10,000 partitions its two calls took 564 ms, these requests
-        192 ms. It offers no public way to send a built request, so this uses its network manager.
+        the poll's Metadata), and the leader's local log start where the cluster tells it (ListOffsets v8, Kafka
+        3.6: with tiered storage the log start counts remote segments; docs/progress.md "Tiered storage"), else
+        None. kafka-python's list_partition_offsets looks the leaders up with a Metadata request of its own on
+        every call: at 10,000 partitions its two calls took 564 ms, these requests 192 ms. It offers no public
+        way to send a built request, so this uses its network manager.
         A partition whose leader answered with an error (it moved since the Metadata) is left out:
         unknown in this poll, not fatal to the rest; so is one whose leader is gone (asked nothing)."""
         from kafka.admin import OffsetSpec
@@ -108,12 +111,15 @@ class Reads:
         def work(kafka):
             manager = kafka._manager
             gone = self.unanswering()
+            specs = [OffsetSpec.EARLIEST, OffsetSpec.LATEST]
+            if _knows_local_log_start(manager.broker_version_data.api_versions or {}):
+                specs.append(OffsetSpec.EARLIEST_LOCAL)
+                self._count(len(by_leader))  # a third request per leader: the call counts two
 
             async def ask_every_leader():
                 pending = [(spec, manager.send(_list_offsets_request(tps, spec), node_id=leader))
-                           for leader, tps in by_leader.items() if leader not in gone
-                           for spec in (OffsetSpec.EARLIEST, OffsetSpec.LATEST)]
-                found = {OffsetSpec.EARLIEST: {}, OffsetSpec.LATEST: {}}
+                           for leader, tps in by_leader.items() if leader not in gone for spec in specs]
+                found = {spec: {} for spec in specs}
                 for spec, response in pending:
                     found[spec].update(_offsets_in(await response))
                 return found
@@ -122,7 +128,9 @@ class Reads:
 
         found = self._call(LIST_OFFSETS, work, requests=2 * len(by_leader), needs=("Describe", "the moving topics"))
         start, end = found[OffsetSpec.EARLIEST], found[OffsetSpec.LATEST]
-        return [{"topic": t, "partition": p, "log_start": start[t, p], "log_end": end[t, p]}
+        local_start = found.get(OffsetSpec.EARLIEST_LOCAL, {})
+        return [{"topic": t, "partition": p, "log_start": start[t, p], "log_end": end[t, p],
+                 "local_log_start": local_start.get((t, p))}
                 for t, p in leaders if (t, p) in start and (t, p) in end]
 
     def describe_throttles(self, topics, brokers):
@@ -213,6 +221,13 @@ def cluster_rows(answer):
     a fenced broker (still a valid reassignment target, shown offline) from one that is not registered."""
     return answer["cluster_id"], [{"broker": b["broker_id"] if "broker_id" in b else b["node_id"],
                                    "alive": not b.get("is_fenced", False)} for b in answer["brokers"]]
+
+
+def _knows_local_log_start(api_versions):
+    """Whether ListOffsets answers EARLIEST_LOCAL_TIMESTAMP (-4) on this cluster: an older broker would read -4
+    as a timestamp to search for."""
+    versions = api_versions.get(API_KEYS[LIST_OFFSETS])
+    return versions is not None and versions[1] >= EARLIEST_LOCAL_SINCE
 
 
 def _list_offsets_request(partitions, spec):

@@ -117,8 +117,8 @@ def step(memory, current, now_ms, settings=Settings()):
         **{name: current[name] for name in ("topic", "partition", "broker", "intra_broker")},
         "numerator": reported_numerator, "denominator": np.where(finished, last_denominator, denominator),
         "progress": progress, "in_isr": in_isr, "leader": current["leader"], "offset_lag": current["offset_lag"],
-        "messages_behind_estimate": current["messages_behind_estimate"], "copy_rate": copy_rate,
-        "leader_rate": leader_rate, "stalled_seconds": facts["stalled_seconds"], "state": state,
+        "messages_behind_estimate": current["messages_behind_estimate"], "remote_bytes": current["remote_bytes"],
+        "copy_rate": copy_rate, "leader_rate": leader_rate, "stalled_seconds": facts["stalled_seconds"], "state": state,
         "previous_state": previous_state, "state_since_ms": state_since_ms.astype(np.int64),
         "transition": transition}, len(current))
 

@@ -4,6 +4,10 @@ docs/progress.md "Progress of a replica move" made executable over columns (stre
 streaming job (inside each state bucket) run the same code on one replica or 100k: each table is keyed once
 (`partition_ids`, `replica_keys`) and joined by sorted lookups, linear-logarithmic in the snapshot's size.
 
+With tiered storage (KIP-405) a new replica copies only the leader's local log: DescribeLogDirs' sizes are local,
+so copied / target needs no change; the bytes already in remote storage are estimated apart (`remote_bytes`) and
+the messages behind counted from the local log start (docs/progress.md "Tiered storage").
+
 The rows' columns are REPLICA_COLUMNS: `numerator` / `denominator` are counts (NaN: not known in this poll),
 `progress` and the estimate floats (NaN: unknown), and the facts classify reads (CORE_FACTS).
 """
@@ -17,7 +21,8 @@ from streaming.vocabulary.defaults import RATE_WINDOW_S, STALL_AFTER_S
 from streaming.vocabulary.replica_row import BOOL, CORE_FACTS, COUNT, FIELDS, INT, KEY, STRING
 
 REPLICA_KINDS = {**{name: FIELDS[name] for name in KEY + ["numerator", "denominator", "progress", "in_isr", "leader",
-                                                          "offset_lag", "messages_behind_estimate"]},
+                                                          "offset_lag", "messages_behind_estimate",
+                                                          "remote_bytes"]},
                  **CORE_FACTS}
 REPLICA_COLUMNS = list(REPLICA_KINDS)
 # The snapshot columns this module reads, per table: what the job's state buckets need (streaming.spark.codec ships
@@ -79,12 +84,35 @@ def _intra_broker_moves(snapshot, ids, sizes):
                     "in_isr": np.zeros(len(broker), bool), "offset_lag": logs["offset_lag"][future]})
 
 
-def _spans(snapshot, ids, partition_id):
-    """log_end - log_start of each move's partition where both offsets are known; NaN elsewhere."""
+def _offsets(snapshot, ids, partition_id):
+    """(log start, local log start, log end) of each move's partition; NaN where not known."""
     offsets = snapshot["offsets"]
-    span = offsets["log_end"] - offsets["log_start"]
     index, found = lookup(ids["offsets"], partition_id)
-    return np.where(found, span[index] if len(span) else 0.0, np.nan)
+
+    def of(name):
+        values = offsets[name]
+        return np.where(found, values[index] if len(values) else 0.0, np.nan)
+
+    return of("log_start"), of("local_log_start"), of("log_end")
+
+
+def local_span(log_start, local_log_start, log_end):
+    """Offsets in the leader's local log: log end - local log start, or - log start where the local log start
+    is not known (a cluster before Kafka 3.6 has no tiered storage: its log start is local). NaN when unknown."""
+    return log_end - np.where(np.isnan(local_log_start), log_start, local_log_start)
+
+
+def remote_bytes(leader_size, log_start, local_log_start, log_end):
+    """Bytes of the partition in tiered storage only, which no new replica copies: the offsets below the leader's
+    local log start, at the local log's bytes per offset. Kafka reports no remote size through its protocol
+    (DescribeLogDirs' sizes are local, its total_bytes / usable_bytes are the disk's): an estimate. 0 when the
+    local log starts at the log start; NaN when an offset or the leader's size is not known, or the local log holds
+    no offsets to measure by."""
+    remote_offsets = local_log_start - log_start
+    span = log_end - local_log_start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_offset = np.where(span > 0, leader_size / np.maximum(span, 1.0), np.nan)
+    return np.where(remote_offsets == 0, 0.0, np.where(remote_offsets > 0, remote_offsets * per_offset, np.nan))
 
 
 def _keyed(snapshot, *names, extra=()):
@@ -109,6 +137,7 @@ def replica_progress(snapshot):
     # segments); unknown when either is.
     share = np.where(numerator >= leader_size, 1.0, numerator / np.maximum(leader_size, 1.0))
     progress = np.where(in_isr, 1.0, np.where(np.isnan(numerator) | np.isnan(leader_size), np.nan, share))
+    log_start, local_log_start, log_end = _offsets(snapshot, ids, moves["partition_id"])
     n = len(moves)
     return Columns({
         "topic": moves["topic"], "partition": moves["partition"], "broker": broker,
@@ -116,7 +145,9 @@ def replica_progress(snapshot):
         # Never 0: an empty leader log with a caught-up follower is progress 1.0 over a denominator of 1.
         "denominator": np.maximum(leader_size, 1.0), "progress": progress, "in_isr": in_isr, "leader": leader,
         "offset_lag": moves["offset_lag"],
-        "messages_behind_estimate": (1.0 - progress) * _spans(snapshot, ids, moves["partition_id"]),
+        # What the new replica must copy: the leader's local log, never the offsets only in remote storage.
+        "messages_behind_estimate": (1.0 - progress) * local_span(log_start, local_log_start, log_end),
+        "remote_bytes": remote_bytes(leader_size, log_start, local_log_start, log_end),
         # A broker killed a moment ago stays registered and unfenced until its session times out (9 s by
         # default) but answers nothing: it is offline for this poll, not "no bytes yet".
         "destination_alive": np.isin(broker, alive) & destination_answered,
@@ -172,7 +203,8 @@ def finished_replicas(tracked, snapshot, current):
     return Columns({
         **{name: gone[name] for name in KEY}, "numerator": nothing, "denominator": nothing, "progress": nothing,
         "in_isr": listed("partitions", "isr"), "leader": np.full(n, NO_LEADER, np.int64), "offset_lag": nothing,
-        "messages_behind_estimate": nothing, "destination_alive": np.ones(n, bool), "leader_alive": np.ones(n, bool),
+        "messages_behind_estimate": nothing, "remote_bytes": nothing, "destination_alive": np.ones(n, bool),
+        "leader_alive": np.ones(n, bool),
         "finished": np.ones(n, bool), "in_replica_set": listed("partitions", "replicas"),
         "still_reassigning": member(ids["reassignments"], partition_id),
         "being_removed": listed("reassignments", "removing"),

@@ -6,7 +6,7 @@ The JSON document's shape is progress_report.schema.json beside this module (tes
 
     {"schema": SCHEMA_ID, "ts_ms", "cluster_id", "source": "ongoing" | "reassignment-json-file",
      "in_progress": bool, "replicas": [{topic, partition, broker, intra_broker, status, state, moving,
-     reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate,
+     reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate, remote_bytes,
      rate_bytes_per_sec, eta_seconds}], "summary": {...}, "errors": [{"api", "message"}]}
 
 The replica rows are streaming.core.kip179's columns (streaming.vocabulary.columns); they become dicts only in
@@ -34,7 +34,7 @@ SCHEMA_PATH = Path(__file__).with_name("progress_report.schema.json")
 ONGOING, FROM_FILE = "ongoing", "reassignment-json-file"
 REPLICA_FIELDS = ["topic", "partition", "broker", "intra_broker", "status", "state", "moving", "reassigning",
                   "numerator", "denominator", "progress", "in_isr", "offset_lag", "messages_behind_estimate",
-                  "rate_bytes_per_sec", "eta_seconds", "reason_code", "reason"]
+                  "remote_bytes", "rate_bytes_per_sec", "eta_seconds", "reason_code", "reason"]
 NOT_KNOWN = "-"
 # The document's name of a column the rows hold under another name.
 COLUMN_OF = {"rate_bytes_per_sec": "copy_rate"}

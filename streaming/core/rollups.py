@@ -17,7 +17,7 @@ from streaming.vocabulary.states import ReplicaState
 
 PARTITION_KINDS = {"topic": STRING, "partition": INT, "replicas": INT, "bytes_done": FLOAT, "bytes_total": FLOAT,
                    "progress": FLOAT, "state": STATE, "in_isr": BOOL, "copy_rate": FLOAT, "leader_rate": FLOAT,
-                   "stalled_seconds": FLOAT, "eta_seconds": FLOAT}
+                   "stalled_seconds": FLOAT, "eta_seconds": FLOAT, "remote_bytes": FLOAT}
 TOPIC_KINDS = {name: kind for name, kind in PARTITION_KINDS.items() if name != "partition"}
 
 
@@ -44,15 +44,16 @@ def _column(rows, name):
     return np.full(len(rows), np.nan) if values is None else values
 
 
-def _rolled(groups, rows, done, total, leader_rate, keys):
-    """The rollup of grouped rows: `keys` ({name: values per group}) then bytes, progress, state and the rest."""
+def _rolled(groups, rows, done, total, leader_rate, remote, keys):
+    """The rollup of grouped rows: `keys` ({name: values per group}) then bytes, progress, state and the rest;
+    `remote`: the groups' bytes in tiered storage."""
     bytes_done, bytes_total = groups.known_sum(done), groups.known_sum(total)
     return Columns({
         **keys, "bytes_done": bytes_done, "bytes_total": bytes_total, "progress": _progress(bytes_done, bytes_total),
         "state": groups.worst(rows["state"]).astype(np.int8), "in_isr": groups.all(rows["in_isr"]),
         "copy_rate": groups.known_sum(_column(rows, "copy_rate")), "leader_rate": leader_rate,
         "stalled_seconds": groups.known_max(_column(rows, "stalled_seconds")),
-        "eta_seconds": groups.last(_column(rows, "eta_seconds"))}, len(groups))
+        "eta_seconds": groups.last(_column(rows, "eta_seconds")), "remote_bytes": remote}, len(groups))
 
 
 def partition_rollup(replicas):
@@ -61,8 +62,10 @@ def partition_rollup(replicas):
     done, total = replica_bytes(replicas)
     keys = {"topic": groups.first(replicas["topic"]), "partition": groups.first(replicas["partition"]),
             "replicas": groups.sizes.astype(np.int64)}
-    # One partition's replicas share one leader: its growth is the largest any of them saw.
-    return _rolled(groups, replicas, done, total, groups.known_max(_column(replicas, "leader_rate")), keys)
+    # One partition's replicas share one leader: its growth is the largest any of them saw, its remote bytes are
+    # the partition's.
+    return _rolled(groups, replicas, done, total, groups.known_max(_column(replicas, "leader_rate")),
+                   groups.known_max(_column(replicas, "remote_bytes")), keys)
 
 
 def topic_rollup(partitions):
@@ -72,7 +75,8 @@ def topic_rollup(partitions):
     keys = {"topic": groups.first(partitions["topic"]),
             "replicas": groups._reduce(np.add, partitions["replicas"]) if len(partitions) else np.zeros(0, np.int64)}
     return _rolled(groups, partitions, partitions["bytes_done"], partitions["bytes_total"],
-                   groups.known_sum(partitions["leader_rate"]), keys)
+                   groups.known_sum(partitions["leader_rate"]), groups.known_sum(_column(partitions, "remote_bytes")),
+                   keys)
 
 
 def _known_total(values):

@@ -25,7 +25,10 @@ POLL_APIS = (DESCRIBE_CLUSTER, LIST_REASSIGNMENTS, METADATA, DESCRIBE_LOG_DIRS, 
 
 # Kafka's API keys (org.apache.kafka.common.protocol.ApiKeys) of the calls whose presence in a broker's
 # ApiVersions answer decides what this tool can do with it.
-API_KEYS = {ALTER_REASSIGNMENTS: 45, LIST_REASSIGNMENTS: 46, DESCRIBE_CLUSTER: 60}
+API_KEYS = {ALTER_REASSIGNMENTS: 45, LIST_REASSIGNMENTS: 46, DESCRIBE_CLUSTER: 60, LIST_OFFSETS: 2}
+# ListOffsets answers the leader's local log start (EARLIEST_LOCAL_TIMESTAMP, -4) from this version on (KIP-405,
+# Kafka 3.6): with tiered storage the earliest offset (-2) counts the segments in remote storage too.
+EARLIEST_LOCAL_SINCE = 8
 # Without these a reassignment can be neither started, cancelled nor seen (KIP-455, Kafka 2.4): nothing works.
 REASSIGNMENT_APIS = (LIST_REASSIGNMENTS, ALTER_REASSIGNMENTS)
 REASSIGNMENT_FLOOR = "2.4"

@@ -31,6 +31,7 @@ FIELDS = {
     "leader": INT,  # -1: no leader
     "offset_lag": COUNT,
     "messages_behind_estimate": FLOAT,
+    "remote_bytes": COUNT,  # the partition's bytes in tiered storage, never copied; null: not known
     "copy_rate": FLOAT,
     "leader_rate": FLOAT,
     "eta_seconds": FLOAT,

@@ -26,8 +26,10 @@ SCHEMAS = {
     # DescribeLogDirs: one row per (broker, log dir, partition); is_future marks an intra-broker move's target.
     "log_dirs": (("broker", INT32), ("log_dir", STRING), ("topic", STRING), ("partition", INT32), ("size", INT64),
                  ("offset_lag", INT64), ("is_future", BOOL)),
-    # ListOffsets on the leader: earliest and latest offsets.
-    "offsets": (("topic", STRING), ("partition", INT32), ("log_start", INT64), ("log_end", INT64)),
+    # ListOffsets on the leader: earliest (remote storage included), latest, and the leader's local log start
+    # (KIP-405: null where the cluster cannot tell it; equal to log_start without tiered storage).
+    "offsets": (("topic", STRING), ("partition", INT32), ("log_start", INT64), ("log_end", INT64),
+                ("local_log_start", INT64)),
     # DescribeCluster: registered brokers; `alive` = registered, not fenced and not held by the door;
     # `unanswered_since_ms`: since when a broker the door holds as unresponsive has not answered (else null).
     "brokers": (("broker", INT32), ("alive", BOOL), ("unanswered_since_ms", INT64)),
