@@ -115,12 +115,14 @@ def poll_log_dirs(admin, broker, ts_ms):
 
 
 def relevant_log_dirs(snapshot, topics=()):
-    """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), future
-    logs (intra-broker moves) and the topics asked about."""
+    """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), partitions
+    with a future log (an intra-broker move: the future log and the current one it copies, its target) and the
+    topics asked about."""
+    logs = snapshot["log_dirs"]
     moving = {(row["topic"], row["partition"]) for row in snapshot["reassignments"]}
+    moving |= {(row["topic"], row["partition"]) for row in logs if row["is_future"]}
     wanted = set(topics)
-    logs = [row for row in snapshot["log_dirs"]
-            if row["is_future"] or row["topic"] in wanted or (row["topic"], row["partition"]) in moving]
+    logs = [row for row in logs if row["topic"] in wanted or (row["topic"], row["partition"]) in moving]
     return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs})
 
 
