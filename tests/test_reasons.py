@@ -29,12 +29,13 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
             "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
 
 
-def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None):
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None,
+              offline_dirs=None):
     """(code, line) of the first row, diagnosed with the others."""
     columns = from_rows(rows)
     budget_model = model(columns, topic_throttles, broker_throttles, NOW_MS)
     codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0,
-                                             unanswered=unanswered or {}))
+                                             unanswered=unanswered or {}, offline_log_dirs=offline_dirs or {}))
     return codes[0], lines[0]
 
 
@@ -56,6 +57,23 @@ CASES = [
      ("LEADER_OFFLINE", "leader broker 1 of the partition does not answer since 00:58:10 UTC")),
     ("another-broker-unanswering-leaves-the-line", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
      {"offline": (2, 3), "unanswered": {2: 3_530_000}},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    # A log dir Kafka took offline on the destination (docs/progress.md "Offline log dirs"): at once, whatever the
+    # state, when the destination holds no byte of the replica in an online dir.
+    ("log-dir-offline", [row(state="COPYING", numerator=0, since_s=3590)], {"offline_dirs": {3: ("/k/data2",)}},
+     ("LOG_DIR_OFFLINE", "log dir /k/data2 on broker 3 is offline; the replica has no log in an online log dir there")),
+    ("log-dir-offline-stalled", [row(state="STALLED", numerator=0, stalled_seconds=612.0)],
+     {"offline_dirs": {3: ("/k/data2",)}},
+     ("LOG_DIR_OFFLINE", "log dir /k/data2 on broker 3 is offline; the replica has no log in an online log dir there")),
+    ("log-dirs-offline", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)],
+     {"offline_dirs": {3: ("/k/data2", "/k/data3")}},
+     ("LOG_DIR_OFFLINE", "log dirs /k/data2, /k/data3 on broker 3 are offline; the replica has no log in an online "
+                         "log dir there")),
+    ("replica-in-an-online-dir-is-fine", [row()], {"offline_dirs": {3: ("/k/data2",)}}, (None, None)),
+    ("offline-dir-on-another-broker-is-fine", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)],
+     {"offline_dirs": {2: ("/k/data2",)}}, (None, None)),
+    ("destination-offline-comes-first", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (3,), "offline_dirs": {3: ("/k/data2",)}},
      ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
     ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
      ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),

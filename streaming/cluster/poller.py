@@ -105,10 +105,11 @@ def poll_log_dirs(admin, broker, ts_ms):
     started = time.monotonic()
     requests_before = admin.requests
     attempt = _Attempts()
-    rows = attempt(DESCRIBE_LOG_DIRS, partial(admin.describe_log_dirs, broker), None)
+    answer = attempt(DESCRIBE_LOG_DIRS, partial(admin.log_dirs_answer, broker), None)
+    rows, offline = answer if answer is not None else (None, [])
     return Snapshot(
         ts_ms=ts_ms, cluster_id="",
-        tables={"log_dirs": table("log_dirs", rows or []),
+        tables={"log_dirs": table("log_dirs", rows or []), "offline_log_dirs": table("offline_log_dirs", offline),
                 "log_dirs_answered": table("log_dirs_answered", [] if rows is None else [{"broker": broker}])},
         requests=admin.requests - requests_before, errors=tuple(attempt.errors),
         duration_s=time.monotonic() - started)

@@ -65,7 +65,8 @@ POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, er
 # The poll table's columns; errors and retries are JSON text ([{"api", "message"}] and {api: count}).
 POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), ("duration_s", FLOAT64),
                 ("errors", STRING), ("retries", STRING))
-CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
+CLUSTER_TABLES = ("brokers", "log_dirs_answered", "offline_log_dirs", "reassignments", "topic_throttles",
+                  "broker_throttles")
 UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
 LISTED = "listed"  # the offsets' key for the controller's list while Kafka's controller answers nobody (docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
