@@ -83,7 +83,7 @@ from streaming.control.throttles.view import after_actions, view_of
 from streaming.vocabulary.defaults import request_deadline_s
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.replica_row import partition_of
-from streaming.vocabulary.throttle_actions import ALL, REMOVED, RESTORED
+from streaming.vocabulary.throttle_actions import ALL, ALTER_LOG_DIRS, REMOVED, RESTORED
 from streaming.control.ownership.records import Origin
 
 TICK_INTERVAL_S = 1.0
@@ -228,6 +228,10 @@ class Controller:
         self._listed_once = False
         self._listed_s = None  # when any look last listed the reassignments
         self._sweep_due = True  # at start: removals that came due while the job was down (if records are active)
+        # Moves between log dirs are in no reassignment list: brokers whose alter-log-dirs rate an active record owns,
+        # and those of them that held a future log at the last look (its end is near: looked at like a list).
+        self._rate_brokers = frozenset()
+        self._future_on = frozenset()
         self._unwritten = []
         self._dry_run_reported = set()  # dry-run actions already reported while they stay due
         self._observed = []  # dry run / off: observed ownership kept in memory only (nothing is written)
@@ -354,7 +358,8 @@ class Controller:
             left_s = next_tick_s - self.clock()
             if left_s <= 0 or self._wake.is_set():
                 return
-            if not batch_rules.peeks(self._reassigning, self._owned, self.policy.acts):
+            if not (batch_rules.peeks(self._reassigning, self._owned, self.policy.acts)
+                    or batch_rules.peeks_log_dirs(self._future_on, self.policy.acts)):
                 self._wake.wait(left_s)
                 return
             self._wake.wait(min(left_s, batch_rules.peek_interval_s(took_s)))
@@ -372,6 +377,15 @@ class Controller:
                 return
             if batch_rules.partitions_left(self._reassigning, listed, self._owned):
                 return
+            if self._future_on and self._future_on - (self._future_log_brokers() or self._future_on):
+                return
+
+    def _future_log_brokers(self):
+        """The brokers of `_rate_brokers` holding a future log now (DescribeLogDirs of each); None when a look failed."""
+        try:
+            return frozenset(b for b in self._rate_brokers if any(r["is_future"] for r in self.admin.describe_log_dirs(b)))
+        except Exception:  # looked at again next tick
+            return None
 
     def tick(self):
         """One round (module docstring); returns the reason a batch is wanted, or None."""
@@ -400,8 +414,11 @@ class Controller:
         unseen = {} if listed is None else self._ended_unseen(listed)  # after this tick's reads, before its sweep
         if listed is not None and self.policy.acts:
             left = batch_rules.partitions_left(self._reassigning, listed, self._owned)
-            if left or unseen or (self._sweep_due and self._owned):
-                self._sweep(sorted(left), sorted(unseen))
+            future_on = self._future_log_brokers() if self._rate_brokers else frozenset()
+            ended = sorted(self._future_on - future_on) if future_on is not None else []
+            self._future_on = self._future_on if future_on is None else future_on
+            if left or unseen or ended or (self._sweep_due and self._owned):
+                self._sweep(sorted(left), sorted(unseen), ended)
             elif not self._owned and not self._owned_unread:
                 self._sweep_due = False
         if listed is not None:
@@ -486,6 +503,8 @@ class Controller:
             self.ledger.refresh()
             records = self.ledger.records()
             self._owned = frozenset((m.topic, m.partition) for r in records + self._observed if r.active for m in r.moves)
+            self._rate_brokers = frozenset(c.broker for r in records + self._observed if r.active for c in r.rates
+                                           if c.kind == ALTER_LOG_DIRS)
             self.requests = {r.request_id: [(m.topic, m.partition) for m in r.moves]
                              for r in records if r.active and r.origin == Origin.EXECUTE}
             self._owned_unread = False
@@ -605,8 +624,11 @@ class Controller:
     # -- removal --
 
     @_step("sweep")
-    def _sweep(self, left, unseen=()):
-        if left or unseen:
+    def _sweep(self, left, unseen=(), log_dir_brokers=()):
+        if log_dir_brokers and not (left or unseen):
+            self._say(f"the moves between log dirs on broker(s) {', '.join(map(str, log_dir_brokers))} ended: "
+                      f"running the throttle janitor")
+        elif left or unseen:
             first = (left or unseen)[0]
             said = [f"{len(left)} owned partition(s) left the reassignment list"] if left else []
             said += [f"{len(unseen)} move(s) of ours came and went between two looks"] if unseen else []
