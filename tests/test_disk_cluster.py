@@ -165,3 +165,65 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
         assert reassignment
     finally:
         disk_cluster.delete_topics([topic])
+
+
+def throttle_configs(cluster, topics, brokers):
+    """{(broker, key): value} and {(topic, key): value} of the replication throttles that are set."""
+    admin = cluster.admin()
+    try:
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+                                           + [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers])
+    finally:
+        admin.close()
+    found = {}
+    for kind, names in (("topic", topics), ("broker", [str(b) for b in brokers])):
+        for name in names:
+            for key, entry in described.get(kind, {}).get(name, {}).items():
+                if "throttled" in key and entry.get("value"):
+                    found[(name, key)] = entry["value"]
+    return found
+
+
+def records_of(job, key):
+    return [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == key]
+
+
+# Last on the disk cluster: the log dir that goes offline stays offline until broker 3 restarts.
+def test_a_log_dir_that_fills_is_named_and_the_move_beside_it_goes_on(disk_cluster, job, tmp_path):
+    small = str(disk_cluster.small_dir)
+    healthy = disk_cluster.create_topic(disk_cluster.unique_topic("beside"), {0: [1]}, megabytes=20)
+    filling = disk_cluster.create_topic(disk_cluster.unique_topic("fills"), {0: [2]}, megabytes=40)
+    try:
+        execute(disk_cluster, tmp_path, [{"topic": healthy, "partition": 0, "replicas": [1, 2]}], "--throttle", 1_000_000)
+        execute(disk_cluster, tmp_path, [{"topic": filling, "partition": 0, "replicas": [2, 3],
+                                          "log_dirs": ["any", small]}], "--throttle", 4_000_000)
+        offline_at = wait_for(lambda: small in logs_of(disk_cluster, 3, filling)[1] and time.time(), 90,
+                              interval_s=0.25, message=f"broker 3 to take {small} offline")
+
+        def named():
+            after = [r for r in records_of(job, f"{filling}:0:3") if r["ts_ms"] / 1000.0 >= offline_at]
+            return after if len(after) >= 2 else None
+
+        after = wait_for(named, 60, message="two records of the filling move polled after the dir went offline")
+        # Every poll after Kafka reported it names the dir (so within two triggers of it).
+        for record in after:
+            assert record["reason_code"] == "LOG_DIR_OFFLINE", after
+            assert record["reason"].startswith(f"log dir {small} on broker 3 is offline"), record["reason"]
+        assert job.metric("kafka_reassignment_replica_diagnosis", topic=filling, partition=0, broker=3,
+                          reason_code="LOG_DIR_OFFLINE") == 1
+        beside = [r["numerator"] for r in records_of(job, f"{healthy}:0:2") if r["ts_ms"] / 1000.0 >= offline_at]
+        assert len(set(beside)) >= 2 and beside == sorted(beside), beside  # it keeps updating
+        # Stuck, its throttles stay; cancelled, they go.
+        assert (("3", "follower.replication.throttled.rate") in throttle_configs(disk_cluster, [filling], [3]))
+        plan = tmp_path / "cancel.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": filling, "partition": 0,
+                                                                    "replicas": [2, 3]}]}))
+        result = subprocess.run([CLI, "cancel", "--bootstrap-server", disk_cluster.bootstrap,
+                                 "--reassignment-json-file", str(plan)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        wait_for(lambda: not throttle_configs(disk_cluster, [filling], [3]), 60, interval_s=0.5,
+                 message="the cancelled move's throttles to go")
+        wait_for(lambda: any(r["state"] == "COMPLETED" for r in records_of(job, f"{healthy}:0:2")), 120,
+                 message="the move beside it to complete")
+    finally:
+        disk_cluster.delete_topics([healthy, filling])

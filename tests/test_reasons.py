@@ -11,7 +11,7 @@ from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, replica_records
 from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
-from streaming.core.diagnosis import RULES, Context, diagnose, diagnosed
+from streaming.core.diagnosis import RULES, Context, diagnose, diagnosed, out_of_isr_targets
 from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
 
@@ -30,12 +30,13 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
 
 
 def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None,
-              offline_dirs=None):
+              offline_dirs=None, held_by=None):
     """(code, line) of the first row, diagnosed with the others."""
     columns = from_rows(rows)
     budget_model = model(columns, topic_throttles, broker_throttles, NOW_MS)
     codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0,
-                                             unanswered=unanswered or {}, offline_log_dirs=offline_dirs or {}))
+                                             unanswered=unanswered or {}, offline_log_dirs=offline_dirs or {},
+                                             out_of_isr_targets=held_by or {}))
     return codes[0], lines[0]
 
 
@@ -75,6 +76,22 @@ CASES = [
     ("destination-offline-comes-first", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
      {"offline": (3,), "offline_dirs": {3: ("/k/data2",)}},
      ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    # Completion held by a replica that is not moving (KAFKA-19975): the adding replica is in the ISR, the
+    # reassignment waits for every target replica to be.
+    ("held-by-a-replica-out-of-isr", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3560)],
+     {"held_by": {("t", 0): (2,)}},
+     ("TARGET_REPLICA_OUT_OF_ISR", "in the ISR for 40s, but the reassignment completes only when every target "
+                                   "replica is: the replica on broker 2 is out of the ISR")),
+    ("held-by-two-replicas-out-of-isr", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3500)],
+     {"held_by": {("t", 0): (1, 2)}},
+     ("TARGET_REPLICA_OUT_OF_ISR", "in the ISR for 1m40s, but the reassignment completes only when every target "
+                                   "replica is: the replica on brokers 1, 2 are out of the ISR")),
+    ("in-sync-a-moment-while-another-is-out-is-fine",
+     [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3590)], {"held_by": {("t", 0): (2,)}},
+     (None, None)),
+    ("held-elsewhere-is-fine", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3500)],
+     {"held_by": {("t", 1): (2,)}}, (None, None)),
+    ("copying-while-another-is-out-is-not-held", [row()], {"held_by": {("t", 0): (2,)}}, (None, None)),
     ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
      ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
     ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
@@ -111,6 +128,33 @@ CASES = [
 @pytest.mark.parametrize("rows, kwargs, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_reason(rows, kwargs, expected):
     assert diagnosis(rows, **kwargs) == expected
+
+
+def reassigning(replicas, adding=(), removing=(), partition=0):
+    return {"topic": "t", "partition": partition, "replicas": list(replicas), "adding": list(adding),
+            "removing": list(removing)}
+
+
+def metadata(isr, partition=0):
+    return {"topic": "t", "partition": partition, "isr": list(isr)}
+
+
+OUT_OF_ISR_CASES = [
+    # id, reassignments, partitions (ISR), expected {(topic, partition): brokers}
+    ("all-in-isr", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 2, 3])], {}),
+    ("a-kept-replica-out", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 3])], {("t", 0): (2,)}),
+    ("the-adding-replica-out-is-its-own-move", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 2])], {}),
+    ("a-removed-replica-out-does-not-hold-it", [reassigning([1, 2, 3], adding=[3], removing=[2])],
+     [metadata([1, 3])], {}),
+    ("two-kept-replicas-out", [reassigning([1, 2, 3, 4], adding=[4])], [metadata([4])], {("t", 0): (1, 2, 3)}),
+    ("no-metadata", [reassigning([1, 2, 3], adding=[3])], [], {}),
+]
+
+
+@pytest.mark.parametrize("moving, partitions, expected", [c[1:] for c in OUT_OF_ISR_CASES],
+                         ids=[c[0] for c in OUT_OF_ISR_CASES])
+def test_out_of_isr_targets(moving, partitions, expected):
+    assert out_of_isr_targets(moving, partitions) == expected
 
 
 def test_every_code_has_a_rule_and_the_schema_lists_them():

@@ -35,6 +35,8 @@ class Context:
     unanswered: dict = field(default_factory=dict)
     # broker -> its log dirs Kafka took offline (DescribeLogDirs answered them with an error), sorted
     offline_log_dirs: dict = field(default_factory=dict)
+    # (topic, partition) of a reassigning partition -> its target replicas not being added that are out of the ISR
+    out_of_isr_targets: dict = field(default_factory=dict)
 
 
 def human_rate(value):
@@ -128,6 +130,24 @@ def leader_offline_says(row, ctx):
     return f"leader broker {row['leader']} of the partition {_offline(row['leader'], row, ctx)}"
 
 
+def held_by_a_replica_out_of_isr(rows, ctx):
+    """In the ISR for two triggers while the partition still reassigns, because a target replica that is not
+    moving is out of the ISR: Kafka completes a reassignment only once every target replica is in the ISR
+    (KAFKA-19975; docs/progress.md "Completion held by a replica that is not moving")."""
+    waiting = np.fromiter(((t, p) in ctx.out_of_isr_targets for t, p in zip(rows["topic"].tolist(),
+                                                                            rows["partition"].tolist())),
+                          bool, len(rows)) if ctx.out_of_isr_targets else np.zeros(len(rows), bool)
+    return (_in(rows, ReplicaState.IN_SYNC) & waiting
+            & ((ctx.now_ms - rows["state_since_ms"]) / 1000.0 >= ctx.pending_after_s))
+
+
+def held_by_a_replica_out_of_isr_says(row, ctx):
+    brokers = ctx.out_of_isr_targets[(row["topic"], row["partition"])]
+    named = f"broker {brokers[0]} is" if len(brokers) == 1 else f"brokers {', '.join(map(str, brokers))} are"
+    return (f"in the ISR for {human_duration((ctx.now_ms - row['state_since_ms']) / 1000.0)}, but the reassignment "
+            f"completes only when every target replica is: the replica on {named} out of the ISR")
+
+
 def caught_up_not_in_isr(rows, ctx):
     return (~rows["in_isr"] & ctx.model.copying & (np.nan_to_num(rows["progress"], nan=0.0) >= 1.0)
             & (rows["stalled_seconds"] >= ctx.pending_after_s))
@@ -206,6 +226,7 @@ RULES = (
     (destination_offline, destination_offline_says, ReasonCode.DESTINATION_OFFLINE),
     (log_dir_offline, log_dir_offline_says, ReasonCode.LOG_DIR_OFFLINE),
     (leader_offline, leader_offline_says, ReasonCode.LEADER_OFFLINE),
+    (held_by_a_replica_out_of_isr, held_by_a_replica_out_of_isr_says, ReasonCode.TARGET_REPLICA_OUT_OF_ISR),
     (caught_up_not_in_isr, caught_up_not_in_isr_says, ReasonCode.CAUGHT_UP_NOT_IN_ISR),
     (throttle_too_low, throttle_too_low_says, ReasonCode.THROTTLE_TOO_LOW),
     (leader_not_sending, leader_not_sending_says, ReasonCode.LEADER_NOT_SENDING),
@@ -251,18 +272,35 @@ def offline_log_dirs(rows):
     return {broker: tuple(sorted(found)) for broker, found in dirs.items()}
 
 
+def out_of_isr_targets(reassignments, partitions):
+    """{(topic, partition): sorted brokers} of each reassigning partition's target replicas (its replicas less those
+    being removed) that are neither being added nor in the ISR (rows of the poll's reassignments and partitions)."""
+    isr = {(row["topic"], row["partition"]): set(row["isr"] or ()) for row in partitions}
+    out = {}
+    for row in reassignments:
+        key = (row["topic"], row["partition"])
+        if key not in isr:
+            continue
+        others = set(row["replicas"] or ()) - set(row["removing"] or ()) - set(row["adding"] or ()) - isr[key]
+        if others:
+            out[key] = tuple(sorted(others))
+    return out
+
+
 def unanswered_brokers(brokers):
     """{broker: Unix ms} of the brokers (DescribeCluster rows) the door holds as unresponsive."""
     return {row["broker"]: row["unanswered_since_ms"] for row in brokers if row.get("unanswered_since_ms") is not None}
 
 
 def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s, unanswered=None,
-              offline_dirs=None):
+              offline_dirs=None, held_by=None):
     """(the rows with the budget model's `eta_seconds`, `reason_code` and `reason`, the model): what the job's
     batch and the live `progress` report both run on their replica rows (history report columns).
-    `unanswered`: as `unanswered_brokers`; `offline_dirs`: as `offline_log_dirs`."""
+    `unanswered`: as `unanswered_brokers`; `offline_dirs`: as `offline_log_dirs`; `held_by`: as
+    `out_of_isr_targets`."""
     budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
-    context = Context(budget_model, now_ms, offline, pending_after_s, unanswered or {}, offline_dirs or {})
+    context = Context(budget_model, now_ms, offline, pending_after_s, unanswered or {}, offline_dirs or {},
+                      held_by or {})
     codes, lines = diagnose(rows, context)
     return rows.with_columns(eta_seconds=budget_model.eta_seconds(), reason_code=codes, reason=lines), budget_model
 

@@ -105,6 +105,10 @@ def cluster_tables(snapshot):
     """The tables the driver's sinks need whole: throttles, all reassignments, and for the janitor's
     alter-log-dirs rule the future logs and who answered DescribeLogDirs (so it need not ask again)."""
     tables = {name: snapshot.tables[name] for name in CLUSTER_TABLES if name in snapshot.tables}
+    if "partitions" in snapshot.tables:  # the ISR of reassigning partitions, for the reasons (streaming.core.diagnosis)
+        reassigning = {(row["topic"], row["partition"]) for row in snapshot.tables.get("reassignments", ())}
+        tables["partitions"] = [row for row in snapshot.tables["partitions"]
+                                if (row["topic"], row["partition"]) in reassigning]
     if "log_dirs" in snapshot.tables:
         tables["log_dirs"] = [row for row in snapshot.tables["log_dirs"] if row["is_future"]]
     return tables
