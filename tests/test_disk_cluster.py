@@ -18,7 +18,8 @@ from tests.kafka_fixtures import wait_for
 pytestmark = pytest.mark.cluster
 
 ALTER_LOG_DIRS_RATE = BROKER_THROTTLE_KEYS["alter_log_dirs"]
-INTRA_RATE = 2_000_000  # bytes/s: 30 MB take ~15 s
+INTRA_RATE = 2_000_000  # bytes/s: INTRA_MB take ~30 s, several batches of a loaded job
+INTRA_MB = 60
 WATCH_S = 0.1  # how often the watch below looks at the future log and the broker's rate
 
 
@@ -115,7 +116,7 @@ def intra_row(report, topic):
 
 
 def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_cluster, job, tmp_path):
-    topic = disk_cluster.create_topic(disk_cluster.unique_topic("logdir"), {0: [1]}, megabytes=30)
+    topic = disk_cluster.create_topic(disk_cluster.unique_topic("logdir"), {0: [1]}, megabytes=INTRA_MB)
     logs, _ = logs_of(disk_cluster, 1, topic)
     [source] = logs
     [destination] = set(disk_cluster.log_dirs(1)) - {source}
@@ -133,7 +134,7 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
 
             row = wait_for(mid_move, 30, message="progress to show the move between log dirs mid-way")
             assert row["state"] == "COPYING" and 0 < row["progress"] < 1
-            assert row["denominator"] == pytest.approx(30_000_000, rel=0.05)
+            assert row["denominator"] == pytest.approx(INTRA_MB * 1_000_000, rel=0.05)
 
             def shown():
                 ratio = job.metric("kafka_reassignment_replica_progress_ratio", **labels)

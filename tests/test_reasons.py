@@ -185,6 +185,24 @@ def test_budgets_of_a_move(kwargs, topic_throttles, broker_throttles, expected):
     assert Throttles(topic_throttles, broker_throttles).budgets_of(row(**kwargs)) == expected
 
 
+def test_the_alter_log_dirs_rate_is_one_budget_shared_by_every_future_log_of_its_broker():
+    """Two moves between log dirs on broker 3 under its 2 MB/s alter-log-dirs rate get 1 MB/s each (4 MB left: 4 s),
+    and the second finishes at full rate once the first is done; a move into broker 3 from another broker uses the
+    replication throttles, not that budget (docs/progress.md "Moves between log dirs")."""
+    rates = [{"broker": 3, "kind": "alter_log_dirs", "rate": 2_000_000}, *RATE_3]
+    rows = from_rows([row(partition=0, broker=3, leader=3, intra_broker=True, numerator=6_000_000,
+                          denominator=10_000_000),
+                      row(partition=1, broker=3, leader=3, intra_broker=True, numerator=2_000_000,
+                          denominator=10_000_000),
+                      row(partition=2, numerator=0, denominator=1_000_000)])
+    budget_model = model(rows, ALL_LISTED, rates, NOW_MS)
+    first, second, beside = budget_model.eta_seconds().tolist()
+    assert first == pytest.approx(4.0, rel=0.01)  # 4 MB at half of 2 MB/s
+    assert second == pytest.approx(4.0 + 4.0 / 2, rel=0.01)  # 4 MB shared for 4 s, then 4 MB alone at 2 MB/s
+    assert beside == pytest.approx(1.0, rel=0.01)  # 1 MB at the 1 MB/s replication throttles
+    assert budget_model.users.max() == 2
+
+
 def test_replica_records_and_metrics_carry_the_reason():
     diagnosed = {**row(state="STALLED", stalled_seconds=700.0), "previous_state": "COPYING", "transition": False,
                  "eta_seconds": None, "messages_behind_estimate": None, "reason_code": "LEADER_NOT_SENDING",
