@@ -3,6 +3,8 @@ dirs per broker, broker 3's second a small tmpfs) with the job as an operator ru
 `reassign-monitor execute` with `log_dirs`, `progress --output json`, /metrics and the progress topic."""
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -166,6 +168,39 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
         assert reassignment
         print(f"\nDISK FIGURES log-dir move: rate gone {watch.rate_gone - watch.finished:.2f} s after the end; "
               f"ETAs after 25 % (actual s, ETA s): {[(round(a, 1), round(e, 1)) for a, e in judged]}", flush=True)
+    finally:
+        disk_cluster.delete_topics([topic])
+
+
+def isr_of(cluster, topic):
+    admin = cluster.admin()
+    try:
+        [described] = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    return sorted(described["partitions"][0]["isr_nodes"])
+
+
+def test_completion_held_by_a_replica_that_is_not_moving_names_it(disk_cluster, job, tmp_path):
+    """KAFKA-19975: broker 2 keeps its replica of a partition gaining one on broker 3; stopped (SIGSTOP), it leaves
+    the ISR, so the reassignment cannot complete although broker 3 caught up: the reason names broker 2. Continued
+    (SIGCONT, whatever happens), it rejoins and the move completes."""
+    topic = disk_cluster.create_topic(disk_cluster.unique_topic("held"), {0: [1, 2]}, megabytes=2)
+    pid = disk_cluster.pid(2)
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: isr_of(disk_cluster, topic) == [1], 60, interval_s=0.5,
+                     message="broker 2 to leave the ISR (fenced)")
+            execute(disk_cluster, tmp_path, [{"topic": topic, "partition": 0, "replicas": [1, 2, 3]}])
+            held = wait_for(lambda: [r for r in records_of(job, f"{topic}:0:3")
+                                     if r["reason_code"] == "TARGET_REPLICA_OUT_OF_ISR"], 90,
+                            message="the reason naming the replica out of the ISR")
+            assert held[0]["state"] == "IN_SYNC" and "broker 2 is out of the ISR" in held[0]["reason"], held[0]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: any(r["state"] == "COMPLETED" for r in records_of(job, f"{topic}:0:3")), 120,
+                 message="the move to complete once broker 2 is back")
     finally:
         disk_cluster.delete_topics([topic])
 
