@@ -14,6 +14,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS
 from tests import eta_scenario as eta
+from tests.disk_cluster import TRIGGER_S
 from tests.job_process import CLI, read_topic, running
 from tests.kafka_fixtures import wait_for
 
@@ -147,7 +148,11 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
             wait_for(shown, 30, interval_s=0.2, message="/metrics to show the move between log dirs mid-way")
             wait_for(lambda: watch.rate_gone, 90, interval_s=0.2,
                      message="the move to end and its alter-log-dirs rate to go")
-        assert watch.rate_gone - watch.finished <= 1.0, (watch.finished, watch.rate_gone)
+        # The controller's look at the future logs removed it, not a batch (docs/architecture.md "The controller"):
+        # 0.3-0.9 s measured at a load average of 30 on 2 cores, once 2.1 s; bounded here by one trigger and a
+        # second, as the janitor tests bound removal by batches rather than seconds on a loaded machine.
+        removal_s = watch.rate_gone - watch.finished
+        assert removal_s <= TRIGGER_S + 1.0, (watch.finished, watch.rate_gone)
 
         key = f"{topic}:0:1:future"
         records = wait_for(lambda: [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == key
@@ -166,7 +171,11 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
         reassignment = [v for k, v in read_topic(job.bootstrap, job.progress_topic)
                         if k == f"reassignment:{request_id}"]
         assert reassignment
-        print(f"\nDISK FIGURES log-dir move: rate gone {watch.rate_gone - watch.finished:.2f} s after the end; "
+        removals = [v for k, v in read_topic(job.bootstrap, job.progress_topic)
+                    if k == "throttle:broker:1" and v["throttle"]["action"] == "removed"]
+        [completed] = [r["batch_id"] for r in records if r["state"] == "COMPLETED"]
+        assert removals and min(r["batch_id"] for r in removals) <= completed, (removals, completed)
+        print(f"\nDISK FIGURES log-dir move: rate gone {removal_s:.2f} s after the end; "
               f"ETAs after 25 % (actual s, ETA s): {[(round(a, 1), round(e, 1)) for a, e in judged]}", flush=True)
     finally:
         disk_cluster.delete_topics([topic])
@@ -229,7 +238,7 @@ def records_of(job, key):
 # Last on the disk cluster: the log dir that goes offline stays offline until broker 3 restarts.
 def test_a_log_dir_that_fills_is_named_and_the_move_beside_it_goes_on(disk_cluster, job, tmp_path):
     small = str(disk_cluster.small_dir)
-    healthy = disk_cluster.create_topic(disk_cluster.unique_topic("beside"), {0: [1]}, megabytes=20)
+    healthy = disk_cluster.create_topic(disk_cluster.unique_topic("beside"), {0: [1]}, megabytes=40)
     filling = disk_cluster.create_topic(disk_cluster.unique_topic("fills"), {0: [2]}, megabytes=40)
     try:
         execute(disk_cluster, tmp_path, [{"topic": healthy, "partition": 0, "replicas": [1, 2]}], "--throttle", 1_000_000)
@@ -249,8 +258,13 @@ def test_a_log_dir_that_fills_is_named_and_the_move_beside_it_goes_on(disk_clust
             assert record["reason"].startswith(f"log dir {small} on broker 3 is offline"), record["reason"]
         assert job.metric("kafka_reassignment_replica_diagnosis", topic=filling, partition=0, broker=3,
                           reason_code="LOG_DIR_OFFLINE") == 1
-        beside = [r["numerator"] for r in records_of(job, f"{healthy}:0:2") if r["ts_ms"] / 1000.0 >= offline_at]
-        assert len(set(beside)) >= 2 and beside == sorted(beside), beside  # it keeps updating
+        def beside_updates():  # the move beside it: batches after the dir went offline (a replayed batch counts once)
+            polled = {r["batch_id"]: r for r in records_of(job, f"{healthy}:0:2") if r["ts_ms"] / 1000.0 >= offline_at}
+            numerators = [polled[b]["numerator"] for b in sorted(polled)]
+            done = any(r["state"] == "COMPLETED" for r in polled.values())
+            return (len(set(numerators)) >= 2 or done) and numerators == sorted(numerators) and numerators
+
+        wait_for(beside_updates, 90, message="the move beside it to keep updating")
         # Stuck, its throttles stay; cancelled, they go.
         assert (("3", "follower.replication.throttled.rate") in throttle_configs(disk_cluster, [filling], [3]))
         plan = tmp_path / "cancel.json"
