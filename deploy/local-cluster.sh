@@ -33,6 +33,9 @@
 # LocalTieredStorage keeps remote segments in CLUSTER_DIR/remote-storage, shared by the brokers. It ships only in
 # the kafka-storage test jar, resolved from Maven Central (deploy/kafka/tiered-storage-pom.xml) into
 # deploy/kafka/lib[/<version>]/tiered-storage/ on first use. A topic uses it with remote.storage.enable=true.
+# LOG_DIRS_PER_BROKER (default 1) gives each broker that many log dirs (JBOD): node N's are CLUSTER_DIR/nodeN/data,
+# then data2, data3, ... A directory may be a mount point made beforehand (a small tmpfs for a disk that fills): in
+# KRaft mode it must be mounted before the node is first formatted, which writes meta.properties into every log dir.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +48,7 @@ default_version=4.1.1  # deploy/kafka/pom.xml's
 version=${KAFKA_VERSION:-$default_version}
 mode=${KAFKA_MODE:-kraft}
 zookeeper_heap=${ZOOKEEPER_HEAP:-64m}
+log_dirs_per_broker=${LOG_DIRS_PER_BROKER:-1}
 scram_users=${SCRAM_USERS:-reassign-monitor reassign-operator}
 tiered_storage=${TIERED_STORAGE:-0}
 tls_dir=$cluster_dir/tls
@@ -59,6 +63,12 @@ controller_port() { echo $((base_port + 100 + $1)); }
 mtls_port() { echo $((base_port + 10 + $1)); }
 zookeeper_port() { echo $((base_port + 100)); }
 zookeeper_mode() { [ "$mode" = zookeeper ]; }
+# Node N's log dirs, comma-separated: data, data2, data3, ...
+log_dirs() {
+  local dir=$cluster_dir/node$1 i s=$cluster_dir/node$1/data
+  for ((i = 2; i <= log_dirs_per_broker; i++)); do s+=",$dir/data$i"; done
+  echo "$s"
+}
 bootstrap() { local n s=""; for n in "${nodes[@]}"; do s+="${s:+,}127.0.0.1:$(broker_port "$n")"; done; echo "$s"; }
 pid_of() { cat "$cluster_dir/node$1/pid" 2>/dev/null || true; }
 # A pid file outlives a JVM that died, and the kernel hands its pid to another process: a node (or ZooKeeper) is
@@ -133,16 +143,18 @@ check_version() {
 }
 
 write_config() {
-  local n=$1 dir=$cluster_dir/node$1 voters="" m
+  local n=$1 dir=$cluster_dir/node$1 voters="" m dirs
   for m in "${nodes[@]}"; do voters+="${voters:+,}$m@127.0.0.1:$(controller_port "$m")"; done
-  mkdir -p "$dir/data"
+  [[ "$log_dirs_per_broker" =~ ^[1-9][0-9]*$ ]] || die "LOG_DIRS_PER_BROKER=$log_dirs_per_broker: expected a number from 1"
+  IFS=, read -r -a dirs <<<"$(log_dirs "$n")"
+  mkdir -p "${dirs[@]}"
   { if zookeeper_mode; then zookeeper_broker "$n"
     else
       if secured; then secured_listeners "$n"; else plaintext_listeners "$n"; fi
       printf 'process.roles=broker,controller\nnode.id=%s\ncontroller.quorum.voters=%s\n' "$n" "$voters"
     fi
     cat <<EOF
-log.dirs=$dir/data
+log.dirs=$(log_dirs "$n")
 num.partitions=1
 default.replication.factor=1
 auto.create.topics.enable=false

@@ -29,6 +29,7 @@ class Version:
     kafka: str
     mode: str  # kraft | zookeeper
     plan: bool = False  # also run a small plan (execute --max-partitions-in-flight) here
+    log_dirs: int = 1  # log dirs per broker (deploy/local-cluster.sh LOG_DIRS_PER_BROKER); 2: a move between them too
 
     @property
     def id(self):
@@ -49,7 +50,7 @@ class Version:
 VERSIONS = (
     Version("2.8.2", "zookeeper", plan=True),
     Version("3.6.2", "zookeeper"),
-    Version("3.9.1", "zookeeper"),
+    Version("3.9.1", "zookeeper", log_dirs=2),  # JBOD in ZooKeeper mode; KRaft's is the disk cluster's (4.1.1)
     Version("3.9.1", "kraft"),
     Version("4.4.0", "kraft"),
     Version(DEFAULT_VERSION, "kraft"),
@@ -98,7 +99,8 @@ def start_lane(version, shared_cluster=None):
     root = Path(os.environ.get("TEST_COMPAT_CLUSTER_DIR", ROOT / ".local-cluster" / "compat"))
     directory = root / version.id
     if shared_cluster is None:
-        cluster = LocalCluster(directory, base, KAFKA_VERSION=version.kafka, KAFKA_MODE=version.mode, KAFKA_HEAP=HEAP)
+        cluster = LocalCluster(directory, base, KAFKA_VERSION=version.kafka, KAFKA_MODE=version.mode, KAFKA_HEAP=HEAP,
+                               LOG_DIRS_PER_BROKER=str(version.log_dirs))
         cluster._run("down")  # a cluster left by an interrupted session: stop it before wiping its data
         shutil.rmtree(directory, ignore_errors=True)
         try:

@@ -23,10 +23,10 @@ settings.load_profile("suite")
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
 STOPPED_AFTER_LAST_USE = {"polling_job": "stop", "default_trigger_job": "stop", "owned_job": "stop",
                           "fault_job": "stop", "fault_default_job": "stop", "fault_cluster": "down",
-                          "secure_cluster": "down", "disk_cluster": "down"}
+                          "secure_cluster": "down", "disk_job": "stop", "disk_cluster": "down"}
 # Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
 # throttles of any test run while it is up; a job left up between its tests costs every test in between.
-RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job")
+RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job", "disk_job")
 
 LAST_USE = pytest.StashKey()
 
@@ -62,7 +62,7 @@ FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
 COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
 LANES_AHEAD = 2
 WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", "disk_cluster",
-              *COMPAT_NAMES)
+              "disk_job", *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
     # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
@@ -155,6 +155,7 @@ def pytest_collection_modifyitems(config, items):
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
                   "secure_cluster": _start_secure_cluster, "disk_cluster": _start_disk_cluster,
+                  "disk_job": lambda: _start_disk_job(WARMED["disk_cluster"].get()),
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
                      for name in FIRST_ON_THE_CLUSTER}}
         WARMED.update((name, Warming()) for name in used)
@@ -280,26 +281,54 @@ def _start_secure_cluster():
     return SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
 
 
-# The disk cluster's deploy/local-cluster.sh settings: remote storage on a local directory (Kafka's LocalTieredStorage).
-DISK_CLUSTER_SETTINGS = {"TIERED_STORAGE": "1"}
+# The disk cluster's deploy/local-cluster.sh environment (tests.disk_cluster.DiskCluster): every setting in one place.
+# Two log dirs per broker (JBOD) and remote storage on a local directory (Kafka's LocalTieredStorage).
+DISK_CLUSTER_SETTINGS = {"LOG_DIRS_PER_BROKER": "2", "TIERED_STORAGE": "1"}
 
 
 @pytest.fixture(scope="session")
 def disk_cluster():
-    """The cluster of the disk tests (DISK_CLUSTER_SETTINGS: tiered storage), the default Kafka version on its own
-    directory and ports (TEST_DISK_CLUSTER_DIR / TEST_DISK_KAFKA_BASE_PORT). Always fresh (wiped, then started);
-    stopped after its last test."""
+    """Three brokers with two log dirs each, broker 3's second on a small tmpfs (tests.disk_cluster), and tiered
+    storage: for every test of moves between log dirs, of a disk that fills and of remote storage; its own directory
+    and ports (TEST_DISK_CLUSTER_DIR / TEST_DISK_KAFKA_BASE_PORT). Wiped and started fresh (a log dir that went offline
+    stays offline), stopped and unmounted at the end."""
     local = _started("disk_cluster", _start_disk_cluster)
     yield local
     local.down()
 
 
 def _start_disk_cluster():
+    from tests.disk_cluster import DiskCluster
+
     cluster_dir = Path(os.environ.get("TEST_DISK_CLUSTER_DIR", ROOT / ".local-cluster" / "disks"))
-    local = LocalCluster(cluster_dir, int(os.environ.get("TEST_DISK_KAFKA_BASE_PORT", "29300")), **DISK_CLUSTER_SETTINGS)
+    local = DiskCluster(cluster_dir, int(os.environ.get("TEST_DISK_KAFKA_BASE_PORT", "29300")), DISK_CLUSTER_SETTINGS)
     local.wipe().up()
-    local.started_here = True  # wiped and started for this session: stopped by it
+    local.started_here = True
     return local
+
+
+@pytest.fixture(scope="session")
+def disk_job(disk_cluster):
+    """The job as an operator runs it (`--throttle-cleanup owned`) on the disk cluster, at a 2 s trigger, its first
+    batch done; shared by the disk tests (tests/test_disk_cluster.py), which run one after the other."""
+    job = _started("disk_job", lambda: _start_disk_job(disk_cluster))
+    yield job
+    job.stop()
+    print(job.log()[-3000:])
+
+
+def _start_disk_job(disk_cluster):
+    from tests.disk_cluster import DISK_JOB_FLAGS
+    from tests.job_process import JobProcess
+
+    directory = Path(disk_cluster.env["CLUSTER_DIR"]) / "job"
+    directory.mkdir(parents=True, exist_ok=True)
+    job = JobProcess(disk_cluster.bootstrap, directory / "checkpoint", directory / "job.log", *DISK_JOB_FLAGS).start()
+    try:
+        return job.wait_first_batch()
+    except Exception:  # the fixture raises it; the job must not outlive the session
+        job.stop()
+        raise
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ class FakeCluster:
     topics: dict = field(default_factory=dict)  # (topic, kind) -> throttled-replicas value
     rates: dict = field(default_factory=dict)  # (broker, kind) -> throttle rate
     future: set = field(default_factory=set)  # brokers holding a future log (an intra-broker move)
+    offline_dirs: dict = field(default_factory=dict)  # broker -> its log dirs Kafka took offline
     refuse: set = field(default_factory=set)  # (scope, name) whose alters are refused
     hidden: set = field(default_factory=set)  # topics the principal may not describe: absent from Metadata
     refuse_moves: dict = field(default_factory=dict)  # (topic, partition) -> the error its reassignment is refused with
@@ -103,6 +104,10 @@ class FakeCluster:
             rows.append({"broker": broker, "log_dir": "/d", "topic": "x", "partition": 0, "size": 1,
                          "offset_lag": 0, "is_future": True})
         return rows
+
+    def log_dirs_answer(self, broker):
+        offline = [{"broker": broker, "log_dir": d} for d in self.offline_dirs.get(broker, ())]
+        return self.describe_log_dirs(broker), offline
 
     def log_dir_paths(self, broker):
         self._call("log_dir_paths")

@@ -160,6 +160,55 @@ def test_cancel_reverts_a_move_in_flight_and_takes_its_throttles(compat, tmp_pat
         cluster.delete_topics([topic])
 
 
+def test_a_move_between_log_dirs_shows_progress_and_its_rate_goes(compat, tmp_path):
+    """On a version whose line gives brokers two log dirs (JBOD in ZooKeeper mode; KRaft's is the disk cluster's):
+    `execute` with `log_dirs` moves a replica between broker 1's dirs under SLOW; `progress` and /metrics show it
+    mid-move (copied = the future log, target = the current log), then it ends and the job removes the rate."""
+    if compat.version.log_dirs < 2:
+        pytest.skip("brokers with one log dir (tests/compat_support.py)")
+    started = time.monotonic()
+    cluster, job = compat.cluster, compat.job
+    topic = cluster.unique_topic("compat-logdir")
+    cluster.create_topic(topic, {0: [1]}, megabytes=MOVE_MB)
+    admin = cluster.admin()
+    try:
+        [response] = admin.describe_log_dirs(brokers=[1])
+    finally:
+        admin.close()
+    [source] = [d["log_dir"] for d in response["log_dirs"] if any(t["name"] == topic for t in d["topics"])]
+    [destination] = [d["log_dir"] for d in response["log_dirs"] if d["log_dir"] != source]
+    plan = tmp_path / "logdir.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1], "log_dirs": [destination]}]}))
+    watch = ThrottleWatch(cluster)
+    try:
+        code, out, err = cli("execute", *compat.common(), "--reassignment-json-file", plan,
+                             "--replica-alter-log-dirs-throttle", SLOW, "--output", "json")
+        assert code == 0 and json.loads(out)["log_dir_moves_failed"] == [], (out, err)
+
+        def mid_move():
+            code, out, err = cli("progress", *compat.common(), "--output", "json")
+            assert code in (0, 1), err
+            rows = [r for r in json.loads(out)["replicas"] if r["topic"] == topic and r["intra_broker"]]
+            return rows and rows[0]["numerator"] and rows[0]["denominator"] \
+                and rows[0]["numerator"] < rows[0]["denominator"] and rows[0]
+
+        row = wait_for(mid_move, 30, interval_s=0.3, message="progress of the move between log dirs mid-move")
+        assert row["denominator"] == pytest.approx(MOVE_MB * 1_000_000, rel=0.05) and 0 < row["progress"] < 1
+        labels = {"topic": topic, "partition": 0, "broker": 1}
+        ratio = wait_for(lambda: 0 < (job.metric(PROGRESS, **labels) or 0) < 1 and job.metric(PROGRESS, **labels),
+                         MID_MOVE_S, interval_s=0.3, message="the job's progress of the move between log dirs")
+        code, _, err = cli("execute", *compat.common(), "--reassignment-json-file", plan,
+                           "--replica-alter-log-dirs-throttle", FAST, "--additional")
+        assert code == 0, err
+        wait_for(lambda: not watch.throttles_left(topic) or None, 90, interval_s=0.2,
+                 message=f"the move to end and the job to remove its rate (left: {watch.throttles_left(topic)})")
+        figure(compat, log_dir_move_ratio_mid_move=ratio, log_dir_test_s=time.monotonic() - started)
+    finally:
+        watch.close()
+        cluster.delete_topics([topic])
+
+
 def test_a_small_plan_moves_one_partition_at_a_time(compat, tmp_path):
     if not compat.version.plan:
         pytest.skip("the plan runs on the versions whose line asks for it (tests/compat_support.py)")

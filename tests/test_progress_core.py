@@ -156,6 +156,23 @@ def test_intra_broker_future_log_reports_offset_lag():
     assert len(rows) == 2  # and the inter-broker move is still there
 
 
+def test_the_poll_keeps_the_current_log_an_intra_broker_move_copies():
+    """A move between log dirs alone is not in ListPartitionReassignments: the poll's filter kept only its future
+    log, so its target (the current log) was unknown on real brokers and it never had progress."""
+    from streaming.cluster.poller import relevant_log_dirs
+
+    logs = [{"broker": 1, "log_dir": "/a", "topic": "u", "partition": 0, "size": 2000, "offset_lag": 0,
+             "is_future": False},
+            {"broker": 1, "log_dir": "/b", "topic": "u", "partition": 0, "size": 500, "offset_lag": 42,
+             "is_future": True},
+            {"broker": 1, "log_dir": "/a", "topic": "idle", "partition": 0, "size": 9, "offset_lag": 0,
+             "is_future": False}]
+    polled = relevant_log_dirs(from_rows(0, "c", reassignments=[], log_dirs=logs, log_dirs_answered=[{"broker": 1}]))
+    assert [(r["topic"], r["is_future"]) for r in polled["log_dirs"]] == [("u", False), ("u", True)]
+    [intra] = progress(polled).rows()
+    assert (intra["numerator"], intra["denominator"], intra["progress"]) == (500, 2000, 0.25)
+
+
 FINISHED_CASES = [
     # id, replica set after the move left ListPartitionReassignments (None: topic deleted), expected state
     pytest.param([2], "COMPLETED", id="completed"),

@@ -11,7 +11,7 @@ from sinks.prometheus import Picture, samples
 from sinks.records import SCHEMA_PATH, replica_records
 from streaming.core.budget import BudgetKey
 from streaming.core.budget_view import Throttles, model
-from streaming.core.diagnosis import RULES, Context, diagnose, diagnosed
+from streaming.core.diagnosis import RULES, Context, diagnose, diagnosed, out_of_isr_targets
 from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
 
@@ -29,12 +29,14 @@ def row(partition=0, broker=3, leader=1, state="COPYING", numerator=500_000, den
             "stalled_seconds": stalled_seconds, "state": state, "state_since_ms": since_s * 1000, "ts_ms": NOW_MS}
 
 
-def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None):
+def diagnosis(rows, broker_throttles=RATE_3, topic_throttles=ALL_LISTED, offline=(), unanswered=None,
+              offline_dirs=None, held_by=None):
     """(code, line) of the first row, diagnosed with the others."""
     columns = from_rows(rows)
     budget_model = model(columns, topic_throttles, broker_throttles, NOW_MS)
     codes, lines = diagnose(columns, Context(budget_model, NOW_MS, frozenset(offline), pending_after_s=20.0,
-                                             unanswered=unanswered or {}))
+                                             unanswered=unanswered or {}, offline_log_dirs=offline_dirs or {},
+                                             out_of_isr_targets=held_by or {}))
     return codes[0], lines[0]
 
 
@@ -57,6 +59,39 @@ CASES = [
     ("another-broker-unanswering-leaves-the-line", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
      {"offline": (2, 3), "unanswered": {2: 3_530_000}},
      ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    # A log dir Kafka took offline on the destination (docs/progress.md "Offline log dirs"): at once, whatever the
+    # state, when the destination holds no byte of the replica in an online dir.
+    ("log-dir-offline", [row(state="COPYING", numerator=0, since_s=3590)], {"offline_dirs": {3: ("/k/data2",)}},
+     ("LOG_DIR_OFFLINE", "log dir /k/data2 on broker 3 is offline; the replica has no log in an online log dir there")),
+    ("log-dir-offline-stalled", [row(state="STALLED", numerator=0, stalled_seconds=612.0)],
+     {"offline_dirs": {3: ("/k/data2",)}},
+     ("LOG_DIR_OFFLINE", "log dir /k/data2 on broker 3 is offline; the replica has no log in an online log dir there")),
+    ("log-dirs-offline", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)],
+     {"offline_dirs": {3: ("/k/data2", "/k/data3")}},
+     ("LOG_DIR_OFFLINE", "log dirs /k/data2, /k/data3 on broker 3 are offline; the replica has no log in an online "
+                         "log dir there")),
+    ("replica-in-an-online-dir-is-fine", [row()], {"offline_dirs": {3: ("/k/data2",)}}, (None, None)),
+    ("offline-dir-on-another-broker-is-fine", [row(state="PENDING", numerator=0, copy_rate=None, since_s=3590)],
+     {"offline_dirs": {2: ("/k/data2",)}}, (None, None)),
+    ("destination-offline-comes-first", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
+     {"offline": (3,), "offline_dirs": {3: ("/k/data2",)}},
+     ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),
+    # Completion held by a replica that is not moving (KAFKA-19975): the adding replica is in the ISR, the
+    # reassignment waits for every target replica to be.
+    ("held-by-a-replica-out-of-isr", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3560)],
+     {"held_by": {("t", 0): (2,)}},
+     ("TARGET_REPLICA_OUT_OF_ISR", "in the ISR for 40s, but the reassignment completes only when every target "
+                                   "replica is: the replica on broker 2 is out of the ISR")),
+    ("held-by-two-replicas-out-of-isr", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3500)],
+     {"held_by": {("t", 0): (1, 2)}},
+     ("TARGET_REPLICA_OUT_OF_ISR", "in the ISR for 1m40s, but the reassignment completes only when every target "
+                                   "replica is: the replica on brokers 1, 2 are out of the ISR")),
+    ("in-sync-a-moment-while-another-is-out-is-fine",
+     [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3590)], {"held_by": {("t", 0): (2,)}},
+     (None, None)),
+    ("held-elsewhere-is-fine", [row(state="IN_SYNC", in_isr=True, numerator=1_000_000, since_s=3500)],
+     {"held_by": {("t", 1): (2,)}}, (None, None)),
+    ("copying-while-another-is-out-is-not-held", [row()], {"held_by": {("t", 0): (2,)}}, (None, None)),
     ("caught-up-not-in-isr", [row(numerator=1_000_000, stalled_seconds=40.0, state="STALLED")], {},
      ("CAUGHT_UP_NOT_IN_ISR", "at 100 % for 40s but not in ISR (replica.lag.time.max.ms 30000 by default)")),
     ("caught-up-a-moment-ago-is-fine", [row(numerator=1_000_000, stalled_seconds=4.0)], {}, (None, None)),
@@ -95,6 +130,33 @@ def test_reason(rows, kwargs, expected):
     assert diagnosis(rows, **kwargs) == expected
 
 
+def reassigning(replicas, adding=(), removing=(), partition=0):
+    return {"topic": "t", "partition": partition, "replicas": list(replicas), "adding": list(adding),
+            "removing": list(removing)}
+
+
+def metadata(isr, partition=0):
+    return {"topic": "t", "partition": partition, "isr": list(isr)}
+
+
+OUT_OF_ISR_CASES = [
+    # id, reassignments, partitions (ISR), expected {(topic, partition): brokers}
+    ("all-in-isr", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 2, 3])], {}),
+    ("a-kept-replica-out", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 3])], {("t", 0): (2,)}),
+    ("the-adding-replica-out-is-its-own-move", [reassigning([1, 2, 3], adding=[3])], [metadata([1, 2])], {}),
+    ("a-removed-replica-out-does-not-hold-it", [reassigning([1, 2, 3], adding=[3], removing=[2])],
+     [metadata([1, 3])], {}),
+    ("two-kept-replicas-out", [reassigning([1, 2, 3, 4], adding=[4])], [metadata([4])], {("t", 0): (1, 2, 3)}),
+    ("no-metadata", [reassigning([1, 2, 3], adding=[3])], [], {}),
+]
+
+
+@pytest.mark.parametrize("moving, partitions, expected", [c[1:] for c in OUT_OF_ISR_CASES],
+                         ids=[c[0] for c in OUT_OF_ISR_CASES])
+def test_out_of_isr_targets(moving, partitions, expected):
+    assert out_of_isr_targets(moving, partitions) == expected
+
+
 def test_every_code_has_a_rule_and_the_schema_lists_them():
     assert sorted(code.name for _, _, code in RULES) == sorted(REASON_CODES)
     schema = json.loads(SCHEMA_PATH.read_text())
@@ -121,6 +183,24 @@ BUDGET_CASES = [
                          [c[1:] for c in BUDGET_CASES], ids=[c[0] for c in BUDGET_CASES])
 def test_budgets_of_a_move(kwargs, topic_throttles, broker_throttles, expected):
     assert Throttles(topic_throttles, broker_throttles).budgets_of(row(**kwargs)) == expected
+
+
+def test_the_alter_log_dirs_rate_is_one_budget_shared_by_every_future_log_of_its_broker():
+    """Two moves between log dirs on broker 3 under its 2 MB/s alter-log-dirs rate get 1 MB/s each (4 MB left: 4 s),
+    and the second finishes at full rate once the first is done; a move into broker 3 from another broker uses the
+    replication throttles, not that budget (docs/progress.md "Moves between log dirs")."""
+    rates = [{"broker": 3, "kind": "alter_log_dirs", "rate": 2_000_000}, *RATE_3]
+    rows = from_rows([row(partition=0, broker=3, leader=3, intra_broker=True, numerator=6_000_000,
+                          denominator=10_000_000),
+                      row(partition=1, broker=3, leader=3, intra_broker=True, numerator=2_000_000,
+                          denominator=10_000_000),
+                      row(partition=2, numerator=0, denominator=1_000_000)])
+    budget_model = model(rows, ALL_LISTED, rates, NOW_MS)
+    first, second, beside = budget_model.eta_seconds().tolist()
+    assert first == pytest.approx(4.0, rel=0.01)  # 4 MB at half of 2 MB/s
+    assert second == pytest.approx(4.0 + 4.0 / 2, rel=0.01)  # 4 MB shared for 4 s, then 4 MB alone at 2 MB/s
+    assert beside == pytest.approx(1.0, rel=0.01)  # 1 MB at the 1 MB/s replication throttles
+    assert budget_model.users.max() == 2
 
 
 def test_replica_records_and_metrics_carry_the_reason():

@@ -64,10 +64,15 @@ def test_every_bucket_gets_the_brokers_and_the_cluster_bucket_gets_the_cluster_t
     assert set(frame.loc[frame["table"] == "brokers", "bucket"]) == set(range(BUCKETS)) | {CLUSTER_BUCKET}
     cluster = frame.loc[frame["bucket"] == CLUSTER_BUCKET, "table"]
     # log_dirs here holds only future logs, with who answered: the janitor's alter-log-dirs rule needs them
+    # partitions here holds only those reassigning (their ISR): the reasons need it (streaming.core.diagnosis)
     assert set(cluster) == {"brokers", "log_dirs_answered", "log_dirs", "reassignments", "topic_throttles",
-                            "broker_throttles", POLL_TABLE}
-    shipped = frame.loc[(frame["bucket"] == CLUSTER_BUCKET) & (frame["table"] == "log_dirs")]
-    assert codec.decode_tables(shipped["table"], shipped["payload"])["log_dirs"] == []  # no future log in this poll
+                            "broker_throttles", "partitions", POLL_TABLE}
+    shipped = frame.loc[(frame["bucket"] == CLUSTER_BUCKET) & (frame["table"].isin(["log_dirs", "partitions"]))]
+    decoded = codec.decode_tables(shipped["table"], shipped["payload"])
+    assert decoded["log_dirs"] == []  # no future log in this poll
+    snap = cluster_snapshot(1000, 10)
+    assert sorted((p["topic"], p["partition"]) for p in decoded["partitions"]) == sorted(
+        (r["topic"], r["partition"]) for r in snap["reassignments"])
 
 
 def test_bucket_slices_reassemble_the_snapshot():

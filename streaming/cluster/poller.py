@@ -105,22 +105,25 @@ def poll_log_dirs(admin, broker, ts_ms):
     started = time.monotonic()
     requests_before = admin.requests
     attempt = _Attempts()
-    rows = attempt(DESCRIBE_LOG_DIRS, partial(admin.describe_log_dirs, broker), None)
+    answer = attempt(DESCRIBE_LOG_DIRS, partial(admin.log_dirs_answer, broker), None)
+    rows, offline = answer if answer is not None else (None, [])
     return Snapshot(
         ts_ms=ts_ms, cluster_id="",
-        tables={"log_dirs": table("log_dirs", rows or []),
+        tables={"log_dirs": table("log_dirs", rows or []), "offline_log_dirs": table("offline_log_dirs", offline),
                 "log_dirs_answered": table("log_dirs_answered", [] if rows is None else [{"broker": broker}])},
         requests=admin.requests - requests_before, errors=tuple(attempt.errors),
         duration_s=time.monotonic() - started)
 
 
 def relevant_log_dirs(snapshot, topics=()):
-    """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), future
-    logs (intra-broker moves) and the topics asked about."""
+    """The snapshot with only the logs progress needs: moving partitions (their leaders' logs too), partitions
+    with a future log (an intra-broker move: the future log and the current one it copies, its target) and the
+    topics asked about."""
+    logs = snapshot["log_dirs"]
     moving = {(row["topic"], row["partition"]) for row in snapshot["reassignments"]}
+    moving |= {(row["topic"], row["partition"]) for row in logs if row["is_future"]}
     wanted = set(topics)
-    logs = [row for row in snapshot["log_dirs"]
-            if row["is_future"] or row["topic"] in wanted or (row["topic"], row["partition"]) in moving]
+    logs = [row for row in logs if row["topic"] in wanted or (row["topic"], row["partition"]) in moving]
     return replace(snapshot, tables={**snapshot.tables, "log_dirs": logs})
 
 

@@ -76,18 +76,24 @@ class Reads:
                           needs=("Describe", "Cluster"))
 
     def describe_log_dirs(self, broker):
-        rows = []
+        return self.log_dirs_answer(broker)[0]
+
+    def log_dirs_answer(self, broker):
+        """(one row per log of `broker`'s online log dirs, its offline log dirs: [{"broker", "log_dir"}]) from one
+        DescribeLogDirs. Kafka answers a log dir it took offline (full, failed) with an error and no logs."""
+        rows, offline = [], []
         for response in self._log_dirs(broker):
             for log_dir in response["log_dirs"]:
-                if log_dir["error_code"] != 0:
-                    continue  # an offline log dir holds no readable replicas
+                if log_dir["error_code"] != 0:  # an offline log dir holds no readable replicas
+                    offline.append({"broker": response["broker"], "log_dir": log_dir["log_dir"]})
+                    continue
                 for topic in log_dir["topics"]:
                     for p in topic["partitions"]:
                         rows.append({"broker": response["broker"], "log_dir": log_dir["log_dir"],
                                      "topic": topic["name"], "partition": p["partition_index"],
                                      "size": p["partition_size"], "offset_lag": p["offset_lag"],
                                      "is_future": p["is_future_key"]})
-        return rows
+        return rows, offline
 
     def log_dir_paths(self, broker):
         """The online log dirs of `broker` (for validating a reassignment file's log_dirs)."""

@@ -196,12 +196,23 @@ def _request(args, admin, file_moves, steering=None):
     return Request(moves, log_dirs, setting, rollback, record, applier)
 
 
+def _new_replica_dirs(request):
+    """The log dirs asked for replicas their broker does not host yet. Sent before the reassignment, as Kafka's own
+    tool does: the broker notes the dir and creates the new replica there. Sent only after, the replica is created in
+    the broker's choice of dir and then copied again into the one asked for (a move between log dirs)."""
+    current = {(m.topic, m.partition): set(m.sources) for m in request.moves}
+    return {(t, p, b): d for (t, p, b), d in request.log_dirs.items() if (t, p) in current and b not in current[(t, p)]}
+
+
 def _carry_out(admin, request, timeout_s):
     """Steps 2-6 of the module docstring (streaming.control.submission). Returns (started, refused, unmoved log
     dirs)."""
     from streaming.control.submission import NotStarted, submit
 
     applier = request.applier
+    placed = _new_replica_dirs(request)
+    if placed:
+        applier.move_log_dirs(placed)  # Kafka answers REPLICA_NOT_AVAILABLE and notes the dir: no data moves yet
     try:
         submitted = submit(admin, applier, request.record, request.setting, timeout_s, time.time() * 1000)
     except NotStarted as error:

@@ -142,6 +142,12 @@ def peeks(reassigning, owned, acts):
     return acts and bool(set(reassigning) & set(owned))
 
 
+def peeks_log_dirs(future_on, acts):
+    """Look between ticks: the janitor acts and a broker whose alter-log-dirs rate it owns holds a future log (a move
+    between log dirs is in no reassignment list: its end shows in DescribeLogDirs)."""
+    return acts and bool(future_on)
+
+
 def peek_interval_s(last_peek_s):
     return max(PEEK_INTERVAL_S, last_peek_s / PEEK_SHARE)
 

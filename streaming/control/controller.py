@@ -20,8 +20,9 @@ every second:
    (`dry_run` records instead under `--dry-run` or `--throttle-cleanup off`).
 4. A move that is not ours appears in the list, or no view was taken for a trigger: adoption reads the throttles.
 5. An owned partition left the list (between ticks, while an owned partition reassigns, the list is looked at every
-   quarter second: `_wait`), a move of ours came and went unseen, at start, or after a failed sweep: the janitor
-   sweeps (streaming.control.sweep).
+   quarter second: `_wait`), a move of ours came and went unseen, the last future log on a broker whose
+   alter-log-dirs rate we own ended (duties.log_dirs: moves between log dirs are in no list), at start, or after a
+   failed sweep: the janitor sweeps (streaming.control.sweep).
 6. duties.plans: one step of every plan whose lease this job holds.
 7. duties.reports: the `throttle` records go to the progress topic (kept and written again next tick if that fails).
 8. duties.liveness: whether a Spark batch is needed, written to the gate with every move no batch has reported yet
@@ -53,6 +54,7 @@ from streaming.control.applier import applier_of
 from streaming.control.duties.adoption import Adoption
 from streaming.control.duties.handover import Handover
 from streaming.control.duties.janitor import SWEPT_LINE, Janitor
+from streaming.control.duties.log_dir_moves import LogDirMoves
 from streaming.control.duties.liveness import BATCHES_LINE, IDLE_LINE, WRITE_BOUND_S, Liveness
 from streaming.control.duties.looks import SLOW_LOOK_LINE, Looks
 from streaming.control.duties.owned import Owned
@@ -98,6 +100,7 @@ def _step(name):
 class Duties:
     looks: Looks
     owned: Owned
+    log_dirs: LogDirMoves
     janitor: Janitor
     adoption: Adoption
     steering: Steering
@@ -138,7 +141,7 @@ class Controller:
         advancer = PlanAdvancer(admin, self.applier, read, timeout_s, acts=policy.acts) if plans else None
         self.handover = Handover(clock())
         self.duties = Duties(
-            looks=Looks(admin, clock, self._say, slow_s=SLOW_TICK_S), owned=owned,
+            looks=Looks(admin, clock, self._say, slow_s=SLOW_TICK_S), owned=owned, log_dirs=LogDirMoves(admin),
             janitor=Janitor(policy, self._janitor_log), adoption=Adoption(policy, trigger_interval_s, clock),
             steering=Steering(steering, throttle_interval_s, guard),
             plans=Plans(advancer, metrics, clock, self._say) if advancer is not None else None,
@@ -269,7 +272,8 @@ class Controller:
             left_s = next_tick_s - self.clock()
             if left_s <= 0 or self._wake.is_set():
                 return
-            if not batch_rules.peeks(looks.reassigning, owned.partitions, self.policy.acts):
+            if not (batch_rules.peeks(looks.reassigning, owned.partitions, self.policy.acts)
+                    or batch_rules.peeks_log_dirs(self.duties.log_dirs.future_on, self.policy.acts)):
                 self._wake.wait(left_s)
                 return
             self._wake.wait(min(left_s, batch_rules.peek_interval_s(took_s)))
@@ -286,6 +290,8 @@ class Controller:
                 self.round.looked_s = took_s
                 return
             if batch_rules.partitions_left(looks.reassigning, listed, owned.partitions):
+                return
+            if self.duties.log_dirs.ended_between_ticks(owned.log_dir_rate_brokers):
                 return
 
     # -- one tick: which duty runs when --
@@ -325,8 +331,9 @@ class Controller:
         unseen = {} if listed is None else owned.ended_unseen(looked, listed)  # before the sweep
         if listed is not None and self.policy.acts:
             left = batch_rules.partitions_left(looked, listed, owned.partitions)
-            if duties.janitor.sweeps_after(left, unseen, owned.partitions):
-                self._sweep(sorted(left), sorted(unseen))
+            ended = duties.log_dirs.ended(owned.log_dir_rate_brokers)
+            if duties.janitor.sweeps_after(left, unseen, owned.partitions) or ended:
+                self._sweep(sorted(left), sorted(unseen), ended)
             else:
                 duties.janitor.settled(owned.partitions, owned.unread)
         if listed is not None:
@@ -451,8 +458,11 @@ class Controller:
     # -- removal --
 
     @_step("sweep")
-    def _sweep(self, left, unseen=()):
-        if left or unseen:
+    def _sweep(self, left, unseen=(), log_dir_brokers=()):
+        if log_dir_brokers and not (left or unseen):
+            self._say(f"the moves between log dirs on broker(s) {', '.join(map(str, log_dir_brokers))} ended: "
+                      f"running the throttle janitor")
+        elif left or unseen:
             first = (left or unseen)[0]
             said = [f"{len(left)} owned partition(s) left the reassignment list"] if left else []
             said += [f"{len(unseen)} move(s) of ours came and went between two looks"] if unseen else []

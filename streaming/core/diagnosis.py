@@ -7,7 +7,8 @@ before it needs a reason - and says for each row whether it holds. A rule that h
 number behind it, in one line (`says`, made only for the few rows it is the reason of); its code is a
 streaming.vocabulary.reasons.ReasonCode name.
 
-Order is precedence: a dead broker explains everything else; a replica that copied everything but is not
+Order is precedence: a dead broker explains everything else; then a destination log dir Kafka took offline (the
+replica's log is gone with it); a replica that copied everything but is not
 in the ISR says so whatever its byte rate; then why no byte arrives (a throttle set too low, else a silent
 leader); then a copy that cannot keep up; then why a move has not started.
 """
@@ -21,7 +22,7 @@ from streaming.core.budget_view import NO_BUDGET, model
 from streaming.vocabulary.durations import utc_clock
 from streaming.vocabulary.kafka_limits import REPLICA_LAG_TIME_MAX_MS, THROTTLE_FLOOR_BYTES_PER_S
 from streaming.vocabulary.reasons import ReasonCode
-from streaming.vocabulary.states import ReplicaState
+from streaming.vocabulary.states import FINISHED_STATES, ReplicaState
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Context:
     pending_after_s: float = 20.0  # a PENDING move gets a reason after this long (the job: two triggers)
     # offline brokers the door holds as unresponsive -> Unix ms since when they have not answered
     unanswered: dict = field(default_factory=dict)
+    # broker -> its log dirs Kafka took offline (DescribeLogDirs answered them with an error), sorted
+    offline_log_dirs: dict = field(default_factory=dict)
+    # (topic, partition) of a reassigning partition -> its target replicas not being added that are out of the ISR
+    out_of_isr_targets: dict = field(default_factory=dict)
 
 
 def human_rate(value):
@@ -100,6 +105,21 @@ def destination_offline_says(row, ctx):
     return f"destination broker {row['broker']} {_offline(row['broker'], row, ctx)}"
 
 
+def log_dir_offline(rows, ctx):
+    """The destination broker has a log dir Kafka took offline (full or failed) and holds no byte of the replica in
+    an online one: the replica was in that dir (docs/progress.md "Offline log dirs")."""
+    unfinished = ~np.isin(rows["state"], [state.value for state in FINISHED_STATES])
+    return (unfinished & ~rows["in_isr"] & np.isin(rows["broker"], list(ctx.offline_log_dirs))
+            & (np.nan_to_num(rows["numerator"], nan=1.0) == 0))
+
+
+def log_dir_offline_says(row, ctx):
+    dirs = ctx.offline_log_dirs[row["broker"]]
+    named = f"log dir {dirs[0]} on broker {row['broker']} is" if len(dirs) == 1 else \
+        f"log dirs {', '.join(dirs)} on broker {row['broker']} are"
+    return f"{named} offline; the replica has no log in an online log dir there"
+
+
 def leader_offline(rows, ctx):
     return _in(rows, ReplicaState.BROKER_OFFLINE)
 
@@ -108,6 +128,24 @@ def leader_offline_says(row, ctx):
     if row["leader"] < 0:
         return f"the partition has no leader{_since(row)}"
     return f"leader broker {row['leader']} of the partition {_offline(row['leader'], row, ctx)}"
+
+
+def held_by_a_replica_out_of_isr(rows, ctx):
+    """In the ISR for two triggers while the partition still reassigns, because a target replica that is not
+    moving is out of the ISR: Kafka completes a reassignment only once every target replica is in the ISR
+    (KAFKA-19975; docs/progress.md "Completion held by a replica that is not moving")."""
+    waiting = np.fromiter(((t, p) in ctx.out_of_isr_targets for t, p in zip(rows["topic"].tolist(),
+                                                                            rows["partition"].tolist())),
+                          bool, len(rows)) if ctx.out_of_isr_targets else np.zeros(len(rows), bool)
+    return (_in(rows, ReplicaState.IN_SYNC) & waiting
+            & ((ctx.now_ms - rows["state_since_ms"]) / 1000.0 >= ctx.pending_after_s))
+
+
+def held_by_a_replica_out_of_isr_says(row, ctx):
+    brokers = ctx.out_of_isr_targets[(row["topic"], row["partition"])]
+    named = f"broker {brokers[0]} is" if len(brokers) == 1 else f"brokers {', '.join(map(str, brokers))} are"
+    return (f"in the ISR for {human_duration((ctx.now_ms - row['state_since_ms']) / 1000.0)}, but the reassignment "
+            f"completes only when every target replica is: the replica on {named} out of the ISR")
 
 
 def caught_up_not_in_isr(rows, ctx):
@@ -186,7 +224,9 @@ def no_bytes_yet_says(row, ctx):
 # (rule, what it says, code), in order: the first rule that holds for a row is its reason.
 RULES = (
     (destination_offline, destination_offline_says, ReasonCode.DESTINATION_OFFLINE),
+    (log_dir_offline, log_dir_offline_says, ReasonCode.LOG_DIR_OFFLINE),
     (leader_offline, leader_offline_says, ReasonCode.LEADER_OFFLINE),
+    (held_by_a_replica_out_of_isr, held_by_a_replica_out_of_isr_says, ReasonCode.TARGET_REPLICA_OUT_OF_ISR),
     (caught_up_not_in_isr, caught_up_not_in_isr_says, ReasonCode.CAUGHT_UP_NOT_IN_ISR),
     (throttle_too_low, throttle_too_low_says, ReasonCode.THROTTLE_TOO_LOW),
     (leader_not_sending, leader_not_sending_says, ReasonCode.LEADER_NOT_SENDING),
@@ -224,17 +264,43 @@ def offline_brokers(brokers, answered):
     return frozenset(row["broker"] for row in brokers if not row["alive"] or row["broker"] not in answering)
 
 
+def offline_log_dirs(rows):
+    """{broker: sorted log dirs} of the poll's offline_log_dirs rows."""
+    dirs = {}
+    for row in rows:
+        dirs.setdefault(row["broker"], set()).add(row["log_dir"])
+    return {broker: tuple(sorted(found)) for broker, found in dirs.items()}
+
+
+def out_of_isr_targets(reassignments, partitions):
+    """{(topic, partition): sorted brokers} of each reassigning partition's target replicas (its replicas less those
+    being removed) that are neither being added nor in the ISR (rows of the poll's reassignments and partitions)."""
+    isr = {(row["topic"], row["partition"]): set(row["isr"] or ()) for row in partitions}
+    out = {}
+    for row in reassignments:
+        key = (row["topic"], row["partition"])
+        if key not in isr:
+            continue
+        others = set(row["replicas"] or ()) - set(row["removing"] or ()) - set(row["adding"] or ()) - isr[key]
+        if others:
+            out[key] = tuple(sorted(others))
+    return out
+
+
 def unanswered_brokers(brokers):
     """{broker: Unix ms} of the brokers (DescribeCluster rows) the door holds as unresponsive."""
     return {row["broker"]: row["unanswered_since_ms"] for row in brokers if row.get("unanswered_since_ms") is not None}
 
 
-def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s, unanswered=None):
+def diagnosed(rows, topic_throttles, broker_throttles, offline, now_ms, pending_after_s, unanswered=None,
+              offline_dirs=None, held_by=None):
     """(the rows with the budget model's `eta_seconds`, `reason_code` and `reason`, the model): what the job's
     batch and the live `progress` report both run on their replica rows (history report columns).
-    `unanswered`: as `unanswered_brokers`."""
+    `unanswered`: as `unanswered_brokers`; `offline_dirs`: as `offline_log_dirs`; `held_by`: as
+    `out_of_isr_targets`."""
     budget_model = model(rows, topic_throttles, broker_throttles, now_ms)
-    context = Context(budget_model, now_ms, offline, pending_after_s, unanswered or {})
+    context = Context(budget_model, now_ms, offline, pending_after_s, unanswered or {}, offline_dirs or {},
+                      held_by or {})
     codes, lines = diagnose(rows, context)
     return rows.with_columns(eta_seconds=budget_model.eta_seconds(), reason_code=codes, reason=lines), budget_model
 

@@ -23,7 +23,8 @@ import numpy as np
 
 # rich (the live view) and the history step are imported by the functions that use them: the one-shot
 # report needs neither, and `progress` start-up pays for every module loaded here.
-from streaming.core.diagnosis import diagnosed, offline_brokers, unanswered_brokers
+from streaming.core.diagnosis import (diagnosed, offline_brokers, offline_log_dirs, out_of_isr_targets,
+                                       unanswered_brokers)
 from streaming.core.kip179 import BEHIND
 from streaming.core.rollups import partition_rollup, summary
 from streaming.vocabulary.columns import KINDS, nulls, partition_ids, unique
@@ -76,7 +77,8 @@ def diagnose(snapshot, rows, pending_after_s=0.0):
     offline = offline_brokers(snapshot["brokers"], snapshot["log_dirs_answered"])
     at = np.flatnonzero(rows["moving"])
     done, _ = diagnosed(rows.take(at), (), (), offline, snapshot.ts_ms, pending_after_s,
-                        unanswered_brokers(snapshot["brokers"]))
+                        unanswered_brokers(snapshot["brokers"]), offline_log_dirs(snapshot["offline_log_dirs"]),
+                        out_of_isr_targets(snapshot["reassignments"], snapshot["partitions"]))
     return _scattered(rows, at, {name: done[name] for name in ("eta_seconds", "reason_code", "reason")})
 
 

@@ -18,7 +18,8 @@ from sinks import records
 from sinks.metric_rows import shown_rows
 from sinks.prometheus import DETAIL_KEYS, Picture
 from streaming.cluster.poller import usable
-from streaming.core.diagnosis import diagnosed, offline_brokers, unanswered_brokers
+from streaming.core.diagnosis import (diagnosed, offline_brokers, offline_log_dirs, out_of_isr_targets,
+                                       unanswered_brokers)
 from streaming.core.history import empty_memory, step
 from streaming.core.measure import replica_progress
 from streaming.core.rollups import finished, moving_summary, partition_rollup, request_rollups, topic_rollup
@@ -122,7 +123,9 @@ def _analysed(replicas, tables, ts_ms, pending_after_s):
     cluster summary, its worst state) of replica rows (history report columns) and the poll's cluster tables."""
     replicas, model = diagnosed(replicas, tables.get("topic_throttles", ()), tables.get("broker_throttles", ()),
                                 offline_brokers(tables.get("brokers", ()), tables.get("log_dirs_answered", ())),
-                                ts_ms, pending_after_s, unanswered_brokers(tables.get("brokers", ())))
+                                ts_ms, pending_after_s, unanswered_brokers(tables.get("brokers", ())),
+                                offline_log_dirs(tables.get("offline_log_dirs", ())),
+                                out_of_isr_targets(tables.get("reassignments", ()), tables.get("partitions", ())))
     partitions = partition_rollup(replicas)
     moving_partitions = partitions.take(~finished(partitions))
     summary, state = moving_summary(moving_partitions)

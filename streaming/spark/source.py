@@ -65,7 +65,8 @@ POLL_TABLE = "poll"  # one row of poll facts: cluster_id, requests, duration, er
 # The poll table's columns; errors and retries are JSON text ([{"api", "message"}] and {api: count}).
 POLL_COLUMNS = (("cluster_id", STRING), ("ts_ms", INT64), ("requests", INT64), ("duration_s", FLOAT64),
                 ("errors", STRING), ("retries", STRING))
-CLUSTER_TABLES = ("brokers", "log_dirs_answered", "reassignments", "topic_throttles", "broker_throttles")
+CLUSTER_TABLES = ("brokers", "log_dirs_answered", "offline_log_dirs", "reassignments", "topic_throttles",
+                  "broker_throttles")
 UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
 LISTED = "listed"  # the offsets' key for the controller's list while Kafka's controller answers nobody (docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
@@ -104,6 +105,10 @@ def cluster_tables(snapshot):
     """The tables the driver's sinks need whole: throttles, all reassignments, and for the janitor's
     alter-log-dirs rule the future logs and who answered DescribeLogDirs (so it need not ask again)."""
     tables = {name: snapshot.tables[name] for name in CLUSTER_TABLES if name in snapshot.tables}
+    if "partitions" in snapshot.tables:  # the ISR of reassigning partitions, for the reasons (streaming.core.diagnosis)
+        reassigning = {(row["topic"], row["partition"]) for row in snapshot.tables.get("reassignments", ())}
+        tables["partitions"] = [row for row in snapshot.tables["partitions"]
+                                if (row["topic"], row["partition"]) in reassigning]
     if "log_dirs" in snapshot.tables:
         tables["log_dirs"] = [row for row in snapshot.tables["log_dirs"] if row["is_future"]]
     return tables

@@ -9,7 +9,9 @@ from enum import Enum
 
 class ReasonCode(Enum):
     DESTINATION_OFFLINE = "the destination broker is offline or does not answer"
+    LOG_DIR_OFFLINE = "the destination broker took the log dir holding the replica offline (full or failed)"
     LEADER_OFFLINE = "the partition's leader is offline, does not answer, or there is none"
+    TARGET_REPLICA_OUT_OF_ISR = "in the ISR, but the reassignment waits for a target replica that is not moving and is out of the ISR"
     CAUGHT_UP_NOT_IN_ISR = "all bytes copied but the replica has not joined the ISR"
     THROTTLE_TOO_LOW = "no bytes arrive and the throttle that binds the move is below what one fetch per quota window carries"
     LEADER_NOT_SENDING = "no bytes arrive although the leader answers"

@@ -33,6 +33,8 @@ SCHEMAS = {
     # DescribeCluster: registered brokers; `alive` = registered, not fenced and not held by the door;
     # `unanswered_since_ms`: since when a broker the door holds as unresponsive has not answered (else null).
     "brokers": (("broker", INT32), ("alive", BOOL), ("unanswered_since_ms", INT64)),
+    # DescribeLogDirs: the log dirs a broker answered with an error (Kafka took them offline: full or failed).
+    "offline_log_dirs": (("broker", INT32), ("log_dir", STRING)),
     # DescribeLogDirs: the brokers that answered in this poll (the log dirs of a broker missing here are
     # unknown, not empty).
     "log_dirs_answered": (("broker", INT32),),

@@ -5,12 +5,14 @@ request is noted by the first read that shows it - a later read would show it kn
 
 from streaming.control import batch_rules
 from streaming.control.ownership.records import Origin, accepted_moves
+from streaming.vocabulary.throttle_actions import ALTER_LOG_DIRS
 
 
 class Owned:
     def __init__(self, clock):
         self.clock = clock
         self.partitions = frozenset()  # (topic, partition) of every active record's moves
+        self.log_dir_rate_brokers = frozenset()  # brokers whose alter-log-dirs rate an active record claims
         # Ongoing `execute` requests as last read (request id -> its (topic, partition)s), for the batch's
         # per-request records: replaced whole, never mutated, so the batch's thread may read it.
         self.requests = {}
@@ -29,6 +31,8 @@ class Owned:
             self.unread = True
             raise
         self.partitions = frozenset((m.topic, m.partition) for r in [*records, *kept] if r.active for m in r.moves)
+        self.log_dir_rate_brokers = frozenset(c.broker for r in [*records, *kept] if r.active for c in r.rates
+                                              if c.kind == ALTER_LOG_DIRS)
         self.requests = {r.request_id: [(m.topic, m.partition) for m in r.moves]
                          for r in records if r.active and r.origin == Origin.EXECUTE}
         self.unread = False
