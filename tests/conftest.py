@@ -30,12 +30,13 @@ RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job", "disk_job")
 
 LAST_USE = pytest.StashKey()
 
-# `--part` (tests/run_suite.py): the tests on clusters of their own that no other test uses - the fault cluster and
-# the compatibility lane's versions but the shared cluster's - or every other test. The two parts share nothing but
+# `--part` (tests/run_suite.py): the tests on clusters of their own that no other test uses - the fault cluster, the
+# disk cluster and the compatibility lane's versions but the shared cluster's - or every other test. The two parts share nothing but
 # the machine (clusters, ports, jobs, directories), so `make test` runs them side by side.
 def _on_clusters_of_their_own(item):
     version = _compat_version(item)
-    return "fault_cluster" in item.fixturenames or (version is not None and not version.shared)
+    return ({"fault_cluster", "disk_cluster"} & set(item.fixturenames)
+            or (version is not None and not version.shared))
 
 
 PARTS = {"faults-and-versions": _on_clusters_of_their_own, "others": lambda item: not _on_clusters_of_their_own(item)}

@@ -1,7 +1,7 @@
 """`make test`: the whole suite as two pytest processes side by side (`--part`, tests/conftest.py).
 
 One part is the tests on clusters nobody else uses: the fault cluster's (brokers and the controller killed or
-paused for 40 s, the job killed at random moments) and the compatibility lane's Kafka versions. They spend most of
+paused for 40 s, the job killed at random moments), the disk cluster's and the compatibility lane's Kafka versions. They spend most of
 their time waiting on Kafka's timeouts and on their own clusters' starts; run after everything else they made the
 suite half as long again. The other part's output is shown as it runs; this part's is kept in a file and shown
 once both are done. The exit status is the first failing part's.
