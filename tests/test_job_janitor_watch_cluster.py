@@ -139,14 +139,15 @@ def test_removal_due_while_the_job_was_down_is_done_before_the_first_batch(clust
 
 
 def throttles_gone(cluster, topic):
-    return all(value is None for value in configs(cluster, topic, (1, 2)).values())
+    return not any(configs(cluster, topic, (1, 2)).values())  # a topic's unset entries read as ""
 
 
 def test_the_controller_keeps_its_pace_while_spark_starts(cluster, job, tmp_path):
-    """As a new user tries it: three 6 MB moves at 2 MB/s one after another right after `run` started. Each is seen
-    leaving the reassignment list, its throttles removed at once; none came and went unseen while Spark started (a
-    tick that waited for a whole poll of the cluster missed such a move, whose throttles then stayed until the next
-    read of the ownership topic: 5.6 s after completion). The seconds from completion to removal are printed."""
+    """As a new user tries it: three 6 MB moves at 2 MB/s one after another right after `run` started. The controller
+    sweeps each the tick after it ended, seen leaving the list or found to have come and went between two looks, while
+    Spark still starts (a tick that waited for a whole poll of the cluster missed such a move, whose throttles then
+    stayed until the idle read of the ownership topic: 5.6 s after completion). The seconds from completion to removal
+    are printed (bench figures, not asserted)."""
     topic = cluster.unique_topic("pace")
     cluster.create_topic(topic, {0: [1], 1: [1], 2: [1]}, megabytes=0)
     cluster.produce(topic, [0, 1, 2], 6)
@@ -168,6 +169,7 @@ def test_the_controller_keeps_its_pace_while_spark_starts(cluster, job, tmp_path
         print("\nFIGURES pace_while_spark_starts " + " ".join(
             f"move{i}_completed_at_s={at:.1f} removed_after_s={after:.2f}" for i, (at, after) in enumerate(removals))
             + f" batches_by_then={batches:g}")
-        assert "came and went between two looks" not in logged, logged[-3000:]
+        for partition in range(3):
+            assert f"({topic}-{partition}): running the throttle janitor" in logged, logged[-3000:]
     finally:
         cleanup(cluster, topic)
