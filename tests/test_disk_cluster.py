@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS
@@ -181,10 +182,11 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
         disk_cluster.delete_topics([topic])
 
 
-def isr_of(cluster, topic):
-    """The partition's ISR; None when the broker asked did not answer (it may be the stopped one)."""
+def isr_of(cluster, topic, asked=1):
+    """The partition's ISR as broker `asked` tells it (never the stopped one: a client bootstrapping from it waits out
+    its whole request timeout); None when it did not answer."""
     try:
-        admin = cluster.admin()
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{cluster.base_port + asked}", request_timeout_ms=5000)
         try:
             [described] = admin.describe_topics([topic])
         finally:
