@@ -28,6 +28,10 @@
 # A second listener, SSL on BASE+10+N, takes mutual TLS only (ssl.client.auth=required): a client
 # certificate signed by CLUSTER_DIR/tls/ca.pem is the principal User:<its CN>. It is apart from the SASL_SSL
 # listener so that SASL clients (and the brokers among themselves) need no client certificate.
+# OAUTH_JWKS_URL (with OAUTH_ISSUER, OAUTH_AUDIENCE and OAUTH_TOKEN_URL) also enables OAUTHBEARER on the SASL_SSL
+# listener, validated by Kafka's own OAuthBearerValidatorCallbackHandler against that JWKS (a token's `sub` is the
+# principal); OAUTH_REAUTH_MS (default 0: off) sets connections.max.reauth.ms for OAUTHBEARER sessions (KIP-368).
+# The URLs are written into the nodes' configs: a CLUSTER_DIR made with other ones must be started afresh.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,6 +67,8 @@ zookeeper_pid() { cat "$cluster_dir/zookeeper/pid" 2>/dev/null || true; }
 zookeeper_alive() { runs "$(zookeeper_pid)" "$cluster_dir/zookeeper/data"; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
 secured() { [ "$security" = sasl_ssl ]; }
+oauth_jwks_url=${OAUTH_JWKS_URL:-}
+oauth_enabled() { secured && [ -n "$oauth_jwks_url" ]; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
@@ -173,7 +179,7 @@ inter.broker.listener.name=SASL_SSL
 listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SASL_PLAINTEXT
 listener.name.ssl.ssl.client.auth=required
 ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/\$1/,DEFAULT
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512$(if oauth_enabled; then printf ',OAUTHBEARER'; fi)
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_password";
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
@@ -186,6 +192,18 @@ ssl.truststore.location=$tls_dir/ca.pem
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin
 allow.everyone.if.no.acl.found=false
+EOF
+  if oauth_enabled; then oauth_listener; fi
+}
+
+oauth_listener() {
+  cat <<EOF
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=${OAUTH_REAUTH_MS:-0}
+sasl.oauthbearer.jwks.endpoint.url=$oauth_jwks_url
+sasl.oauthbearer.expected.issuer=${OAUTH_ISSUER:?OAUTH_ISSUER is needed with OAUTH_JWKS_URL}
+sasl.oauthbearer.expected.audience=${OAUTH_AUDIENCE:?OAUTH_AUDIENCE is needed with OAUTH_JWKS_URL}
 EOF
 }
 
@@ -245,7 +263,9 @@ start_zookeeper() {
 }
 
 start_node() {
-  local n=$1 dir=$cluster_dir/node$1 scram=()
+  local n=$1 dir=$cluster_dir/node$1 scram=() jvm=()
+  # Kafka 4 fetches only the OAuth URLs a JVM property allows.
+  if oauth_enabled; then jvm=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$oauth_jwks_url${OAUTH_TOKEN_URL:+,$OAUTH_TOKEN_URL}"); fi
   if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
     java -cp "$lib/*" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
@@ -254,7 +274,7 @@ start_node() {
   fi
   nohup java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" \
-    -Dkafka.logs.dir="$dir" -cp "$lib/*" kafka.Kafka "$dir/node.properties" \
+    ${jvm[@]+"${jvm[@]}"} -Dkafka.logs.dir="$dir" -cp "$lib/*" kafka.Kafka "$dir/node.properties" \
     >"$dir/stdout.log" 2>&1 </dev/null &
   echo $! > "$dir/pid"
 }
