@@ -121,7 +121,8 @@ def _sasl_problem(bootstrap, config, deadline):
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    who = f"client {config.oauth.client_id}" if config.oauth else f"user {config.settings.get('sasl.username', '(no user)')}"
+    who = (f"client {config.oauth.client_id}" if config.oauth
+           else f"user {config.settings.get('sasl.username', '(no user)')}")
     principal = f"{who} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
     reported = []
     tokens = {} if config.oauth is None else oauth.confluent_settings(oauth.Tokens(config.oauth, _left(deadline)))

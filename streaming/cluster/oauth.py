@@ -119,7 +119,8 @@ class Tokens:
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)  # urllib wraps what the connection met
             if isinstance(reason, ssl.SSLCertVerificationError):
-                trusted = login.ca_origin or "the system's CA certificates (no ssl.truststore.location in sasl.jaas.config)"
+                trusted = login.ca_origin or ("the system's CA certificates (no ssl.truststore.location in "
+                                              "sasl.jaas.config)")
                 raise TlsFailed(f"TLS handshake with the {where} failed: its certificate is not trusted by {trusted} "
                                 f"({reason.verify_message})") from None
             raise Unreachable(f"{where} unreachable: {getattr(reason, 'strerror', None) or type(reason).__name__}"

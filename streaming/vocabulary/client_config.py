@@ -283,10 +283,11 @@ def _oauth(lines, login):
         lines.refuse(TOKEN_ENDPOINT_KEY, f"{TOKEN_ENDPOINT_KEY} must be an http:// or https:// URL")
     client_id = _one_of(lines, login, "clientId", CLIENT_ID_KEY)
     secret = _one_of(lines, login, "clientSecret", CLIENT_SECRET_KEY)
-    missing = [name for name, value in (("clientId", client_id), ("clientSecret", secret)) if not value]
+    given = (("clientId", CLIENT_ID_KEY, client_id), ("clientSecret", CLIENT_SECRET_KEY, secret))
+    missing = [(option, key) for option, key, value in given if not (value or "").strip()]
     if missing:
-        lines.refuse("sasl.jaas.config", f"OAuthBearerLoginModule needs {' and '.join(missing)} (or "
-                                         f"{' and '.join(CLIENT_ID_KEY if m == 'clientId' else CLIENT_SECRET_KEY for m in missing)})")
+        lines.refuse("sasl.jaas.config", f"OAuthBearerLoginModule needs {' and '.join(o for o, _ in missing)} (or "
+                                         f"{' and '.join(k for _, k in missing)})")
     ca_pem, ca_origin = None, None
     if "ssl.truststore.location" in login.options:
         path = login.options["ssl.truststore.location"]
@@ -295,11 +296,12 @@ def _oauth(lines, login):
             lines.refuse("sasl.jaas.config", f"OAuthBearerLoginModule's ssl.truststore.type must be one of "
                                              f"{', '.join(key_stores.STORE_TYPES)}")
         ca_pem = lines.checked("sasl.jaas.config", lambda: key_stores.trusted(
-            path, kind, login.options.get("ssl.truststore.password"), "OAuthBearerLoginModule's ssl.truststore.location",
-            "its ssl.truststore.password"))
+            path, kind, login.options.get("ssl.truststore.password"),
+            "OAuthBearerLoginModule's ssl.truststore.location", "its ssl.truststore.password"))
         ca_origin = f"the token endpoint's trust store {path}"
-    return OAuthLogin(endpoint, client_id.strip(), secret.strip(), (_one_of(lines, login, "scope", SCOPE_KEY) or "").strip() or None,
-                      ca_pem, ca_origin, lines.get(URL_ENCODE_KEY, "false") == "true", _refresh_factor(lines),
+    scope = (_one_of(lines, login, "scope", SCOPE_KEY) or "").strip() or None
+    return OAuthLogin(endpoint, client_id.strip(), secret.strip(), scope, ca_pem, ca_origin,
+                      lines.get(URL_ENCODE_KEY, "false") == "true", _refresh_factor(lines),
                       lines.get(SUB_CLAIM_KEY, DEFAULT_SUB_CLAIM), *(_timeout_s(lines, k) for k in LOGIN_TIMEOUT_KEYS))
 
 
