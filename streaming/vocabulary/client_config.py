@@ -60,7 +60,7 @@ REFRESH_FACTOR_KEY = "sasl.login.refresh.window.factor"
 LOGIN_TIMEOUT_KEYS = ("sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms")
 OAUTH_KEYS = (TOKEN_ENDPOINT_KEY, LOGIN_HANDLER_KEY, CLIENT_ID_KEY, CLIENT_SECRET_KEY, SCOPE_KEY, URL_ENCODE_KEY,
               SUB_CLAIM_KEY, REFRESH_FACTOR_KEY, *LOGIN_TIMEOUT_KEYS)
-# The login callback handler that fetches tokens from the endpoint, by its two package names (`secured` before 3.7).
+# The login callback handler that fetches tokens from the endpoint, by its two package names (`secured` the older).
 OIDC_LOGIN_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
                        "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
 OAUTHBEARER = "OAUTHBEARER"
