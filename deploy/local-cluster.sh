@@ -36,6 +36,11 @@
 # LOG_DIRS_PER_BROKER (default 1) gives each broker that many log dirs (JBOD): node N's are CLUSTER_DIR/nodeN/data,
 # then data2, data3, ... A directory may be a mount point made beforehand (a small tmpfs for a disk that fills): in
 # KRaft mode it must be mounted before the node is first formatted, which writes meta.properties into every log dir.
+#
+# OAUTH_JWKS_URL (with OAUTH_ISSUER, OAUTH_AUDIENCE and OAUTH_TOKEN_URL) also enables OAUTHBEARER on the SASL_SSL
+# listener, validated by Kafka's own OAuthBearerValidatorCallbackHandler against that JWKS (a token's `sub` is the
+# principal); OAUTH_REAUTH_MS (default 0: off) sets connections.max.reauth.ms for OAUTHBEARER sessions (KIP-368).
+# The URLs are written into the nodes' configs: a CLUSTER_DIR made with other ones must be started afresh.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,6 +88,8 @@ secured() { [ "$security" = sasl_ssl ]; }
 tiered() { [ "$tiered_storage" = 1 ]; }
 # The brokers' classpath: the broker's jars, and LocalTieredStorage's with TIERED_STORAGE=1.
 classpath() { if tiered; then echo "$lib/*:$tiered_lib/*"; else echo "$lib/*"; fi; }
+oauth_jwks_url=${OAUTH_JWKS_URL:-}
+oauth_enabled() { secured && [ -n "$oauth_jwks_url" ]; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
@@ -227,7 +234,7 @@ inter.broker.listener.name=SASL_SSL
 listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SASL_PLAINTEXT
 listener.name.ssl.ssl.client.auth=required
 ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/\$1/,DEFAULT
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512$(if oauth_enabled; then printf ',OAUTHBEARER'; fi)
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_password";
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
@@ -240,6 +247,18 @@ ssl.truststore.location=$tls_dir/ca.pem
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin
 allow.everyone.if.no.acl.found=false
+EOF
+  if oauth_enabled; then oauth_listener; fi
+}
+
+oauth_listener() {
+  cat <<EOF
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=${OAUTH_REAUTH_MS:-0}
+sasl.oauthbearer.jwks.endpoint.url=$oauth_jwks_url
+sasl.oauthbearer.expected.issuer=${OAUTH_ISSUER:?OAUTH_ISSUER is needed with OAUTH_JWKS_URL}
+sasl.oauthbearer.expected.audience=${OAUTH_AUDIENCE:?OAUTH_AUDIENCE is needed with OAUTH_JWKS_URL}
 EOF
 }
 
@@ -299,7 +318,9 @@ start_zookeeper() {
 }
 
 start_node() {
-  local n=$1 dir=$cluster_dir/node$1 scram=()
+  local n=$1 dir=$cluster_dir/node$1 scram=() jvm=()
+  # Kafka 4 fetches only the OAuth URLs a JVM property allows.
+  if oauth_enabled; then jvm=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$oauth_jwks_url${OAUTH_TOKEN_URL:+,$OAUTH_TOKEN_URL}"); fi
   if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
     java -cp "$(classpath)" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
@@ -308,7 +329,7 @@ start_node() {
   fi
   nohup java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" \
-    -Dkafka.logs.dir="$dir" -cp "$(classpath)" kafka.Kafka "$dir/node.properties" \
+    ${jvm[@]+"${jvm[@]}"} -Dkafka.logs.dir="$dir" -cp "$(classpath)" kafka.Kafka "$dir/node.properties" \
     >"$dir/stdout.log" 2>&1 </dev/null &
   echo $! > "$dir/pid"
 }

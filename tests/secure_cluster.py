@@ -1,10 +1,12 @@
 """A secured local cluster for tests (deploy/local-cluster.sh with SECURITY=sasl_ssl): SASL_SSL with
-SCRAM-SHA-512, StandardAuthorizer, super user `admin`. Tests make principals holding exactly a list of
+SCRAM-SHA-512 and OAUTHBEARER (tokens of tests/oidc_issuer.py, started with the cluster and stopped with it),
+StandardAuthorizer, super user `admin`. Tests make principals of either mechanism holding exactly a list of
 streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
 import secrets
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
@@ -12,10 +14,13 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    UserScramCredentialUpsertion)
 from kafka import KafkaAdminClient
 
-from streaming.vocabulary import client_config
+from streaming.cluster import oauth
+from streaming.vocabulary import client_config, jaas
 from streaming.cluster.acls import CLUSTER
 from tests.kafka_fixtures import LocalCluster, wait_for
+from tests.oidc_issuer import AUDIENCE, OidcIssuer
 
+REAUTH_MS = 60_000  # connections.max.reauth.ms of OAUTHBEARER sessions: no longer than a token (60 s) lives
 OPERATIONS = {"Describe": AclOperation.DESCRIBE, "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
               "Alter": AclOperation.ALTER, "AlterConfigs": AclOperation.ALTER_CONFIGS, "Create": AclOperation.CREATE,
               "Read": AclOperation.READ, "Write": AclOperation.WRITE}
@@ -30,14 +35,31 @@ class SecureCluster(LocalCluster):
         self.env["SECURITY"] = "sasl_ssl"
         self.dir = Path(cluster_dir)
         self.admin_config = self.dir / "secrets" / "admin.properties"
-        self.passwords = []  # of every principal made here, for the tests that grep outputs for them
+        self._passwords = []  # of every principal made here, for the tests that grep outputs for them
+        self.issuer = None
+
+    @property
+    def passwords(self):
+        """Every secret of this session: passwords, OAuth client secrets and every token issued."""
+        return [*self._passwords, *(self.issuer.issued if self.issuer else ())]
 
     def up(self):
-        if "running" not in self._run("status").stdout:
-            shutil.rmtree(self.dir, ignore_errors=True)  # fresh certificates, users and ACLs
+        self.issuer = OidcIssuer(tempfile.mkdtemp(prefix="oidc-issuer-")).start()
+        self.env.update({"OAUTH_JWKS_URL": self.issuer.jwks_url, "OAUTH_TOKEN_URL": self.issuer.token_url,
+                         "OAUTH_ISSUER": self.issuer.issuer, "OAUTH_AUDIENCE": AUDIENCE,
+                         # Sessions end with their token (KIP-368): every OAUTHBEARER client re-authenticates.
+                         "OAUTH_REAUTH_MS": str(REAUTH_MS)})
+        # Fresh certificates, users and ACLs; a cluster left running knows another issuer's JWKS: started afresh.
+        self.wipe()
         super().up()
-        self.passwords.append(self.password(self.admin_config))
+        self._passwords.append(self.password(self.admin_config))
         return self
+
+    def down(self):
+        super().down()
+        if self.issuer is not None:
+            self.issuer.stop()
+            shutil.rmtree(self.issuer.dir, ignore_errors=True)
 
     @staticmethod
     def password(config_path):
@@ -53,11 +75,14 @@ class SecureCluster(LocalCluster):
     def confluent_admin(self):
         return AdminClient({**self.settings(), "log_level": 0})
 
-    def principal(self, name, grants, directory):
-        """A SCRAM user `name` holding exactly `grants` (streaming.cluster.acls.Grant), usable once authentication
-        and every ACL are in effect. Returns the path of its client config (in `directory`)."""
+    def principal(self, name, grants, directory, mechanism="SCRAM-SHA-512"):
+        """A principal User:`name` of `mechanism` (SCRAM-SHA-512 or OAUTHBEARER) holding exactly `grants`
+        (streaming.cluster.acls.Grant), usable once authentication and every ACL are in effect. Returns the path of
+        its client config (in `directory`)."""
+        if mechanism == client_config.OAUTHBEARER:
+            return self.oauth_principal(name, grants, directory)
         password = secrets.token_hex(16)
-        self.passwords.append(password)
+        self._passwords.append(password)
         admin = self.confluent_admin()
         upsert = UserScramCredentialUpsertion(name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
                                               password.encode())
@@ -70,6 +95,31 @@ class SecureCluster(LocalCluster):
         config = Path(directory) / f"{name}.properties"
         config.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={name}\n"
                           f"sasl.password={password}\nssl.ca.location={self.dir / 'tls' / 'ca.pem'}\n")
+        config.chmod(0o600)
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
+        return config
+
+    def oauth_principal(self, name, grants, directory):
+        """An OAuth client `name` of the issuer (its tokens' subject: User:`name`) holding exactly `grants`, with
+        the Java client's properties file for it (docs/security.md "OAUTHBEARER (OIDC)"): the token endpoint over
+        https, trusting the issuer's CA from the JAAS options."""
+        secret = self.issuer.register(name)
+        self._passwords.append(secret)
+        admin = self.confluent_admin()
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        if bindings:
+            for future in admin.create_acls(bindings).values():
+                future.result(15)
+        config = Path(directory) / f"{name}.properties"
+        config.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+            f"sasl.login.callback.handler.class={client_config.OIDC_LOGIN_HANDLERS[0]}\n"
+            f"sasl.oauthbearer.token.endpoint.url={self.issuer.token_url}\n"
+            f"sasl.jaas.config={jaas.OAUTHBEARER_MODULE} required \\\n"
+            f"    clientId=\"{name}\" clientSecret=\"{secret}\" scope=\"kafka\" \\\n"
+            f"    ssl.truststore.location=\"{self.issuer.ca_pem}\" ssl.truststore.type=\"PEM\";\n"
+            f"ssl.truststore.location={self.dir / 'tls' / 'ca.pem'}\nssl.truststore.type=PEM\n")
         config.chmod(0o600)
         wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
@@ -105,8 +155,11 @@ class SecureCluster(LocalCluster):
 
     def _authenticates(self, config):
         """Metadata answered by each broker in turn (SCRAM credentials reach each broker on its own)."""
+        found = client_config.read_config(config)
+        tokens = oauth.confluent_settings(oauth.Tokens(found.oauth, 10)) if found.oauth else {}
         for port in (self.base_port + n for n in (1, 2, 3)):
-            client = AdminClient({**client_config.confluent_settings(client_config.read_config(config), f"127.0.0.1:{port}"), "log_level": 0})
+            client = AdminClient({**client_config.confluent_settings(found, f"127.0.0.1:{port}"), **tokens,
+                                  "log_level": 0})
             try:
                 client.list_topics(timeout=3)
             except Exception:  # not yet known on that broker

@@ -47,10 +47,14 @@ JAAS_CASES = {
     "missing-password": (f'{SCRAM} required username="u";', "needs password"),
     "missing-both": (f"{SCRAM} required;", "needs username and password"),
     "empty": ("", "is empty"),
-    "oauth": ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
-              "OAuthBearerLoginModule (OAUTHBEARER) is not supported"),
+    "oauth-unsecured": (f'{jaas.OAUTHBEARER_MODULE} required unsecuredLoginStringClaim_sub="{SECRET}";',
+                        "unsecured OAUTHBEARER tokens"),
+    "oauth-unknown-option": (f'{jaas.OAUTHBEARER_MODULE} required clientId="c" {SECRET}="x";',
+                             "option (an option) is not supported"),
     "kerberos": ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k";',
                  "Krb5LoginModule (GSSAPI (Kerberos)) is not supported"),
+    "msk-iam": ("software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName=\"p\";",
+                "IAMLoginModule (AWS MSK IAM) is not supported"),
     "secret-as-module": (f'{SECRET}LoginModul required username="u" password="p";', "an unknown login module"),
 }
 
@@ -147,7 +151,12 @@ REFUSALS = {  # id: (file text, fragments of the message)
                           f'password="{SECRET}";\n', ("line 3", "both give the credentials")),
     "jaas-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=com.sun.security.auth.module."
                     f"Krb5LoginModule required keyTab=\"{SECRET}\";\n", ("line 3", "GSSAPI", "not supported yet")),
-    "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("line 2", "sasl.mechanism must be")),
+    "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("line 2", "GSSAPI (Kerberos) is not supported yet")),
+    "mechanism-msk-iam": ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config="
+                          "software.amazon.msk.auth.iam.IAMLoginModule required;\n", ("line 2", "AWS MSK IAM is not supported yet")),
+    "msk-iam-oauthbearer-form": ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.login.callback.handler.class="
+                                 "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n",
+                                 ("line 3", "IAMOAuthBearerLoginCallbackHandler (AWS MSK IAM) is not supported yet")),
     "hostname-ldaps": ("ssl.endpoint.identification.algorithm=ldaps\n", ("line 1", "must be https")),
     "unknown-key": (f"ssl.cipher.suites={SECRET}\n", ("line 1", "'ssl.cipher.suites'")),
     "two-trusts": ("ssl.ca.location=/etc/hostname\nssl.truststore.location=/etc/hostname\n", ("line 2", "keep one")),
@@ -292,3 +301,74 @@ def _subject(pem):
     from cryptography import x509
 
     return x509.load_pem_x509_certificates(pem.encode())[0].subject.rfc4514_string()
+
+
+# -- OAUTHBEARER: the Java client's OIDC client-credentials properties --
+
+HANDLER = client_config.OIDC_LOGIN_HANDLERS
+OAUTH_HEAD = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+              "sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token\n")
+
+
+def oauth_file(handler=HANDLER[0], module_options=f'clientId="monitor" clientSecret="{SECRET}" scope="kafka"',
+               extra=""):
+    return (OAUTH_HEAD + f"sasl.login.callback.handler.class={handler}\n"
+            f"sasl.jaas.config={jaas.OAUTHBEARER_MODULE} required {module_options};\n{extra}")
+
+
+OAUTH_CASES = {  # id: (file text, expected OAuthLogin fields)
+    "jaas-options": (oauth_file(), {"client_id": "monitor", "client_secret": SECRET, "scope": "kafka"}),
+    "older-secured-handler": (oauth_file(HANDLER[1]), {"client_id": "monitor"}),
+    "kafka-4.1-properties": (oauth_file(module_options="", extra=(
+        f"sasl.oauthbearer.client.credentials.client.id=monitor\nsasl.oauthbearer.client.credentials.client.secret="
+        f"{SECRET}\nsasl.oauthbearer.scope=kafka admin\n")), {"client_id": "monitor", "scope": "kafka admin"}),
+    "no-scope": (oauth_file(module_options=f'clientId="m" clientSecret="{SECRET}"'), {"scope": None}),
+    "tuning": (oauth_file(extra="sasl.login.refresh.window.factor=0.5\nsasl.login.connect.timeout.ms=2000\n"
+                                "sasl.oauthbearer.header.urlencode=true\nsasl.oauthbearer.sub.claim.name=client_id\n"),
+               {"refresh_factor": 0.5, "connect_timeout_s": 2.0, "url_encode": True, "sub_claim": "client_id"}),
+}
+
+
+@pytest.mark.parametrize("case_id", list(OAUTH_CASES))
+def test_oauthbearer_files(tmp_path, case_id):
+    text, expected = OAUTH_CASES[case_id]
+    found = config(tmp_path, text)
+    assert found.settings == {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
+    assert found.oauth.token_endpoint == "https://idp.example.com/oauth2/token"
+    assert {k: getattr(found.oauth, k) for k in expected} == expected
+    assert SECRET not in repr(found.oauth)
+
+
+def test_oauthbearer_token_endpoint_trust_store_from_the_jaas_options(tmp_path, stores):
+    found = config(tmp_path, oauth_file(module_options=(
+        f'clientId="m" clientSecret="{SECRET}" ssl.truststore.location="{stores["trust_jks"]}" '
+        'ssl.truststore.password="changeit"')))
+    assert found.oauth.ca_pem == stores["ca-text"]
+    assert stores["trust_jks"] in found.oauth.ca_origin
+    assert "ssl.ca.pem" not in found.settings  # the brokers' trust is apart from the token endpoint's
+
+
+OAUTH_REFUSALS = {  # id: (file text, fragments of the message)
+    "no-handler": (oauth_file().replace(f"sasl.login.callback.handler.class={HANDLER[0]}\n", ""),
+                   ("OAuthBearerLoginCallbackHandler", "unsecured tokens")),
+    "no-endpoint": (oauth_file().replace("sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token\n", ""),
+                    ("needs sasl.oauthbearer.token.endpoint.url",)),
+    "endpoint-not-url": (oauth_file().replace("https://idp.example.com/oauth2/token", "file:///etc/passwd"),
+                         ("line 3", "http:// or https://")),
+    "missing-secret": (oauth_file(module_options='clientId="m"'), ("line 5", "needs clientSecret")),
+    "secret-twice": (oauth_file(extra=f"sasl.oauthbearer.client.credentials.client.secret={SECRET}\n"),
+                     ("line 6", "keep one")),
+    "module-and-mechanism-differ": (oauth_file().replace("sasl.mechanism=OAUTHBEARER", "sasl.mechanism=PLAIN"),
+                                    ("line 5", "does not fit sasl.mechanism PLAIN")),
+    "oauth-key-without-oauthbearer": ("sasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n"
+                                      "sasl.oauthbearer.scope=kafka\n", ("line 4", "OAUTHBEARER only")),
+    "refresh-factor": (oauth_file(extra="sasl.login.refresh.window.factor=1.5\n"), ("line 6", "from 0.5 to 1.0")),
+    "no-jaas": (OAUTH_HEAD + f"sasl.login.callback.handler.class={HANDLER[0]}\n", ("needs sasl.jaas.config",)),
+}
+
+
+@pytest.mark.parametrize("case_id", list(OAUTH_REFUSALS))
+def test_oauthbearer_refusals(tmp_path, case_id):
+    text, fragments = OAUTH_REFUSALS[case_id]
+    message = refusal(tmp_path, text)
+    assert all(f in message for f in fragments), message

@@ -1,7 +1,7 @@
-"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer), each
-run as a principal holding exactly the grants of streaming.cluster.acls (the tables of
-docs/security.md "Kafka ACLs"), every grant proven needed by dropping it, connection failures named, and no password
-in any output channel."""
+"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512 and OAUTHBEARER,
+StandardAuthorizer), each run as a principal of each mechanism holding exactly the grants of streaming.cluster.acls
+(the tables of docs/security.md "Kafka ACLs"), every grant proven needed by dropping it, connection failures named,
+and no password, client secret or token in any output channel."""
 
 import subprocess
 import time
@@ -25,6 +25,14 @@ from tests.secure_cluster import topic_bytes
 from streaming.vocabulary.states import OwnershipState
 
 FAST, SLOW = 50_000_000, 100_000  # B/s: a 2 MB move done in a moment, or lasting ~20 s
+# The SASL mechanisms every command and the job are proven with, as a principal of each.
+SCRAM, OAUTHBEARER = "SCRAM-SHA-512", client_config.OAUTHBEARER
+MECHANISMS = (SCRAM, OAUTHBEARER)
+
+
+def principal_name(mechanism, name):
+    """SCRAM principals keep their names; the others are prefixed with their mechanism."""
+    return name if mechanism == SCRAM else f"{_name(mechanism)}-{name}"
 
 
 def _name(text):
@@ -98,9 +106,10 @@ def every_operator_command(run, cluster, topic, plan):
 
 # -- every command as a principal with exactly its grants --
 
-def test_commands_under_exact_acls(secure_cluster, topics, tmp_path):
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_commands_under_exact_acls(secure_cluster, topics, tmp_path, mechanism):
     cluster = secure_cluster
-    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c), tmp_path)
+    config = {c: cluster.principal(principal_name(mechanism, f"exact-{_name(c)}"), acls.grants(c), tmp_path, mechanism)
               for c in acls.OPERATOR_COMMANDS if c not in acls.PLAN_COMMANDS}
     topic = moving_topic(cluster, topics)
     plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
@@ -427,21 +436,23 @@ def test_plan_commands_under_exact_acls(secure_cluster, topics, tmp_path):
 
 # -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file --
 
-def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path):
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path, mechanism):
     cluster = secure_cluster
     topic = moving_topic(cluster, topics)
-    execute = cluster.principal("job-operator", acls.grants("execute"), tmp_path)
+    execute = cluster.principal(principal_name(mechanism, "job-operator"), acls.grants("execute"), tmp_path, mechanism)
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--debug")
-    # The job takes the operator's Java-form file (issue 16): SCRAM in sasl.jaas.config, a JKS trust store, read
-    # (through keytool) by the driver and by each executor's poll.
-    job_config = scram_java_form(cluster, cluster.principal("job-monitor", acls.grants("run", progress_topic=job.progress_topic),
-                                                            tmp_path), "JKS", tmp_path)
+    # The job takes the operator's Java-form file: SCRAM in sasl.jaas.config with a JKS trust store, read (through
+    # keytool) by the driver and by each executor's poll; or OAUTHBEARER, each process fetching its own tokens.
+    monitor = cluster.principal(principal_name(mechanism, "job-monitor"),
+                                acls.grants("run", progress_topic=job.progress_topic), tmp_path, mechanism)
+    job_config = scram_java_form(cluster, monitor, "JKS", tmp_path) if mechanism == SCRAM else monitor
     job.args += ["--command-config", str(job_config)]
     topics.append(job.progress_topic)
     job.start()
     try:
-        job.wait_first_batch(150)
+        job.wait_first_batch()  # FIRST_POLL_S: TEST_FIRST_POLL_S raises it on a loaded machine
         plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
         # Broker rates set before (the standing plans' waves: no advancer runs them here) are restored, not deleted.
         before = throttles(cluster, [topic])
@@ -459,6 +470,8 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
         job.stop()
     assert "not authorized" not in log.lower(), log[-3000:]  # before the plan: nothing refused
     log = job.log()
+    if mechanism == OAUTHBEARER:  # minutes of 60 s tokens, sessions ended by the broker unless re-authenticated
+        assert "poll failed" not in log, log[-3000:]
     progress = topic_bytes(cluster, job.progress_topic)
     assert b'"kind":"throttle"' in progress.replace(b" ", b"")
     checkpoint = b"".join(p.read_bytes() for p in (tmp_path / "checkpoint").rglob("*") if p.is_file())
@@ -560,6 +573,36 @@ def test_cli_names_connection_failure(secure_cluster, tmp_path, case_id):
     started = time.monotonic()
     code, out, err = run_cli("progress", "--bootstrap-server", f"127.0.0.1:{secure_cluster.base_port + port_offset}",
                              "--command-config", config, "--timeout", TIMEOUT_S)
+    assert time.monotonic() - started < 2 * TIMEOUT_S + 2
+    assert code == 3, err
+    assert_one_error_line(err, *fragments)
+    assert_no_password(secure_cluster, {"stdout": out, "stderr": err})
+
+
+# -- OAUTHBEARER: a token endpoint that refuses, cannot be reached or is not trusted, each named --
+
+TOKEN_ENDPOINT_FAILURES = {  # id: (change to the principal's file text, fragments of the one error line)
+    "wrong-client-secret": (lambda text, c, secret: text.replace(secret, "not-the-secret"),
+                            ("refused the client credentials of client oauth-conn-wrong-client-secret", "HTTP 401",
+                             "invalid_client")),
+    "token-endpoint-unreachable": (lambda text, c, secret: text.replace(c.issuer.token_url,
+                                                                        f"https://127.0.0.1:{free_port()}/token"),
+                                   ("token endpoint https://127.0.0.1:", "unreachable")),
+    "token-endpoint-untrusted": (lambda text, c, secret: text.replace(str(c.issuer.ca_pem), str(c.dir / "tls" / "ca.pem")),
+                                 ("TLS handshake with the token endpoint", "not trusted by the token endpoint's trust "
+                                  "store")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(TOKEN_ENDPOINT_FAILURES))
+def test_cli_names_token_endpoint_failure(secure_cluster, tmp_path, case_id):
+    change, fragments = TOKEN_ENDPOINT_FAILURES[case_id]
+    name = f"oauth-conn-{case_id}"
+    config = secure_cluster.principal(name, acls.grants("progress"), tmp_path, OAUTHBEARER)
+    config.write_text(change(config.read_text(), secure_cluster, secure_cluster.issuer.clients[name]))
+    started = time.monotonic()
+    code, out, err = run_cli("progress", "--bootstrap-server", secure_cluster.bootstrap, "--command-config", config,
+                             "--timeout", TIMEOUT_S)
     assert time.monotonic() - started < 2 * TIMEOUT_S + 2
     assert code == 3, err
     assert_one_error_line(err, *fragments)

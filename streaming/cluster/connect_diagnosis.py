@@ -21,6 +21,7 @@ import socket
 import ssl
 import time
 
+from streaming.cluster import oauth
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AUTHENTICATION, TLS, AuthenticationFailed, TlsFailed, Unreachable, brief, kind_of
 
@@ -120,9 +121,12 @@ def _sasl_problem(bootstrap, config, deadline):
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    principal = f"user {config.settings.get('sasl.username', '(no user)')} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
+    who = (f"client {config.oauth.client_id}" if config.oauth
+           else f"user {config.settings.get('sasl.username', '(no user)')}")
+    principal = f"{who} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
     reported = []
-    settings = {**client_config.confluent_settings(config, bootstrap), "log_level": 0,
+    tokens = {} if config.oauth is None else oauth.confluent_settings(oauth.Tokens(config.oauth, _left(deadline)))
+    settings = {**client_config.confluent_settings(config, bootstrap), **tokens, "log_level": 0,
                 "error_cb": reported.append}
     try:
         client = AdminClient(settings)

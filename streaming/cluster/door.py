@@ -50,7 +50,7 @@ import threading
 import time
 from collections import Counter, deque
 
-from streaming.cluster import held
+from streaming.cluster import held, oauth
 from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
@@ -138,9 +138,13 @@ class Door:
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
         self._bootstrap = bootstrap_servers
         self._config = client_config.read_config(command_config)
-        self._settings = client_config.kafka_python_settings(self._config)
-        self._principal = client_config.principal_of(self._config)
-        self._confluent_settings = client_config.confluent_settings(self._config, bootstrap_servers)
+        # OAUTHBEARER: one token source for both libraries (streaming.cluster.oauth); its first token is fetched
+        # before the first bootstrap, so a refused or unreachable token endpoint is said as such.
+        self._tokens = oauth.Tokens(self._config.oauth, timeout_s) if self._config.oauth else None
+        self._settings = {**client_config.kafka_python_settings(self._config),
+                          **(oauth.kafka_python_settings(self._tokens) if self._tokens else {})}
+        self._confluent_settings = {**client_config.confluent_settings(self._config, bootstrap_servers),
+                                    **(oauth.confluent_settings(self._tokens) if self._tokens else {})}
         self._timeout_s = timeout_s
         self._deadline_s = request_deadline_s(timeout_s)
         self._log = log
@@ -230,6 +234,8 @@ class Door:
         from streaming.cluster.connect_diagnosis import diagnose
 
         started = time.monotonic()
+        if self._tokens is not None:
+            self._tokens.current()
         try:
             self._connect(budget_s=self._timeout_s * BOOTSTRAP_SHARE)
         except Exception as error:
@@ -617,7 +623,8 @@ class Door:
 
     def _lacks(self, operation, resource):
         """Who lacks what, as every refusal by the authorizer says it."""
-        return f"{self._principal or 'this client principal'} lacks {operation} on {resource}"
+        principal = client_config.principal_of(self._config) or (self._tokens and self._tokens.principal())
+        return f"{principal or 'this client principal'} lacks {operation} on {resource}"
 
     def _named(self, error, needs):
         """A refusal by the authorizer, naming who lacks which operation on what (`needs`)."""

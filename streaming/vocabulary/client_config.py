@@ -3,7 +3,7 @@
 The one place that reads the file, with the one mapping table (CLIENT_SETTINGS) from what it says to what
 kafka-python and librdkafka are given.
 
-Accepted: the Java client's forms (`sasl.jaas.config` with the SCRAM or PLAIN login module,
+Accepted: the Java client's forms (`sasl.jaas.config` with the SCRAM, PLAIN or OAUTHBEARER login module,
 `ssl.truststore.*` / `ssl.keystore.*` / `ssl.key.password` stores of type JKS, PKCS12 or PEM,
 `ssl.endpoint.identification.algorithm` with Java's meaning) and librdkafka's (`sasl.username`,
 `sasl.password`, `ssl.ca.location`, `ssl.certificate.location`, `ssl.key.location`). Keys that only tune the
@@ -16,6 +16,10 @@ Every TLS file is read here, whole, into memory: a file that is not what its key
 before any request, and the clients never open a file later. librdkafka takes the PEM text itself
 (`ssl.ca.pem`, `ssl.certificate.pem`, `ssl.key.pem`); kafka-python takes an SSLContext built from it
 (`ssl_context`). Hostname verification is the same in both: on unless the file turns it off.
+
+OAUTHBEARER is read as Kafka's Java client configures its OIDC client-credentials login (docs/security.md
+"OAUTHBEARER (OIDC)"): the token endpoint, the client's id, secret and scope, and the CA of an https endpoint, into
+one OAuthLogin; streaming.cluster.oauth fetches and refreshes the tokens both client libraries send.
 """
 
 import os
@@ -44,6 +48,25 @@ CLIENT_SETTINGS = {
 
 # The operator's keys, by what is done with them.
 PLAIN_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password")
+# OAUTHBEARER with OIDC, as Kafka's Java client takes it (Kafka's docs, "sasl.oauthbearer.*", "sasl.login.*").
+TOKEN_ENDPOINT_KEY = "sasl.oauthbearer.token.endpoint.url"
+LOGIN_HANDLER_KEY = "sasl.login.callback.handler.class"
+CLIENT_ID_KEY = "sasl.oauthbearer.client.credentials.client.id"  # Kafka 4.1's form of the JAAS option clientId
+CLIENT_SECRET_KEY = "sasl.oauthbearer.client.credentials.client.secret"  # ... of clientSecret
+SCOPE_KEY = "sasl.oauthbearer.scope"  # ... of scope
+URL_ENCODE_KEY = "sasl.oauthbearer.header.urlencode"
+SUB_CLAIM_KEY = "sasl.oauthbearer.sub.claim.name"
+REFRESH_FACTOR_KEY = "sasl.login.refresh.window.factor"
+LOGIN_TIMEOUT_KEYS = ("sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms")
+OAUTH_KEYS = (TOKEN_ENDPOINT_KEY, LOGIN_HANDLER_KEY, CLIENT_ID_KEY, CLIENT_SECRET_KEY, SCOPE_KEY, URL_ENCODE_KEY,
+              SUB_CLAIM_KEY, REFRESH_FACTOR_KEY, *LOGIN_TIMEOUT_KEYS)
+# The login callback handler that fetches tokens from the endpoint, by its two package names (`secured` the older).
+OIDC_LOGIN_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                       "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
+OAUTHBEARER = "OAUTHBEARER"
+# Kafka's defaults and range (SaslConfigs): refresh once this share of a token's lifetime has passed.
+DEFAULT_REFRESH_FACTOR, REFRESH_FACTOR_RANGE = 0.8, (0.5, 1.0)
+DEFAULT_SUB_CLAIM = "sub"
 HOSTNAME_KEY = "ssl.endpoint.identification.algorithm"
 PEM_FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password")
 JAVA_FORM_KEYS = ("sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
@@ -54,14 +77,22 @@ JAVA_ONLY = ("request.timeout.ms", "default.api.timeout.ms", "retries", "retry.b
              "reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
              "socket.connection.setup.timeout.max.ms", "connections.max.idle.ms", "metadata.max.age.ms",
              "send.buffer.bytes", "receive.buffer.bytes", "client.id", "client.dns.lookup", "ssl.protocol",
-             "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation")
-KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *JAVA_ONLY)
+             "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
+             "sasl.login.retry.backoff.ms", "sasl.login.retry.backoff.max.ms", "sasl.login.refresh.window.jitter",
+             "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+             "sasl.oauthbearer.scope.claim.name")
+KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *OAUTH_KEYS, *JAVA_ONLY)
 
 # Values that are names, not secrets: checked here so a typo is bad input, not a refused connection.
 ALLOWED_VALUES = {
     "security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER),
+    URL_ENCODE_KEY: ("true", "false"),
 }
+# Mechanisms operators use that this tool cannot log in with yet, refused by name.
+NOT_YET_MECHANISMS = {"GSSAPI": "GSSAPI (Kerberos)", "AWS_MSK_IAM": "AWS MSK IAM"}
+# ... and login callback handlers of them (MSK IAM's OAUTHBEARER form).
+NOT_YET_LOGIN_HANDLERS = {"software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler": "AWS MSK IAM"}
 # Java's meaning: empty turns hostname verification off, https (its default) on; librdkafka's `none` is off.
 HOSTNAME_VERIFICATION = {"": "none", "none": "none", "https": "https"}
 DEFAULT_STORE_TYPE = "JKS"  # Java's default for ssl.truststore.type and ssl.keystore.type
@@ -71,13 +102,32 @@ JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 @dataclass(frozen=True)
+class OAuthLogin:
+    """OAUTHBEARER's client-credentials login: where tokens come from (`token_endpoint`), with which credentials,
+    trusting `ca_pem` (None: the system's CA certificates) for an https endpoint; a token is fetched again once
+    `refresh_factor` of its lifetime has passed; `sub_claim` names the principal."""
+    token_endpoint: str
+    client_id: str
+    client_secret: str = field(repr=False)
+    scope: str | None = None
+    ca_pem: str | None = field(default=None, repr=False)
+    ca_origin: str | None = None
+    url_encode: bool = False
+    refresh_factor: float = DEFAULT_REFRESH_FACTOR
+    sub_claim: str = DEFAULT_SUB_CLAIM
+    connect_timeout_s: float | None = None
+    read_timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
 class ClientConfig:
     """What a `--command-config` file says: `settings` (keys of CLIENT_SETTINGS), where the trusted
-    certificates came from as the operator wrote it (`trust_origin`, for messages), and the Java-only keys
-    ignored, as (key, line)."""
+    certificates came from as the operator wrote it (`trust_origin`, for messages), the Java-only keys
+    ignored, as (key, line), and OAUTHBEARER's login (`oauth`, None for other mechanisms)."""
     settings: dict = field(default_factory=dict)
     trust_origin: str | None = None
     ignored: tuple = ()
+    oauth: OAuthLogin | None = None
 
     @property
     def protocol(self):
@@ -149,6 +199,11 @@ def _raw(lines):
             value = _unescaped(value)
         except BadInput as error:
             raise BadInput(f"line {number}: {key}: {error}") from error
+        if key == "sasl.mechanism" and value in NOT_YET_MECHANISMS:
+            raise BadInput(f"line {number}: sasl.mechanism {NOT_YET_MECHANISMS[value]} is not supported yet")
+        if key == LOGIN_HANDLER_KEY and value in NOT_YET_LOGIN_HANDLERS:
+            raise BadInput(f"line {number}: {LOGIN_HANDLER_KEY} {value.rsplit('.', 1)[-1]} "
+                           f"({NOT_YET_LOGIN_HANDLERS[value]}) is not supported yet")
         if key in ALLOWED_VALUES and value not in ALLOWED_VALUES[key]:
             raise BadInput(f"line {number}: {key} must be one of {', '.join(ALLOWED_VALUES[key])}")
         raw[key] = (value, number)
@@ -179,20 +234,102 @@ class _Lines:
 
 
 def _sasl(lines):
+    """(the SASL settings, the Login of sasl.jaas.config or None)."""
     settings = {k: lines.get(k) for k in ("security.protocol", "sasl.mechanism") if k in lines}
+    login = None
     if "sasl.jaas.config" in lines:
         both = [k for k in ("sasl.username", "sasl.password") if k in lines]
         if both:
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config and {' and '.join(both)} both give the credentials: keep one")
         login = lines.checked("sasl.jaas.config", lambda: _jaas(lines.get("sasl.jaas.config")))
-        settings.update({"sasl.username": login.username, "sasl.password": login.password})
+        if (login.module == jaas.OAUTHBEARER_MODULE) != (settings.get("sasl.mechanism") == OAUTHBEARER):
+            lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {login.module.rsplit('.', 1)[-1]} does not fit "
+                                             f"sasl.mechanism {settings.get('sasl.mechanism', '(none)')}")
+        if login.module in jaas.PASSWORD_MODULES:
+            settings.update({"sasl.username": login.username, "sasl.password": login.password})
     else:
         settings.update({k: lines.get(k) for k in ("sasl.username", "sasl.password") if k in lines})
     if settings.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in settings:
         raise BadInput("security.protocol SASL_* needs sasl.mechanism")
-    if "sasl.mechanism" in settings and not {"sasl.username", "sasl.password"} <= set(settings):
+    if settings.get("sasl.mechanism") == OAUTHBEARER:
+        if "sasl.username" in settings or "sasl.password" in settings:
+            lines.refuse("sasl.username" if "sasl.username" in lines else "sasl.password",
+                         "sasl.mechanism OAUTHBEARER takes no sasl.username or sasl.password (the client's id and "
+                         "secret go in sasl.jaas.config)")
+        if login is None:
+            raise BadInput("sasl.mechanism OAUTHBEARER needs sasl.jaas.config with OAuthBearerLoginModule")
+    elif "sasl.mechanism" in settings and not {"sasl.username", "sasl.password"} <= set(settings):
         raise BadInput("sasl.mechanism needs sasl.jaas.config (or sasl.username and sasl.password)")
-    return settings
+    return settings, login
+
+
+def _oauth(lines, login):
+    """The OAuthLogin of an OAUTHBEARER config (None for other mechanisms, which may set none of its keys)."""
+    if login is None or login.module != jaas.OAUTHBEARER_MODULE:
+        given = [k for k in OAUTH_KEYS if k in lines]
+        if given:
+            lines.refuse(given[0], f"{given[0]} is for sasl.mechanism OAUTHBEARER only")
+        return None
+    handler = lines.get(LOGIN_HANDLER_KEY)
+    if handler not in OIDC_LOGIN_HANDLERS:
+        lines.refuse(LOGIN_HANDLER_KEY, f"OAUTHBEARER needs {LOGIN_HANDLER_KEY} set to Kafka's "
+                                        f"OAuthBearerLoginCallbackHandler (the token endpoint's client-credentials "
+                                        f"login; without it Kafka's client makes unsecured tokens)")
+    endpoint = lines.get(TOKEN_ENDPOINT_KEY)
+    if endpoint is None:
+        raise BadInput(f"OAUTHBEARER needs {TOKEN_ENDPOINT_KEY}")
+    scheme, _, rest = endpoint.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
+        lines.refuse(TOKEN_ENDPOINT_KEY, f"{TOKEN_ENDPOINT_KEY} must be an http:// or https:// URL")
+    client_id = _one_of(lines, login, "clientId", CLIENT_ID_KEY)
+    secret = _one_of(lines, login, "clientSecret", CLIENT_SECRET_KEY)
+    given = (("clientId", CLIENT_ID_KEY, client_id), ("clientSecret", CLIENT_SECRET_KEY, secret))
+    missing = [(option, key) for option, key, value in given if not (value or "").strip()]
+    if missing:
+        lines.refuse("sasl.jaas.config", f"OAuthBearerLoginModule needs {' and '.join(o for o, _ in missing)} (or "
+                                         f"{' and '.join(k for _, k in missing)})")
+    ca_pem, ca_origin = None, None
+    if "ssl.truststore.location" in login.options:
+        path = login.options["ssl.truststore.location"]
+        kind = login.options.get("ssl.truststore.type", DEFAULT_STORE_TYPE).upper()
+        if kind not in key_stores.STORE_TYPES:
+            lines.refuse("sasl.jaas.config", f"OAuthBearerLoginModule's ssl.truststore.type must be one of "
+                                             f"{', '.join(key_stores.STORE_TYPES)}")
+        ca_pem = lines.checked("sasl.jaas.config", lambda: key_stores.trusted(
+            path, kind, login.options.get("ssl.truststore.password"),
+            "OAuthBearerLoginModule's ssl.truststore.location", "its ssl.truststore.password"))
+        ca_origin = f"the token endpoint's trust store {path}"
+    scope = (_one_of(lines, login, "scope", SCOPE_KEY) or "").strip() or None
+    return OAuthLogin(endpoint, client_id.strip(), secret.strip(), scope, ca_pem, ca_origin,
+                      lines.get(URL_ENCODE_KEY, "false") == "true", _refresh_factor(lines),
+                      lines.get(SUB_CLAIM_KEY, DEFAULT_SUB_CLAIM), *(_timeout_s(lines, k) for k in LOGIN_TIMEOUT_KEYS))
+
+
+def _one_of(lines, login, option, key):
+    """A credential given as the JAAS option `option` or as the property `key` (Kafka 4.1), not both."""
+    if option in login.options and key in lines:
+        lines.refuse(key, f"{key} and sasl.jaas.config's {option} both give it: keep one")
+    return login.options.get(option, lines.get(key))
+
+
+def _refresh_factor(lines):
+    low, high = REFRESH_FACTOR_RANGE
+    try:
+        factor = float(lines.get(REFRESH_FACTOR_KEY, DEFAULT_REFRESH_FACTOR))
+    except ValueError:
+        factor = None
+    if factor is None or not low <= factor <= high:
+        lines.refuse(REFRESH_FACTOR_KEY, f"{REFRESH_FACTOR_KEY} must be a number from {low} to {high}")
+    return factor
+
+
+def _timeout_s(lines, key):
+    if key not in lines:
+        return None
+    value = lines.get(key)
+    if not value.isdigit() or int(value) == 0:
+        lines.refuse(key, f"{key} must be a positive number of milliseconds")
+    return int(value) / 1000
 
 
 def _jaas(text):
@@ -256,7 +393,9 @@ def _hostname_verification(lines):
 
 def _parse(lines):
     given = _Lines(_raw(lines))
-    settings = {**_sasl(given), **_hostname_verification(given)}
+    sasl, login = _sasl(given)
+    oauth = _oauth(given, login)
+    settings = {**sasl, **_hostname_verification(given)}
     ca_pem, origin = _trust(given)
     if ca_pem is not None:
         settings["ssl.ca.pem"] = ca_pem
@@ -265,7 +404,7 @@ def _parse(lines):
         settings.update({"ssl.certificate.pem": identity.chain, "ssl.key.pem": identity.key,
                          "ssl.key.password": identity.key_password})
     ignored = tuple((k, n) for k, (_, n) in given.raw.items() if k in JAVA_ONLY)
-    config = ClientConfig(settings, origin, ignored)
+    config = ClientConfig(settings, origin, ignored, oauth)
     if identity is not None:  # the key must belong to the certificate: found now, not as a refused handshake
         key = "ssl.keystore.location" if "ssl.keystore.location" in given else "ssl.certificate.location"
         given.checked(key, lambda: _loaded(config))
@@ -330,6 +469,7 @@ def confluent_settings(config, bootstrap_servers):
 
 
 def principal_of(config):
-    """`User:NAME` of the SASL user, or None (plaintext, TLS without SASL: the broker decides)."""
+    """`User:NAME` of the SASL user, or None (plaintext, TLS without SASL, OAUTHBEARER: the broker decides; an
+    OAUTHBEARER principal is its token's subject, streaming.cluster.oauth)."""
     name = config.settings.get("sasl.username")
     return f"User:{name}" if name else None

@@ -11,8 +11,10 @@ What StreamTokenizer does that matters for credentials:
 - `/* */` is a comment, and `/` (so `//` too) comments out the rest of the line; whitespace (any
   character up to U+0020) separates tokens.
 
-Only the SCRAM and PLAIN login modules are understood: they carry a user name and a password. Messages
-name option keys and the module class, never a value: a value may be a password.
+The SCRAM and PLAIN login modules carry a user name and a password; the OAUTHBEARER login module the client
+credentials of an OIDC token endpoint (`clientId`, `clientSecret`, `scope`) and, for an https endpoint, the
+trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there). Messages name
+option keys and the module class, never a value: a value may be a password.
 """
 
 from dataclasses import dataclass
@@ -21,13 +23,20 @@ from streaming.vocabulary.errors import BadInput
 
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SUPPORTED_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
+OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+PASSWORD_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
+SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE)
 # Login modules operators use that this tool cannot log in with yet, by what they are.
 UNSUPPORTED_MODULES = {
-    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "OAUTHBEARER",
     "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
+    "software.amazon.msk.auth.iam.IAMLoginModule": "AWS MSK IAM",
 }
-MODULE_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
+PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
+# What OAuthBearerLoginModule's client-credentials login reads (Kafka's docs, "OAUTHBEARER": clientId, clientSecret,
+# scope; the token endpoint's trust store as JAAS options).
+OAUTH_TRUST_OPTIONS = ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password")
+OAUTH_OPTIONS = ("clientId", "clientSecret", "scope", *OAUTH_TRUST_OPTIONS)
+MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS)
 CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
 ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 QUOTES = "\"'"
@@ -35,9 +44,17 @@ QUOTES = "\"'"
 
 @dataclass(frozen=True)
 class Login:
+    """A login module and its options. `username` and `password` for SCRAM and PLAIN (None for OAUTHBEARER)."""
     module: str
-    username: str
-    password: str
+    options: dict
+
+    @property
+    def username(self):
+        return self.options.get("username")
+
+    @property
+    def password(self):
+        return self.options.get("password")
 
 
 @dataclass(frozen=True)
@@ -128,7 +145,8 @@ def _module_named(name):
 
 def parse(text):
     """The Login of a client `sasl.jaas.config` value. Anything Java would refuse, more than one module, a
-    module other than SCRAM or PLAIN, or a missing username or password: BadInput."""
+    module other than SCRAM, PLAIN or OAUTHBEARER, a SCRAM or PLAIN module without username or password, an
+    OAUTHBEARER module with an option it does not read: BadInput."""
     tokens = list(_tokens(text))
     if not tokens:
         raise BadInput("is empty")
@@ -137,7 +155,8 @@ def parse(text):
     module = tokens[0].text
     if module not in SUPPORTED_MODULES:
         raise BadInput(f"login module {_module_named(module)} is not supported: use "
-                       f"ScramLoginModule (SCRAM-SHA-256/512) or PlainLoginModule (PLAIN); OAUTHBEARER and GSSAPI are not supported yet")
+                       f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN) or OAuthBearerLoginModule "
+                       f"(OAUTHBEARER); GSSAPI and AWS MSK IAM are not supported yet")
     if len(tokens) < 2 or tokens[1].kind != "word" or tokens[1].text.upper() not in CONTROL_FLAGS:
         raise BadInput(f"the control flag after {_module_named(module)} must be one of {', '.join(f.lower() for f in CONTROL_FLAGS)}")
     options, i = {}, 2
@@ -154,12 +173,27 @@ def parse(text):
         raise BadInput("is not terminated by a semicolon")
     if i + 1 < len(tokens):
         raise BadInput("holds more than one login module (a client takes exactly one)")
+    if module == OAUTHBEARER_MODULE:
+        return Login(module, _oauth_options(options))
     if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
         raise BadInput("tokenauth=true (delegation token login) is not supported yet")
     missing = [k for k in ("username", "password") if k not in options]
     if missing:
         raise BadInput(f"{_module_named(module)} needs {' and '.join(missing)}")
-    return Login(module, options["username"], options["password"])
+    return Login(module, options)
+
+
+def _oauth_options(options):
+    """OAuthBearerLoginModule's options, each one it reads for the client-credentials login. Its unsecured
+    development tokens (`unsecuredLogin*` options, no token endpoint) are refused by name."""
+    for key in options:
+        if key.startswith("unsecuredLogin"):
+            raise BadInput("unsecured OAUTHBEARER tokens (unsecuredLogin* options) are not supported: use a token "
+                           "endpoint (sasl.oauthbearer.token.endpoint.url)")
+        if key not in OAUTH_OPTIONS:
+            raise BadInput(f"OAuthBearerLoginModule option {_option_named(key)} is not supported (supported: "
+                           f"{', '.join(OAUTH_OPTIONS)})")
+    return options
 
 
 def _option_named(key):
