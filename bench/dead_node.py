@@ -13,9 +13,9 @@ Prints a markdown table and writes it to bench/RESULTS.md, section "Poll after a
 
 `--stop TREE`: per victim - the active controller, another broker - the same long-lived door polls
 in a loop (all partitions, throttles, as the job's executor does) while a thread lists the reassignments every
-second (as the job's driver watch does); the victim is SIGSTOPped for STOP_S and then continued. Reported: the
+second (as the job's controller does); the victim is SIGSTOPped for STOP_S and then continued. Reported: the
 first poll after the stop, the polls completed during the stop (how many, the slowest, the longest gap between
-two), the watch's longest gap between two answered lists, the APIs that failed, whether the victim was reported
+two), the controller's longest gap between two answered lists, the APIs that failed, whether the victim was reported
 not alive, and after SIGCONT how long until a poll reported it alive again. Paired A B B A against TREE (older
 code, run from its own tree with this venv): "before" / "after". Section "Polls while a node hangs (bench/dead_node.py
 --stop)".
@@ -144,13 +144,13 @@ def stop_arm(bootstrap, victim, role, timeout_s, stop_s):
     listing = getattr(door, "listed_or_last", None)
     takes_listed = "listed" in inspect.signature(poll).parameters
 
-    def watch():  # the job's driver watch: ListPartitionReassignments about every second
+    def watch():  # the job's controller: ListPartitionReassignments about every second
         while not halt.is_set():
             try:
                 rows, last = listing() if listing is not None else (door.list_reassignments(), False)
                 handed["rows"] = rows if last else None
                 listed.append(time.monotonic())
-            except Exception:  # a failed list is a gap, as for the watch
+            except Exception:  # a failed list is a gap, as for the controller
                 pass
             halt.wait(1.0)
 
@@ -191,7 +191,7 @@ def stop_arm(bootstrap, victim, role, timeout_s, stop_s):
 
 
 def surviving_poll(door, listed=None):
-    """A poll as the job's source makes it (`listed`: the watch's last list, handed while the controller answers
+    """A poll as the job's source makes it (`listed`: the controller's last list, handed while the controller answers
     nobody), surviving its failure (the source reports a poll that raised as a failed DescribeCluster): (ended,
     seconds, APIs failed, brokers reported alive, None when it raised)."""
     started = time.monotonic()
@@ -287,17 +287,17 @@ def write_stop_table(rows, loads, timeout_s, stop_s, before_tree):
                 "-" if figures["back_s"] is None else f"{figures['back_s']:.1f}"]
 
     table = markdown_table(["node stopped", "id", "code", "first poll after the stop s", f"polls in {stop_s:g} s",
-                            "slowest poll s", "longest gap between polls s", "watch: longest gap between lists s",
+                            "slowest poll s", "longest gap between polls s", "controller: longest gap between lists s",
                             "APIs failed", "reported not alive", "reported alive s after SIGCONT"],
                            [cell(arm, figures) for arm, figures in rows])
     body = (f"{table}\n\nLocal 3-node cluster (KRaft, combined nodes, broker.session.timeout.ms 9 s: Kafka fences a "
             f"stopped broker after about 9.6 s) on the shared 2-core machine. Per row one long-lived admin door with "
             f"`--timeout {timeout_s:g}` polls back to back as the job's executor does (all partitions, throttles) "
-            f"while a thread lists the reassignments every second (the driver watch); the node is SIGSTOPped for "
+            f"while a thread lists the reassignments every second (the controller); the node is SIGSTOPped for "
             f"{stop_s:g} s, then continued. before = {before_tree} (kafka-python's 10 s request timeout, a node "
             f"held only when its connection was closed or refused), after = this tree (each request's deadline "
             f"2.5 s, a node that let one lapse held as unresponsive until it answers a probe; a lapse of a request "
-            f"a broker forwards to the controller holds the path to the controller, and while it does the watch "
+            f"a broker forwards to the controller holds the path to the controller, and while it does the controller "
             f"lists through `listed_or_last` and the polls take its last list, as the job's batches do). A B B A "
             f"per victim; 1-min load average at start / end of each run: "
             + ", ".join(f"{arm} {start:.1f}/{end:.1f}" for arm, start, end in loads) + ".\n")

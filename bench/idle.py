@@ -1,4 +1,4 @@
-"""What the streaming job costs while nothing moves, and how soon `run` is up: before (main, no driver watch)
+"""What the streaming job costs while nothing moves, and how soon `run` is up: before (main, no controller)
 against after (this tree), paired A B B A on one cluster of the bench's own.
 
 Each arm starts `reassign-monitor run` at the default trigger (10 s) and the default master on an idle

@@ -5,7 +5,7 @@ run creates a one-partition topic with a few MB on one broker and moves it to an
 1 MB/s replication throttle. Two arms, one after the other so they never share the cluster:
 
   A  `reassign-monitor run` (local[2]) is running, once at a 2 s trigger (A2) and once at the default 10 s
-     (A10); moves start with `reassign-monitor execute --throttle 1000000`; the job's driver watch runs the
+     (A10); moves start with `reassign-monitor execute --throttle 1000000`; the job's controller runs the
      janitor the moment the move leaves the reassignment list.
   B  moves start with the upstream `ReassignPartitionsCommand --execute --throttle 1000000`; a loop runs
      `--verify` on a 2 s schedule (the job's trigger interval, same semantics: the next call starts 2 s after
@@ -229,7 +229,7 @@ def summary_row(arm, runs, check_text):
 
 
 def sweep_steps(log_text):
-    """{step: [seconds, ...]} of the driver watch's sweeps in a job log ("throttle janitor swept in T s (ownership
+    """{step: [seconds, ...]} of the controller's sweeps in a job log ("throttle janitor swept in T s (ownership
     a, read b, alter c, read_back d, records e)"), "total" included: where a removal's time goes."""
     steps = {}
     for line in log_text.splitlines():
@@ -319,7 +319,7 @@ def main():
     load = lambda runs: f"{statistics.median(r['load'] for r in runs):.1f}"  # noqa: E731
     wall, cpu = b_info["verify_wall"], b_info["verify_cpu"]
     headers = ["arm", "runs", "p50 s", "p95 s", "max s", "cost of one check"]
-    rows = [summary_row(f"A{trigger:g}: `reassign-monitor run`, driver watch (trigger {trigger:g} s, local[2], owned "
+    rows = [summary_row(f"A{trigger:g}: `reassign-monitor run`, controller (trigger {trigger:g} s, local[2], owned "
                         f"throttles only)", runs,
                         f"watch: one ListPartitionReassignments a second, up to four while an owned partition moves; micro-batch {info['batch_mean_s']:.2f} s mean "
                         f"({info['batches']} batches); job uses {info['cpu_cores']:.2f} cores over the arm")
@@ -342,13 +342,13 @@ def main():
         "longer lists the partition; throttles gone = first 100 ms poll at which DescribeConfigs shows none of the "
         "throttles the execute set (topic leader/follower throttled-replicas entries, broker leader/follower rates). "
         "The arms ran one after the other on the same cluster, never together.\n\n" + table_text + "\n\n"
-        "Where a sweep's time goes (the watch logs each sweep's steps: the ownership refresh, the fresh read - "
+        "Where a sweep's time goes (the controller logs each sweep's steps: the ownership refresh, the fresh read - "
         "DescribeCluster, ListPartitionReassignments, DescribeConfigs -, IncrementalAlterConfigs, the read-back until "
         "the brokers show the change, the ownership records written after; only the steps up to the alter come "
         "before the throttles are gone):\n\n" + steps_text + "\n\n"
         "- A2, A10: the job's janitor (default `--throttle-cleanup owned`) removes only what `reassign-monitor execute` "
         "recorded as its own: it subtracts the moved partition's `p:b` entries and deletes (or restores) the rates "
-        "it set; foreign throttles stay. The driver watch lists reassignments every second, and every 0.25 s between "
+        "it set; foreign throttles stay. The controller lists reassignments every second, and every 0.25 s between "
         "its ticks while an owned partition reassigns, and runs the janitor's sweep the moment an owned partition "
         "leaves the list: latency = up to one look's period (0.25 s) + the tick's ownership read + the sweep's "
         "ownership refresh, fresh read and IncrementalAlterConfigs (the read-back and the records come after), "
@@ -363,7 +363,7 @@ def main():
         "period between looks (calls longer than 2 s run back to back) rather than adding to each latency. "
         f"{b_info['cleared']} of {len(wall)} --verify calls cleared throttles.\n"
         f"- Moves lasted {percentile(moves, 50):.1f} s p50 (from the end of execute to completion). "
-        f"Removals seen before completion (\"Still reassigning\" broken): {early}. The 100 ms watch loop really polled "
+        f"Removals seen before completion (\"Still reassigning\" broken): {early}. The 100 ms controller loop really polled "
         f"every {percentile(watcher.periods, 50):.2f} s p50 ({percentile(watcher.periods, 95):.2f} s p95): the "
         f"resolution of every latency above. Whole bench {elapsed / 60:.1f} min.\n"
         f"- The machine is shared (other engineers' clusters and Spark jobs): 1-minute load average at the end of "

@@ -158,8 +158,8 @@ class SnapshotCollector:
                                     broker_throttles=tuple(broker_throttles))
 
     def touch(self, poll_s):
-        """Liveness from a poll that changed nothing else in the picture (the job's driver watch while no
-        batch runs, streaming.control). Liveness never moves back: a batch's poll may predate the watch's."""
+        """Liveness from a poll that changed nothing else in the picture (the job's controller while no
+        batch runs, streaming.control). Liveness never moves back: a batch's poll may predate the controller's."""
         with self._lock:
             self._picture = replace(self._picture, last_poll_s=_later(self._picture.last_poll_s, poll_s))
 

@@ -247,7 +247,7 @@ BAD_CONFIGS = [
     ("sasl-without-mechanism", f"security.protocol=SASL_SSL\nsasl.username=u\nsasl.password={SECRET}\n"),
     ("ca-file-missing", "security.protocol=SSL\nssl.ca.location=/nonexistent/ca.pem\n"),
     ("ca-file-is-directory", "security.protocol=SSL\nssl.ca.location=/etc\n"),
-    # Issue 16: a CA file that is not PEM is a local problem (exit 2 before any request), not "TLS settings unusable".
+    # A CA file that is not PEM is a local problem (exit 2 before any request), not "TLS settings unusable".
     ("ca-file-not-pem", "security.protocol=SSL\nssl.ca.location=/etc/passwd\n"),
     ("certificate-not-pem", "security.protocol=SSL\nssl.certificate.location=/etc/passwd\nssl.key.location=/etc/passwd\n"),
     ("binary", bytes(range(256))),
@@ -475,7 +475,7 @@ CASES += [
          config=f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password={SECRET}\n",
          code=EXIT_CLUSTER, cluster=True),
 ]
-# Issue 16: an empty ssl.endpoint.identification.algorithm (Java's "no hostname verification") is given to both
+# An empty ssl.endpoint.identification.algorithm (Java's "no hostname verification") is given to both
 # client libraries alike, so every command answers the same: here TLS spoken to the plaintext test cluster, exit 3
 # at connecting, before anything changed (execute used to fail mid-way on librdkafka's "_INVALID_ARG").
 for command, extra in (("progress", ()), ("execute", ("--reassignment-json-file", "@FILE", "--throttle", "1000000")),
@@ -488,7 +488,7 @@ for command, extra in (("progress", ()), ("execute", ("--reassignment-json-file"
 IDS = [case.id for case in CASES]
 assert len(IDS) == len(set(IDS)), "case ids are unique"
 
-# --- --throttle auto: its bounds, schedule and guard (issue 19); local problems, refused before any request ---
+# --- --throttle auto: its bounds, schedule and guard; local problems, refused before any request ---
 AUTO_EXECUTE = ("execute", "--bootstrap-server", UNREACHABLE, "--timeout", "1", "--reassignment-json-file", "@FILE")
 AUTO_FILE = doc(entry("t", 0, (1, 2)))
 AUTO_BOUNDS = ("--throttle", "auto", "--throttle-min", "1MB", "--throttle-max", "10MB")

@@ -110,12 +110,12 @@ class BatchWatch(threading.Thread):
 
 
 def watch_ticks(log_text):
-    """(the driver watch's gaps of more than 2 s between two of its polls, its slow ticks' lines, its failed polls,
-    its failed ownership reads) in a stretch of the job's log. The watch polls (ListPartitionReassignments) at
+    """(the controller's gaps of more than 2 s between two of its polls, its slow ticks' lines, its failed polls,
+    its failed ownership reads) in a stretch of the job's log. The controller polls (ListPartitionReassignments) at
     each tick, between ticks while a move of ours is in flight, and once a second while a tick is busy, and logs a
     gap longer than 2 s between two polls; a slow tick's line names its steps' seconds. An ownership read fails
     while the dead broker still leads the ownership topic's partition (nobody can read it until Kafka fenced that
-    broker): the watch keeps what it read last."""
+    broker): the controller keeps what it read last."""
     lines = [line for line in log_text.splitlines() if line.startswith(LOG_PREFIX)]
     gaps = [float(line.split(SLOW_LOOK_LINE, 1)[1].split()[0]) for line in lines
             if line.startswith(LOG_PREFIX + SLOW_LOOK_LINE)]
@@ -128,7 +128,7 @@ def watch_ticks(log_text):
 
 
 def liveness_since(watch, killed, log_offset, until=float("inf")):
-    """What check_no_wait_on_the_dead reads about published polls and the driver watch's own polls since the
+    """What check_no_wait_on_the_dead reads about published polls and the controller's own polls since the
     kill (monotonic `killed`; `log_offset`: the job log's length then)."""
     gaps, slow_ticks, failed, unread = watch_ticks(watch.job.log()[log_offset:])
     return {"published_gap_s": watch.longest_published_gap(killed, until),
@@ -137,9 +137,9 @@ def liveness_since(watch, killed, log_offset, until=float("inf")):
 
 
 def published_gap_bound_s(trigger_s):
-    """Issue 21: after a node is SIGKILLed, no gap between two published polls (advances of the last-poll
+    """After a node is SIGKILLed, no gap between two published polls (advances of the last-poll
     gauge on /metrics: docs/metrics.md "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds")
-    longer than two triggers plus 1 s; the same for the polls of the driver's watch."""
+    longer than two triggers plus 1 s; the same for the polls of the controller."""
     return 2 * trigger_s + 1
 
 
@@ -148,7 +148,7 @@ class FencingProbe(threading.Thread):
     partition of a 3-replica topic, sent at the kill, is acknowledged only once the controller has fenced the
     dead broker (broker.session.timeout.ms, 9 s by default) and taken it out of every ISR. A batch's progress
     records are written just so, so a batch under way at the kill ends that much later whatever the poll does
-    (while the driver's watch keeps publishing polls): `held_s`, a figure that explains the gap between batches."""
+    (while the controller keeps publishing polls): `held_s`, a figure that explains the gap between batches."""
 
     def __init__(self, cluster):
         super().__init__(daemon=True)
@@ -183,9 +183,9 @@ def failed_polls(log_text, after_batch):
 def check_no_wait_on_the_dead(found, test):
     """Issue 21, with one node SIGKILLed (two alive all along): no poll failed - the batches' nor the driver
     watch's -, none waited out its --timeout on the dead node, and no gap between two published polls (the
-    last-poll gauge) nor between two of the watch's polls was longer than two triggers plus 1 s. Batches
+    last-poll gauge) nor between two of the controller's polls was longer than two triggers plus 1 s. Batches
     themselves may be further apart: Kafka holds their durable write until it fenced the dead node
-    (`fencing_held_s`), and while it does the watch's polls are what the job publishes (docs/metrics.md
+    (`fencing_held_s`), and while it does the controller's polls are what the job publishes (docs/metrics.md
     "Liveness: kafka_reassignment_monitor_last_poll_timestamp_seconds"); that gap is reported, not bounded."""
     trigger_s, bound_s = found["trigger_s"], published_gap_bound_s(found["trigger_s"])
     figure(test, trigger_s=trigger_s, bound_s=bound_s, published_gap_s=found["published_gap_s"],
@@ -198,7 +198,7 @@ def check_no_wait_on_the_dead(found, test):
            polls_failed_since_kill=len(found["polls_failed_since_kill"]))
     assert not found["polls_failed_since_kill"], (
         f"{test}: polls failed with two brokers alive: {found['polls_failed_since_kill'][:4]}")
-    assert not found["watch_failures"], f"{test}: the driver watch failed with two brokers alive: {found['watch_failures'][:4]}"
+    assert not found["watch_failures"], f"{test}: the controller failed with two brokers alive: {found['watch_failures'][:4]}"
     assert found["polls_waiting_out_timeout"] == 0, (
         f"{test}: {found['polls_waiting_out_timeout']} of {found['polls_since_kill']} polls since the kill took "
         f"longer than --timeout {found['timeout_s']:g}s (waiting on the dead node)")
@@ -207,7 +207,7 @@ def check_no_wait_on_the_dead(found, test):
         f"two triggers + 1 s = {bound_s:g} s; None: no sample); batches {found['longest_batch_gap_s']:.1f} s apart, "
         f"Kafka held acks=all writes {found['fencing_held_s']} s")
     assert found["watch_gap_s"] <= bound_s, (
-        f"{test}: the driver watch went {found['watch_gap_s']:.1f} s between two polls (bound {bound_s:g} s)")
+        f"{test}: the controller went {found['watch_gap_s']:.1f} s between two polls (bound {bound_s:g} s)")
 
 
 def batches_done(job):
@@ -302,7 +302,7 @@ def removals(job, names, since_batch):
 
 
 def wait_batches_or_idle(job_watch, count, timeout_s=60):
-    """Wait until `count` more batches have run or the job's driver watch said no batch is needed (it runs
+    """Wait until `count` more batches have run or the job's controller said no batch is needed (it runs
     none while nothing moves and nothing is owned: docs/architecture.md "The controller")."""
     start = job_watch.last()
     return wait_for(lambda: job_watch.last() >= start + count or idle(job_watch.job.log()), timeout_s,
@@ -373,7 +373,7 @@ def cleanup(cluster, topics):
 
 
 def check_a_move_ending_while_the_job_is_down_is_closed(cluster, job, tmp_path, test, megabytes, *flags):
-    """Issue 28: the job is SIGKILLed the moment the first record of a move is written (the batch that wrote it
+    """The job is SIGKILLed the moment the first record of a move is written (the batch that wrote it
     may not be in the checkpoint yet), the move completes while the job is down and a second one is cancelled;
     after the restart each replica's last record is COMPLETED or CANCELLED, written by exactly one batch.
     `megabytes` at RATE keep the move in flight past the job's first batch after it started; `flags` go to
@@ -490,7 +490,7 @@ class FenceWatch(threading.Thread):
 
 
 # The door's line when it holds a node (streaming.cluster.door), and any line saying a broker did not answer
-# (a poll error, a janitor's or the watch's skip: "Fetch: broker 1, the leader of t-0, did not answer (...)").
+# (a poll error, a janitor's or the controller's skip: "Fetch: broker 1, the leader of t-0, did not answer (...)").
 HELD_LINE = re.compile(rf"^{re.escape(DOOR_LOG_PREFIX)}broker (\d+){re.escape(HELD_AS)}(\w+)", re.M)
 NOT_ANSWERED = re.compile(r"broker (\d+)(?:, the leader of \S+,)? did not answer")
 

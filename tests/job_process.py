@@ -182,7 +182,7 @@ def failures_after(log_text, batch_id):
 
 
 def watch_decision(log_text):
-    """The driver watch's last logged decision (streaming.control.controller): IDLE_LINE, or the line saying why
+    """The controller's last logged decision (streaming.control.controller): IDLE_LINE, or the line saying why
     batches run; None before the first."""
     from streaming.control.controller import BATCHES_LINE, IDLE_LINE, LOG_PREFIX
 

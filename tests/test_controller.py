@@ -93,7 +93,7 @@ def test_publishes_liveness(listed, wanted, waiting_since, now, late, writing_si
 
 
 def test_late_after_allows_spark_start_before_the_first_batch():
-    lapses_s = rules.LATE_AFTER_LAPSES * REQUEST_DEADLINE_S  # a batch may wait out two lapses (issue 28)
+    lapses_s = rules.LATE_AFTER_LAPSES * REQUEST_DEADLINE_S  # a batch may wait out two lapses
     assert rules.late_after_s(10.0, 1) == 30.0 + lapses_s
     assert rules.late_after_s(10.0, 0) == 30.0 + lapses_s + rules.SPARK_START_ALLOWANCE_S
 
@@ -210,7 +210,7 @@ def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path
 
 
 def test_a_listed_move_is_handed_to_every_batch_until_one_reported_it(tmp_path):
-    """Issue 28: a batch that first sees a move may write its record and die before the checkpoint commits it;
+    """A batch that first sees a move may write its record and die before the checkpoint commits it;
     its replay polls afresh, and the move may have ended meanwhile. The move rides in the end offset of every batch
     planned while no batch has reported it, so the replay reports how it ended (never left COPYING)."""
     cluster = FakeCluster()
@@ -343,7 +343,7 @@ def test_requests_active_at_start_are_swept_not_handed_over(tmp_path):
 
 
 def test_a_move_that_ended_before_any_batch_polled_it_is_handed_to_the_next_batch(tmp_path):
-    """Issue 18: a move shorter than the wait for a batch (an idle job's first batch starts Spark's Python
+    """A move shorter than the wait for a batch (an idle job's first batch starts Spark's Python
     workers again) is still reported: the controller hands it over until a batch reported it."""
     cluster = FakeCluster()
     controller, _, clock = a_controller_on(tmp_path, cluster)
@@ -423,7 +423,7 @@ class LedgerReads(MemoryLedger):
 
 
 def test_a_tick_whose_list_waited_out_a_deadline_leaves_the_rest_to_the_next_tick(tmp_path):
-    """Issue 28: Kafka's active controller stopped, and it leads the ownership topic too. The list lapses; reading
+    """Kafka's active controller stopped, and it leads the ownership topic too. The list lapses; reading
     the ledger in the same tick would lapse again (two deadlines in one tick: published polls 6.1 s apart at a 2 s
     trigger). The ledger read and the batch's findings wait for the next tick, which runs them."""
     cluster = FakeCluster()
@@ -464,7 +464,7 @@ def test_a_batch_whose_poll_failed_is_late_unless_kafkas_controller_is_silent(tm
 
 
 def test_a_ticks_look_is_published_before_its_duties_that_wait_on_kafka(tmp_path):
-    """Issue 28: Kafka's active controller killed as a move of ours completed: the sweep's acks=all write of `done` was
+    """Kafka's active controller killed as a move of ours completed: the sweep's acks=all write of `done` was
     held until Kafka fenced that broker (4.4 s), and the look of that tick was published only after it - 5.6 s between
     published polls at a 2 s trigger. The look is published right after the list, before the sweep."""
     published_at_write = []
@@ -488,7 +488,7 @@ def test_a_ticks_look_is_published_before_its_duties_that_wait_on_kafka(tmp_path
 
 @pytest.mark.parametrize("busy_s, published", [(0.5, False), (1.0, True), (4.0, True)])
 def test_a_tick_busy_for_an_interval_does_not_hold_liveness_back(tmp_path, busy_s, published):
-    """Issue 28: a sweep's done-write held 5.2 s until Kafka fenced the killed controller; the tick's look was published
+    """A sweep's done-write held 5.2 s until Kafka fenced the killed controller; the tick's look was published
     before it, and nothing until the next tick: 5.3 s between published polls at a 2 s trigger. While a tick has been
     busy for a tick interval, another thread lists and publishes that look."""
     cluster = throttled(moving=True)
@@ -632,7 +632,7 @@ def test_between_ticks_the_controller_looks_closer_while_an_owned_partition_move
 
 
 def test_a_look_between_ticks_that_waited_out_a_deadline_is_the_next_ticks_one_wait(tmp_path):
-    """Issue 28: Kafka's active controller stopped while a partition of ours moves. A look between ticks lapses
+    """Kafka's active controller stopped while a partition of ours moves. A look between ticks lapses
     (2.5 s); the tick it ends would then read the stopped node's configs for adoption and lapse again (measured:
     6.0 s between published polls at a 2 s trigger). That tick only lists and publishes; the next one does the rest."""
     cluster, ledger = throttled(moving=True), LedgerReads()
@@ -718,7 +718,7 @@ def test_dry_run_reports_and_never_sweeps(tmp_path):
 def test_a_move_another_tool_starts_is_adopted_at_once_whenever_the_next_batch_comes(tmp_path):
     """The controller's first look took the throttle baseline; the moment the list shows a move that is not ours
     it reads the throttles again, so the ones another tool set with its move are adopted at once - before Spark's
-    first batch, or after any idle stretch (issue 28: Kafka's own --execute --throttle right after `run`)."""
+    first batch, or after any idle stretch (Kafka's own --execute --throttle right after `run`)."""
     cluster, ledger = FakeCluster(), MemoryLedger()
     controller, _, clock = a_controller_on(tmp_path, cluster, ledger)
     assert controller.tick() == "first_batch"  # Spark is still starting: no batch yet
@@ -745,7 +745,7 @@ def test_an_idle_stretch_is_bridged_by_a_view_once_a_trigger(tmp_path):
 
 
 def test_the_first_look_shows_the_moves_in_flight_before_any_batch(tmp_path):
-    """Issue 28: until Spark's first batch, the controller's look at the cluster is a whole poll and /metrics shows
+    """Until Spark's first batch, the controller's look at the cluster is a whole poll and /metrics shows
     the moves in it, measured and classified by the batch's own rules (streaming.spark.outputs.first_look)."""
     from sinks.metric_names import REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES
     from streaming.spark.outputs import first_look
@@ -805,7 +805,7 @@ def test_metrics_show_the_newest_look_at_the_cluster_whichever_took_it(shown, re
 
 
 def test_a_late_batch_makes_the_controller_show_polls_of_its_own(tmp_path):
-    """Issue 28: a batch held by a broker that stopped answering (its poll waits out lapses, or Kafka holds its acks=all
+    """A batch held by a broker that stopped answering (its poll waits out lapses, or Kafka holds its acks=all
     write until it fenced that broker: 9 s and more). Once it is more than a trigger and a request deadline in coming,
     and again a trigger later while it still is, /metrics shows the controller's own poll, by the batches' rules."""
     from sinks.metric_names import REPLICA_COPIED_BYTES

@@ -1,8 +1,8 @@
-"""Broker faults on the real cluster while the job runs and owns throttles (issue 9, section 2): the first
+"""Broker faults on the real cluster while the job runs and owns throttles: the first
 run against a fresh cluster, a destination broker SIGKILLed mid-move, the active controller SIGKILLed
 mid-move. All on the dedicated `fault_cluster` with the shared `fault_job` (at a 2 s trigger; the default
 trigger is tests/test_faults_trigger_cluster.py); each test leaves the cluster whole (three nodes up, every
-ISR full) whether it passes or not. Both kills also check issue 21: a poll never waits on a dead node."""
+ISR full) whether it passes or not. Both kills also check that a poll never waits on a dead node."""
 
 import time
 
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.cluster
 NODES = (1, 2, 3)
 STATE = "kafka_reassignment_replica_state"
 COPIED = "kafka_reassignment_replica_copied_bytes"
-# Issue 9's bound, "owned throttles removed within trigger + 5 s of completion", with "5 s" being one batch's
+# The bound, "owned throttles removed within trigger + 5 s of completion", with "5 s" being one batch's
 # work: the slowest batch seen before the kill when that was longer, so a loaded machine's slower batches do
-# not read as a fault. Issue 21's bounds are in tests.fault_support.check_no_wait_on_the_dead.
+# not read as a fault. The bounds are in tests.fault_support.check_no_wait_on_the_dead.
 ONE_BATCH_FLOOR_S = 5.0
 
 

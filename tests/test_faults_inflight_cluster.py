@@ -1,5 +1,5 @@
 """Changes made by others while a move is in flight, on the real cluster with the job running and owning
-throttles (issue 9, section 2): a replica that leaves the adding list without joining the ISR, a deleted
+throttles: a replica that leaves the adding list without joining the ISR, a deleted
 topic, added partitions, a changed target, a throttle entry removed by someone else, and a cancel after one
 adding replica joined the ISR. All on the dedicated `fault_cluster` with the shared `fault_job`."""
 

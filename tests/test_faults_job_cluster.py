@@ -1,4 +1,4 @@
-"""The job itself hit (issue 9, section 2): SIGKILLed at random moments while it owns throttles, and leader
+"""The job itself hit: SIGKILLed at random moments while it owns throttles, and leader
 changes of its own topics while it starts and while it runs. On the dedicated `fault_cluster`; the shared
 `fault_job` is killed and started again here (same checkpoint, metrics port and progress topic)."""
 
@@ -206,7 +206,7 @@ def test_broker_paused_mid_run_never_stops_the_job(fault_cluster, fault_job):
         cluster.resume(paused)
     resumed_batch, resumed_at = last_batch(job.log()), time.time()
     try:
-        # Polls go on: liveness advances four triggers past the resume (the watch's polls while nothing moves,
+        # Polls go on: liveness advances four triggers past the resume (the controller's polls while nothing moves,
         # docs/architecture.md "The controller"; a batch's while a batch is needed).
         wait_for(lambda: (job.metric(LAST_POLL) or 0) >= resumed_at + 4 * TRIGGER_S or job.process.poll() is not None,
                  90, interval_s=0.5, message="liveness four triggers past the broker's resume")

@@ -1,4 +1,4 @@
-"""A broker that hangs instead of dying (issue 28, first part): SIGSTOP for 40 s, then SIGCONT, on the fault
+"""A broker that hangs instead of dying: SIGSTOP for 40 s, then SIGCONT, on the fault
 cluster while two jobs watch it side by side: the shared `fault_job` (2 s trigger, --timeout 5) and
 `fault_default_job` (the default trigger and --timeout, 10 s each).
 
@@ -10,7 +10,7 @@ the log lines that are contracts):
 - published polls (the last-poll gauge) never more than two triggers + 1 s apart, from the stop until after the
   job's checks that follow SIGCONT; the job controller's own looks neither;
 - the healthy move's copied bytes rose on /metrics at least twice during the stop (they froze for the whole stop
-  before issue 28);
+  before the door held nodes that do not answer);
 - the move of the stopped broker shows BROKER_OFFLINE on /metrics no later than one trigger after Kafka fenced
   the broker (the test's own DescribeCluster every 0.5 s), and a progress record of a poll during the stop says so
   and that the broker "does not answer since";
@@ -233,7 +233,7 @@ def check_stop(found, test):
         assert not job["failures_after_cont"], (
             f"{where}: polls or janitor runs failed later than one batch after SIGCONT: {job['failures_after_cont'][:6]}")
         assert not job["watch_failed"], (
-            f"{where}: the driver watch's polls failed with two brokers alive: {job['watch_failed'][:4]}")
+            f"{where}: the controller's polls failed with two brokers alive: {job['watch_failed'][:4]}")
     once = {c: found["2s"]["removals"].get(c, []) for c in found["owned_configs"]}
     assert found["gone_s"] is not None and not found["leaked"], f"{test}: owned throttles left: {found['leaked']}"
     assert not found["foreign_touched"], f"{test}: foreign throttles touched: {found['foreign_touched']}"

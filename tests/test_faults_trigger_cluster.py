@@ -1,7 +1,7 @@
-"""Issue 21 at the default trigger and --timeout (10 s each): the active controller, then the destination of a
+"""At the default trigger and --timeout (10 s each): the active controller, then the destination of a
 move in flight, SIGKILLed in turn and restarted; no poll failed while two brokers were alive, none waited out
 its --timeout on the dead node, and no gap between two published polls (the last-poll gauge) nor between two polls
-of the driver's watch was longer than two triggers plus 1 s.
+of the controller was longer than two triggers plus 1 s.
 (At the 2 s trigger the same is checked by tests/test_faults_broker_cluster.py.)
 
 The job is the session's `fault_default_job` (the default trigger and --timeout, --throttle-cleanup off), which
@@ -33,7 +33,7 @@ BATCH_WAIT_S = 4 * (TRIGGER_INTERVAL_S + TIMEOUT_S)  # generous: a loaded machin
 def kill_and_restart(cluster, job, watch, victim, slowest_before_s=None):
     """SIGKILL `victim`, let two batches run without it (they span Kafka's fencing of it, 9 s by default),
     take the figures check_no_wait_on_the_dead reads, then start the node again. `slowest_before_s`: the
-    undisturbed cadence of batches (default: measured from the watch's start to this kill)."""
+    undisturbed cadence of batches (default: measured from the controller's start to this kill)."""
     polls_before, slow_before = polls_longer_than(job, TIMEOUT_S)
     probe = FencingProbe(cluster)
     kill_batch, killed, log_offset = watch.last(), time.monotonic(), len(job.log())

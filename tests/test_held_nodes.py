@@ -1,4 +1,4 @@
-"""The door's rule for nodes that do not answer (issue 28), on plain data with the clocks as arguments: which
+"""The door's rule for nodes that do not answer, on plain data with the clocks as arguments: which
 failure holds which node and how (streaming.cluster.door.failure_hold), how long a hold lasts and what ends it
 (streaming.cluster.held), the request deadline inside the call's budget (streaming.vocabulary.defaults), and a
 held node reported not alive with since when it has not answered (streaming.vocabulary.snapshot.without_gone)
@@ -221,7 +221,8 @@ def test_the_request_deadline_is_inside_every_budget(timeout_s):
 
 
 def test_the_default_deadline_is_well_inside_kafka_python_s_and_the_default_timeout():
-    # kafka-python's own request timeout (and ours before issue 28) was the whole --timeout, 10 s.
+    # kafka-python's own request timeout (and ours, before the door held nodes that do not answer) was the whole
+    # --timeout, 10 s.
     assert request_deadline_s(TIMEOUT_S) == REQUEST_DEADLINE_S <= TIMEOUT_S / 4
 
 
@@ -263,7 +264,7 @@ def test_a_janitor_read_reports_a_held_broker_not_alive(held):
 
 
 def test_a_poll_takes_the_watch_list_instead_of_asking_the_silent_controller():
-    """The job's executor, handed the driver watch's last list while the controller answers nobody
+    """The job's executor, handed the controller's last list while the controller answers nobody
     (streaming.spark.source LISTED): usable, the move's progress computed, counted as a retry of the API."""
     cluster = moving_to_2(fail={"list_reassignments": RuntimeError("the controller does not answer")})
     listed = [{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2], "removing": []}]

@@ -50,7 +50,7 @@ def test_completing_the_first_of_two_overlapping_moves_keeps_what_the_second_nee
 
 
 def test_an_operators_rate_between_two_overlapping_requests_is_restored(cluster, clean, tmp_path):
-    """Issue 19 (1) on the real cluster: request A sets broker 1's leader rate; an operator changes it by hand;
+    """On the real cluster: request A sets broker 1's leader rate; an operator changes it by hand;
     request B sets A's number again over the operator's value. Once both moves completed, the janitor (verify)
     restores the operator's value: A's stale claim does not delete it."""
     operator = 5 * MB

@@ -128,7 +128,7 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
         last_batch = max(r["batch_id"] for r in before)
         job.kill()
         job.start()
-        # Issue 28: the restarted job shows the move in flight on /metrics from its first look, before Spark's
+        # The restarted job shows the move in flight on /metrics from its first look, before Spark's
         # first batch (streaming.spark.outputs.first_look).
         wait_for(lambda: job.metric("kafka_reassignment_replica_copied_bytes", **labels) is not None, 60,
                  interval_s=0.2, message="the move's progress on /metrics after the restart")

@@ -107,7 +107,7 @@ def test_owned_throttles_go_within_a_trigger_after_completion_and_foreign_ones_s
         actions = wait_for(lambda: throttle_records(job, topic), 20, message="throttle records")
         assert {a["throttle"]["action"] for a in actions} == {"removed"}
         # Within a trigger, counted in batches rather than seconds (a loaded machine stretches every batch):
-        # the driver's watch removed its throttles no later than the batch that first saw the move completed.
+        # the controller removed its throttles no later than the batch that first saw the move completed.
         completed = wait_for(lambda: [value["batch_id"] for key, value in read_topic(job.bootstrap, job.progress_topic)
                                       if key == f"{topic}:0:2" and value["state"] == "COMPLETED"], 30,
                              message="the COMPLETED transition")
@@ -160,7 +160,7 @@ def shows_foreign_rate(job):
 
 
 def test_kafka_tools_own_throttled_move_ends_with_the_prior_rate_restored_and_its_keys_gone(cluster, job, tmp_path):
-    """Issue 19 (1): `kafka-reassign-partitions --execute --throttle` over broker 1, which already held a leader
+    """`kafka-reassign-partitions --execute --throttle` over broker 1, which already held a leader
     rate somebody else set. Kafka's tool overwrites it and adds the follower rate and the rates of broker 2;
     the job adopts each key as it appeared with the move and, at completion, restores broker 1's leader
     rate and deletes every other key and entry the tool set."""
@@ -247,7 +247,7 @@ def test_the_job_stopped_while_spark_starts_stops_cleanly(job):
 
 
 def test_kafka_tools_throttled_move_right_after_the_job_says_it_is_up_is_adopted(cluster, job, tmp_path):
-    """Issue 28: the job's first published poll means it has looked (the reassignments listed, the throttle
+    """The job's first published poll means it has looked (the reassignments listed, the throttle
     baseline read), so Kafka's own `--execute --throttle` started the moment the job is up - seconds into its
     start, long before Spark's first batch - over broker 1, which held somebody else's leader rate, is adopted:
     at completion its keys are gone and that rate is restored."""

@@ -55,7 +55,7 @@ def test_move_started_while_idle_is_reported_removed_by_the_watch_and_completed(
     try:
         wait_idle(job)
         before = max((value["batch_id"] for _, value in read_topic(job.bootstrap, job.progress_topic)
-                      if value["kind"] != "throttle"), default=-1)  # the watch's records carry the next id
+                      if value["kind"] != "throttle"), default=-1)  # the controller's records carry the next id
         started = time.monotonic()
         execute(cluster, tmp_path, topic, 0, [1, 2], 1_000_000)
         key = f"{topic}:0:2"
@@ -132,7 +132,7 @@ def test_removal_due_while_the_job_was_down_is_done_before_the_first_batch(clust
         assert entries(configs(cluster, topic, (1, 2))["leader"]) == ["1:2"]
         removed = wait_for(lambda: [a for a in throttle_records(job, topic) if a["throttle"]["action"] == "removed"],
                            20, message="throttle records")
-        assert {a["batch_id"] for a in removed} == {-1}  # the watch's, before this run's first batch
+        assert {a["batch_id"] for a in removed} == {-1}  # the controller's, before this run's first batch
         print(f"\nWATCH FIGURES restart_to_removed_s={gone_s:.1f}")
     finally:
         cleanup(cluster, topic)

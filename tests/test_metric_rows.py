@@ -13,7 +13,7 @@ from sinks.metric_rows import UNHEALTHY_STATES
 from sinks.prometheus import DETAIL_KEYS, Picture, samples
 from streaming.vocabulary.columns import from_rows
 from streaming.vocabulary.reasons import REASON_CODES
-from streaming.vocabulary.states import STATE_NAMES
+from streaming.vocabulary.states import MOVING_STATE_NAMES, STATE_NAMES
 
 REPLICA_KEYS = DETAIL_KEYS["replica"]
 PARTITION_KEYS = DETAIL_KEYS["partition"]
@@ -165,7 +165,7 @@ def test_samples_show_the_budget_s_rows_and_count_the_rest_in_the_omitted_gauge(
     biggest = {("t", str(n), "2") for n in (29, 28, 27, 26)}
     assert shown == stalled | biggest
     omitted = {labels: value for metric, names, labels, value in got if metric is m.METRICS_ROWS_OMITTED}
-    assert omitted == {("replica", name): float({"COPYING": 23}.get(name, 0)) for name in STATE_NAMES}
+    assert omitted == {("replica", name): float({"COPYING": 23}.get(name, 0)) for name in MOVING_STATE_NAMES}
 
 
 def test_the_cluster_wide_gauges_count_every_row_whatever_the_budget():
@@ -181,7 +181,7 @@ def test_the_cluster_wide_gauges_count_every_row_whatever_the_budget():
 def test_the_omitted_gauge_is_there_at_every_level_even_with_nothing_left_out(detail):
     omitted = [(labels, value) for metric, names, labels, value in samples(Picture(), detail)
                if metric is m.METRICS_ROWS_OMITTED]
-    assert omitted == [((detail, name), 0.0) for name in STATE_NAMES]
+    assert omitted == [((detail, name), 0.0) for name in MOVING_STATE_NAMES]
 
 
 def test_unhealthy_states_are_the_ones_the_replica_alerts_fire_on():

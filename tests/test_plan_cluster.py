@@ -28,7 +28,7 @@ from streaming.vocabulary.states import OwnershipState, PlanState
 pytestmark = pytest.mark.cluster
 
 POLL_S = 0.25
-# Issue 20 names 300 partitions at 20 in flight, 8 moves per broker.
+# The plan test uses 300 partitions at 20 in flight, 8 moves per broker.
 PLAN_PARTITIONS = int(os.environ.get("TEST_PLAN_PARTITIONS", "300"))
 PHASE_S = 240  # one executor's stretch, a lease's run-out and a Spark start included
 
@@ -196,7 +196,7 @@ def test_the_job_carries_a_plan_under_limits_through_sigkills_of_its_executors(c
     submitted = Counter((m.topic, m.partition) for w in waves for m in w.moves)
     assert set(submitted) == {(topic, p) for p in range(partitions)} and max(submitted.values()) == 1
     assert not [w for w in waves if w.state == OwnershipState.PENDING]
-    assert "advanced by job " in text  # the job stepped it (the watch's line), not only the foreground
+    assert "advanced by job " in text  # the job stepped it (the controller's line), not only the foreground
     assert record["partitions"] == {"pending": 0, "in_flight": 0, "done": partitions, "cancelled": 0, "left_alone": 0,
                                    "failed": 0}
     assert (record["bytes_remaining"], record["eta_seconds"], record["message"]) == (0, 0.0, None)

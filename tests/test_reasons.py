@@ -49,7 +49,7 @@ CASES = [
      ("LEADER_OFFLINE", "leader broker 1 of the partition offline since 00:58:20 UTC")),
     ("no-leader", [row(state="BROKER_OFFLINE", leader=-1, denominator=None, since_s=3500)], {},
      ("LEADER_OFFLINE", "the partition has no leader since 00:58:20 UTC")),
-    # A broker the door holds as unresponsive (issue 28): since when it has not answered, not since the state began.
+    # A broker the door holds as unresponsive: since when it has not answered, not since the state began.
     ("destination-does-not-answer", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
      {"offline": (3,), "unanswered": {3: 3_530_000}},
      ("DESTINATION_OFFLINE", "destination broker 3 does not answer since 00:58:50 UTC")),

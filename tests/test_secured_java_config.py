@@ -1,4 +1,4 @@
-"""Issue 16 on the secured cluster: the operator's own Java client properties file, exactly as Kafka's tools
+"""On the secured cluster: the operator's own Java client properties file, exactly as Kafka's tools
 take it, works with every command of ours. Each case writes the Java-form file (sasl.jaas.config or a key
 store, a JKS or PKCS12 trust store made by the JDK's keytool, Java-only tuning keys), proves it with Kafka's
 own AclCommand first, then runs progress, execute, cancel, execute and verify with it. `run` is proven with

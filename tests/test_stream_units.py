@@ -203,7 +203,7 @@ def finished_snapshot(ts_ms, replicas):
 @pytest.mark.parametrize("replicas_after, state", [([1, 2], "COMPLETED"), ([1], "CANCELLED")],
                          ids=["completed", "cancelled"])
 def test_a_move_the_watch_saw_but_no_batch_polled_is_reported_finished_once(replicas_after, state):
-    """The idle job's first batch polls after a short move ended: the watch hands that move over with the
+    """The idle job's first batch polls after a short move ended: the controller hands that move over with the
     batch's offsets (streaming.control.gate) and the batch reports its transition, then forgets it."""
     memories, blobs = track_all([source_frame(1, finished_snapshot(5_000, replicas_after))])
     out = reported(blobs)
@@ -228,7 +228,7 @@ def test_the_offsets_carry_the_watch_handover_and_stay_put_while_idle(tmp_path):
     assert [p.unreported for p in reader.partitions({"poll": 4}, json.loads(json.dumps(end)))] == [(moved,)]
     gate.write(path, None, time.time() * 1000)
     assert reader.latestOffset(end, None) == end  # no batch: the same offset, handover included
-    # The gate written before the watch heard the batch ending at `end` reported the move: not handed again.
+    # The gate written before the controller heard the batch ending at `end` reported the move: not handed again.
     gate.write(path, "left_unreported", time.time() * 1000, [moved])
     assert reader.latestOffset(json.loads(json.dumps(end)), None) == {"poll": 6}
 

@@ -1,4 +1,4 @@
-"""Ownership that never loses an operator's value (issue 19, part 1), on the in-memory cluster: the janitor
+"""Ownership that never loses an operator's value, on the in-memory cluster: the janitor
 (the job's controller: streaming.control.controller, streaming.control.sweep) with the very claims `execute` computes (streaming.control.throttles.claims). Overlapping
 requests, manual edits between them, throttles another tool set with its move; then a property test over
 generated interleavings of all of these."""
@@ -76,7 +76,7 @@ class World:
 
 
 def test_a_stale_records_delete_never_wins_over_the_newer_records_restore():
-    """Issue 19's defect: A claims broker 1's rate (nothing before); the rate is then changed by hand; B sets
+    """The defect: A claims broker 1's rate (nothing before); the rate is then changed by hand; B sets
     the same value and records the operator's value as its prior. At completion the operator's value returns."""
     world = World()
     world.execute(0, 1, 2, MB)

@@ -27,7 +27,7 @@ A node is marked only for what a request sent to it met. A forwarded request's l
 controller (every controller-bound call then fails at once; `listed_or_last` answers the last list) and makes
 the broker a suspect, held only if a probe of its own lapses too; a request that failed
 because the door itself closed its client (a stale client dropped by another thread: kafka-python then fails a
-connection still being set up with a "connection closed" error, the likely way issue 28's broker 1 was held for
+connection still being set up with a "connection closed" error, the likely way a broker was held for
 broker 3's silence) or collateral to another request's lapse on the same connection marks nobody. Metadata goes
 the same way (streaming.cluster.metadata says why not through librdkafka). A new client bootstraps from the
 addresses of nodes that are not held (if any are left): one it picks that does not answer costs it a deadline.
@@ -151,7 +151,7 @@ class Door:
         self.requests = 0
         self.retried = Counter()
         self._lock = threading.Lock()  # the poller calls from several threads
-        # One read of our own topics at a time: the driver's watch (ownership, plans) and the batch's janitor
+        # One read of our own topics at a time: the controller (ownership, plans) and the batch's janitor
         # read from two threads through the one reader, a KafkaConsumer, which is not thread-safe (two polls at
         # once failed with "generator already executing" and left the watch unable to read).
         self._reading = threading.Lock()
@@ -326,7 +326,7 @@ class Door:
         (`_probe_controller`) to hear from it, until the call's `deadline` (monotonic), then NodeGone: every
         broker would forward the request to the same controller, and no request is sent meanwhile. A controller
         that failed over answers the probe within a second or two (a SIGKILLed one's successor); one that hangs
-        does not. Not waited for within `impatient()`: the job's watch, and `listed_or_last`."""
+        does not. Not waited for within `impatient()`: the job's controller, and `listed_or_last`."""
         while True:
             self._held_now()
             why = self._held_why(held.CONTROLLER)
@@ -360,7 +360,7 @@ class Door:
     @contextlib.contextmanager
     def impatient(self):
         """Within (in this thread), a controller-bound call fails at once while the controller is held instead of
-        waiting for it within the call's deadline (`_controller_needed`): for the job's watch, whose every second
+        waiting for it within the call's deadline (`_controller_needed`): for the job's controller, whose every second
         is the job's liveness, and `listed_or_last`, which has the last list to answer."""
         self._impatient.depth = getattr(self._impatient, "depth", 0) + 1
         try:
@@ -507,7 +507,7 @@ class Door:
         Metadata request without topics) on the second client's connection (a broker answers a connection's
         requests in order): when the forwarded request lapses, whether the broker or the controller did not answer
         is known at the same moment, and the next request for that broker does not wait out a lapse of its own
-        (measured: the watch's tick paid two lapses, 6.7 s, when the stopped broker was the one its list went
+        (measured: the controller's tick paid two lapses, 6.7 s, when the stopped broker was the one its list went
         through and the ownership topic's leader). At most once per PROBE_EVERY_S per broker."""
         with self._held_lock:
             now = time.monotonic()

@@ -14,7 +14,7 @@ from streaming.vocabulary.kafka_apis import READ
 # flush still bounds how long it waits.
 DELIVERY_OUTLASTS_FENCING_S = 20.0
 # A read of our own topics asks its partition's leader for offsets in attempts this long, checking in between
-# whether that leader is held (SIGKILLed, or a request to it lapsed): the driver's watch reads the ownership topic
+# whether that leader is held (SIGKILLed, or a request to it lapsed): the controller reads the ownership topic
 # every second.
 OFFSETS_ATTEMPT_S = 0.5
 
@@ -80,7 +80,7 @@ class OwnTopics:
         def partitions_of(reader):
             """The topic's partitions, from the reader's metadata or else a Metadata within the timeout (none when
             it does not exist). Not KafkaConsumer.partitions_for_topic: it waits for its metadata update without
-            a deadline, and every reader of our topics waits behind it (the job's watch and batches stopped)."""
+            a deadline, and every reader of our topics waits behind it (the job's controller and batches stopped)."""
             known = reader._manager.cluster.partitions_for_topic(topic)
             if known is not None:
                 return known

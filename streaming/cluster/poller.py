@@ -58,7 +58,7 @@ def poll_cluster(admin, ts_ms, all_partitions=False, topics=(), described=None, 
     of every topic (the streaming job needs them to tell COMPLETED from CANCELLED and to see leaked
     throttles); `topics` adds the named topics (the CLI's --reassignment-json-file). `throttles=False`
     skips DescribeConfigs (the progress report shows none, and then needs no DescribeConfigs ACL).
-    `listed`: ListPartitionReassignments rows to take instead of asking (the job's watch's last list while the
+    `listed`: ListPartitionReassignments rows to take instead of asking (the job controller's last list while the
     controller answers nobody: streaming.spark.source), counted as a retry of that API."""
     started = time.monotonic()
     requests_before = admin.requests

@@ -147,7 +147,7 @@ def _title(snapshot, what, interval_s):
 def _watch_plan(admin, args, interval_s):
     """`progress --request-id ID --watch S`: the plan's line and its moving replicas redrawn every `interval_s`
     (with --output json: its row, one document per line) until it is neither running nor paused; then exit
-    as `progress --request-id` does. Rates and ETAs come from the watch's own history, as for moves."""
+    as `progress --request-id` does. Rates and ETAs come from the controller's own history, as for moves."""
     import numpy as np
     from rich.console import Group
     from rich.text import Text

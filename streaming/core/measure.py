@@ -159,7 +159,7 @@ def replica_progress(snapshot):
 
 def unreported_moves(snapshot, tracked):
     """KEY rows of the replicas being added by the snapshot's "unreported_reassignments" (moves the job's
-    watch saw start that left the list before any batch polled them), except those `tracked` already has:
+    controller saw start that left the list before any batch polled them), except those `tracked` already has:
     finished_replicas then reports them like tracked moves, so their COMPLETED or CANCELLED is never skipped.
     Sorted by key."""
     unreported, adding = snapshot["unreported_reassignments"], snapshot["unreported_reassignments.adding"]

@@ -80,7 +80,7 @@ def build_session(config):
                .config("spark.ui.enabled", "false")
                .config("spark.sql.streaming.minBatchesToRetain", "20")
                # No batch without new data: the stateful step has no timeout or watermark to advance, and
-               # while the watch holds the source's offset (streaming.control.gate) nothing may run.
+               # while the controller holds the source's offset (streaming.control.gate) nothing may run.
                .config("spark.sql.streaming.noDataMicroBatches.enabled", "false"))
     if config.master:  # spark-submit passes the master (and sizes the driver) itself
         builder = builder.master(config.master).config("spark.driver.memory", DRIVER_MEMORY)
@@ -210,7 +210,7 @@ def track(stream, settings):
 
 
 def poll_stream(spark, config, source=PollDataSource, gate_path=None):
-    """The stream of source rows: one poll per trigger while the driver's watch wants a batch (`gate_path`,
+    """The stream of source rows: one poll per trigger while the controller wants a batch (`gate_path`,
     streaming.control.gate; None: every trigger). bench/stream.py passes its alternative sources."""
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())

@@ -68,7 +68,7 @@ def _partitions_of(rows, where=None):
 
 @dataclass(frozen=True)
 class BatchOutput:
-    """What a batch computed; the driver's watch and the throttle steerer read it through the methods below."""
+    """What a batch computed; the controller and the throttle steerer read it through the methods below."""
     records: list  # (key, encoded JSON value)
     picture: Picture
     snapshot: Snapshot  # the cluster-wide tables, for the throttle janitor

@@ -43,7 +43,7 @@ SCHEMAS = {
     # DescribeConfigs on brokers: kind is leader|follower|alter_log_dirs; broker -1 is the cluster default.
     "broker_throttles": (("broker", INT32), ("kind", STRING), ("rate", INT64)),
 }
-# Not a poll's: moves the job's driver watch saw in ListPartitionReassignments that left the list before the
+# Not a poll's: moves the job's controller saw in ListPartitionReassignments that left the list before the
 # batch's poll and that no batch reported yet (streaming.control.gate), handed to that batch with its offsets.
 SCHEMAS["unreported_reassignments"] = SCHEMAS["reassignments"]
 

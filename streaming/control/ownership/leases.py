@@ -1,7 +1,7 @@
 """One advancer per plan: a lease in the ownership topic, first claim wins. Pure but for `claim` and `release`, which
 write through the one writer (streaming.control.applier.Applier) and read its ledger.
 
-The job (every active plan, from its driver-side watch) and `execute|resume --wait` (one plan, in the
+The job (every active plan, from its controller) and `execute|resume --wait` (one plan, in the
 foreground) both advance plans; two advancers stepping one plan at once could each fill the same free slot.
 Before each step an advancer claims the plan's lease (key `plan:<id>:advancer`, a record naming the holder
 and the time the lease runs out): it may step while it holds it, renews it once half of it is used, and

@@ -17,7 +17,7 @@ from streaming.control.ownership import leases as lease
 from streaming.control.plans.step import advance_once, observe
 from streaming.vocabulary.states import PlanState
 
-# A step polls the plan's topics and every broker's log dirs: about the watch's period, not more often.
+# A step polls the plan's topics and every broker's log dirs: about the controller's period, not more often.
 PLAN_STEP_INTERVAL_S = 1.0
 # After a failed step the job lets go of the plan this long: a refused wave sets and removes its throttles and
 # writes an aborted ownership record each time, and the released lease lets `resume --wait` take the plan.

@@ -1,4 +1,4 @@
-"""A plan's progress row, from what the watch knows of the plan (streaming.control.plans.advancer.PlanStatus: its
+"""A plan's progress row, from what the controller knows of the plan (streaming.control.plans.advancer.PlanStatus: its
 partitions' states and sizes as its last step read them) and what the batch knows of the moves (replica
 rows, throttle tables). Pure; runs on the driver in the batch handler (streaming.spark.job).
 
