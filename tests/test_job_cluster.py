@@ -11,7 +11,7 @@ from kafka import TopicPartition
 from sinks.records import SCHEMA_PATH
 
 from tests import eta_scenario as eta
-from tests.job_process import BATCHES, read_topic, running
+from tests.job_process import BATCHES, read_topic, running, sample_value
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -61,18 +61,22 @@ def test_progress_rises_then_completes_and_series_disappear(cluster, job):
         ratios, copied = [], []
 
         def rising():
-            ratio = job.metric("kafka_reassignment_replica_progress_ratio", **labels)
+            # One scrape at a time: a picture of the controller's own poll (while a batch is late) carries no rate or
+            # ETA, and may replace a batch's between two scrapes.
+            scraped = job.samples()
+            ratio = sample_value(scraped, "kafka_reassignment_replica_progress_ratio", **labels)
             if ratio is not None and (not ratios or ratio != ratios[-1]):
                 ratios.append(ratio)
-                copied.append(job.metric("kafka_reassignment_replica_copied_bytes", **labels))
-            return len(ratios) >= 3 and job.metric("kafka_reassignment_replica_eta_seconds", **labels)
+                copied.append(sample_value(scraped, "kafka_reassignment_replica_copied_bytes", **labels))
+            eta_known = sample_value(scraped, "kafka_reassignment_replica_eta_seconds", **labels)
+            return len(ratios) >= 3 and eta_known and scraped
 
-        wait_for(rising, 60, message="progress ratio rising with an ETA")
+        scraped = wait_for(rising, 60, message="progress ratio rising with an ETA")
         assert ratios == sorted(ratios) and ratios[-1] > ratios[0], ratios
         assert copied == sorted(copied) and copied[-1] > copied[0], copied
-        assert job.metric("kafka_reassignment_replica_copy_rate_bytes_per_second", **labels) > 0
-        assert job.metric("kafka_reassignment_replica_eta_seconds", **labels) > 0
-        target = job.metric("kafka_reassignment_replica_target_bytes", **labels)
+        assert sample_value(scraped, "kafka_reassignment_replica_copy_rate_bytes_per_second", **labels) > 0
+        assert sample_value(scraped, "kafka_reassignment_replica_eta_seconds", **labels) > 0
+        target = sample_value(scraped, "kafka_reassignment_replica_target_bytes", **labels)
         assert target == pytest.approx(35_000_000, rel=0.1)
 
         wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is None, 90,
