@@ -138,7 +138,8 @@ class SnapshotCollector:
             shown = self._picture if self._rows_s is not None and newer_shown(self._rows_s) else picture
             if shown is picture:
                 self._rows_s = picture.last_poll_s
-            throttles = self._picture if _later(self._throttles_s, shown.last_poll_s) != shown.last_poll_s else shown
+            newer_read = self._throttles_s is not None and self._throttles_s > shown.last_poll_s  # `offer_throttles`
+            throttles = self._picture if newer_read else shown
             self._throttles_s = _later(self._throttles_s, shown.last_poll_s)
             self._picture = replace(shown, last_poll_s=_later(self._picture.last_poll_s, picture.last_poll_s),
                                     plans=self._picture.plans if plans is None else plans,

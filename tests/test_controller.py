@@ -2,7 +2,6 @@
 admin fake with an in-memory ledger (tests/controller_support.py)."""
 
 import json
-import time
 from dataclasses import dataclass, field, replace
 
 import pytest

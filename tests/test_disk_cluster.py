@@ -15,6 +15,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS
 from tests import eta_scenario as eta
+from tests.cluster_cli import throttles
 from tests.disk_cluster import TRIGGER_S
 from tests.job_process import CLI, read_topic, running
 from tests.kafka_fixtures import wait_for
@@ -220,21 +221,11 @@ def test_completion_held_by_a_replica_that_is_not_moving_names_it(disk_cluster, 
         disk_cluster.delete_topics([topic])
 
 
-def throttle_configs(cluster, topics, brokers):
-    """{(broker, key): value} and {(topic, key): value} of the replication throttles that are set."""
-    admin = cluster.admin()
-    try:
-        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-                                           + [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers])
-    finally:
-        admin.close()
-    found = {}
-    for kind, names in (("topic", topics), ("broker", [str(b) for b in brokers])):
-        for name in names:
-            for key, entry in described.get(kind, {}).get(name, {}).items():
-                if "throttled" in key and entry.get("value"):
-                    found[(name, key)] = entry["value"]
-    return found
+def throttles_of(cluster, topic, broker):
+    """The replication throttles set on `topic` and on `broker` (tests.cluster_cli.throttles: keyed (topic or broker,
+    kind))."""
+    return {key: value for key, value in throttles(cluster, [topic]).items()
+            if key[0] in (topic, broker) and key[1] != "alter_log_dirs"}
 
 
 def records_of(job, key):
@@ -272,14 +263,14 @@ def test_a_log_dir_that_fills_is_named_and_the_move_beside_it_goes_on(disk_clust
 
         wait_for(beside_updates, 90, message="the move beside it to keep updating")
         # Stuck, its throttles stay; cancelled, they go.
-        assert (("3", "follower.replication.throttled.rate") in throttle_configs(disk_cluster, [filling], [3]))
+        assert (3, "follower") in throttles_of(disk_cluster, filling, 3)
         plan = tmp_path / "cancel.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": filling, "partition": 0,
                                                                     "replicas": [2, 3]}]}))
         result = subprocess.run([CLI, "cancel", "--bootstrap-server", disk_cluster.bootstrap,
                                  "--reassignment-json-file", str(plan)], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
-        wait_for(lambda: not throttle_configs(disk_cluster, [filling], [3]), 60, interval_s=0.5,
+        wait_for(lambda: not throttles_of(disk_cluster, filling, 3), 60, interval_s=0.5,
                  message="the cancelled move's throttles to go")
         wait_for(lambda: any(r["state"] == "COMPLETED" for r in records_of(job, f"{healthy}:0:2")), 120,
                  message="the move beside it to complete")

@@ -9,7 +9,7 @@ import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
-from tests.job_process import BATCHES, CLI, LAST_POLL, OWNED_JOB_TRIGGER_S, ROOT, read_topic, running
+from tests.job_process import BATCHES, CLI, LAST_POLL, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 

@@ -1,6 +1,5 @@
 """Which rows get their own series on /metrics (sinks.metric_rows) and what samples() makes of the rest."""
 
-import random
 from collections import Counter
 
 import pytest
