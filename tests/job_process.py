@@ -27,9 +27,10 @@ LAST_POLL = LAST_POLL_METRIC.name
 # histogram comes from Spark's listener events, which can lag a batch). Liveness (LAST_POLL) comes from the
 # driver's watch seconds after start, long before Spark's first batch: tests that need Spark's results wait on this.
 BATCHES = POLL_DURATION.name + "_count"
-# A Spark start on the loaded 2-core machine took up to 45 s; bound it well above. TEST_FIRST_POLL_S raises the
-# bound where the machine is loaded far beyond that (a Spark start took over 150 s at a load average of 30-60).
-FIRST_POLL_S = float(os.environ.get("TEST_FIRST_POLL_S", "150"))
+# A Spark start on the 2-core machine took 24 s quiet, up to 45 s under the suite's own load, and over 150 s (a first
+# batch alone 60 s) when both parts' clusters and jobs started at once beside other work (CI at a load of 14-24):
+# bound it far above. TEST_FIRST_POLL_S raises it further where the machine is loaded beyond that.
+FIRST_POLL_S = float(os.environ.get("TEST_FIRST_POLL_S", "360"))
 
 
 def free_port():

@@ -74,7 +74,7 @@ def situations(draw):
     return rates, signals, stress, bounds, now_s, last
 
 
-PROPERTY = settings(max_examples=400, deadline=None)
+PROPERTY = settings(max_examples=120, deadline=None)
 
 
 @PROPERTY

@@ -110,7 +110,7 @@ def _later(a, b):
     return a > b + 1e-6 * max(1.0, abs(b)) if b < math.inf else False
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenarios())
 def test_shares_never_exceed_a_budget(scenario):
     rates, moves = scenario
@@ -120,7 +120,7 @@ def test_shares_never_exceed_a_budget(scenario):
         assert used <= rate * (1 + 1e-9)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenarios(), st.data())
 def test_a_finished_move_never_delays_another(scenario, data):
     rates, moves = scenario
@@ -133,7 +133,7 @@ def test_a_finished_move_never_delays_another(scenario, data):
             assert not _later(_at(without, m.key), _at(with_it, m.key)), m.key
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(scenarios(), st.sampled_from(BUDGETS), st.floats(min_value=1.0, max_value=10.0))
 def test_more_budget_never_means_a_later_finish(scenario, budget, factor):
     rates, moves = scenario
@@ -165,7 +165,7 @@ def at_most(n):
     return lambda running, waiting: [m.key for m in waiting][:max(0, n - len(running))]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(plan_moves(), st.integers(1, 6))
 def test_a_plan_never_finishes_before_its_busiest_budget_could_carry_its_bytes(scenario, limit):
     moves, rates = scenario
@@ -174,7 +174,7 @@ def test_a_plan_never_finishes_before_its_busiest_budget_could_carry_its_bytes(s
     assert finish_s >= 10.0 + busiest - 1e-6
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(plan_moves())
 def test_with_no_limit_binding_a_plan_finishes_with_its_last_move(scenario):
     """One model: the plan's ETA of moves all started is the moves' own last finish."""
@@ -183,7 +183,7 @@ def test_with_no_limit_binding_a_plan_finishes_with_its_last_move(scenario):
         pytest.approx(simulate(moves, rates, 0.0).last_finish_s())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(plan_moves())
 def test_one_at_a_time_a_plan_takes_the_sum_of_its_moves(scenario):
     moves, rates = scenario

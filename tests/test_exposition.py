@@ -80,7 +80,7 @@ def test_help_text_is_escaped_as_each_format_escapes_it(openmetrics):
     assert render(gauge_samples, openmetrics) == reference
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=8), st.integers(0, 3), st.floats(allow_nan=False)), max_size=6))
 def test_render_writes_what_prometheus_client_writes_for_any_labels_and_values(drawn):
     picture = Picture(replicas=moves(*(replica(topic, partition, 1, value=value) for topic, partition, value in drawn)))

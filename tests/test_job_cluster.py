@@ -11,7 +11,7 @@ from kafka import TopicPartition
 from sinks.records import SCHEMA_PATH
 
 from tests import eta_scenario as eta
-from tests.job_process import BATCHES, read_topic, running, sample_value
+from tests.job_process import BATCHES, FIRST_POLL_S, read_topic, running, sample_value
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -68,10 +68,13 @@ def test_progress_rises_then_completes_and_series_disappear(cluster, job):
             if ratio is not None and (not ratios or ratio != ratios[-1]):
                 ratios.append(ratio)
                 copied.append(sample_value(scraped, "kafka_reassignment_replica_copied_bytes", **labels))
+            # The ETA comes from the throttles (the budget model) at the first batch; the measured rate only once
+            # the rate window holds two samples of the move.
             eta_known = sample_value(scraped, "kafka_reassignment_replica_eta_seconds", **labels)
-            return len(ratios) >= 3 and eta_known and scraped
+            rate_known = sample_value(scraped, "kafka_reassignment_replica_copy_rate_bytes_per_second", **labels)
+            return len(ratios) >= 3 and eta_known and rate_known is not None and scraped
 
-        scraped = wait_for(rising, 60, message="progress ratio rising with an ETA")
+        scraped = wait_for(rising, 60, message="progress ratio rising with an ETA and a rate")
         assert ratios == sorted(ratios) and ratios[-1] > ratios[0], ratios
         assert copied == sorted(copied) and copied[-1] > copied[0], copied
         assert sample_value(scraped, "kafka_reassignment_replica_copy_rate_bytes_per_second", **labels) > 0
@@ -138,7 +141,7 @@ def test_sigkill_and_restart_resumes_rates_and_loses_no_transition(cluster, job)
                  interval_s=0.2, message="the move's progress on /metrics after the restart")
         assert not job.metric(BATCHES), "the progress came from a batch, not from the job's first look"
         wait_for(lambda: len({r["batch_id"] for r in replica_records(job, key) if r["batch_id"] > last_batch}) >= 2,
-                 120, interval_s=2, message="two batches after the restart")
+                 FIRST_POLL_S, interval_s=2, message="two batches after the restart")
         after = sorted((r for r in replica_records(job, key) if r["batch_id"] > last_batch),
                        key=lambda r: r["batch_id"])
         assert after[0]["rate_bytes_per_sec"] is not None and after[1]["rate_bytes_per_sec"] is not None, after[:2]

@@ -150,7 +150,7 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
             # broker 1, and the janitor keeps a broker's rate while any move uses the broker). The big move
             # starts after: however long the idle job's first batch takes on a loaded machine, it is still
             # moving when the panels are queried.
-            prom.wait_for_series(f'{m.REPLICA_STALLED.name}{{topic="{stuck}"}} > 0', timeout=90)
+            prom.wait_for_series(f'{m.REPLICA_STALLED.name}{{topic="{stuck}"}} > 0', timeout=180)
             cancel(cluster, [stuck])
             phase("stalled move seen and cancelled")
             execute_plan(cluster, tmp_path, big, [SOURCE, DESTINATION], RATE)

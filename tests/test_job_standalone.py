@@ -38,13 +38,14 @@ def test_job_runs_on_a_standalone_master(cluster, tmp_path):
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--master", f"spark://127.0.0.1:{port}", "--throttle-cleanup", "off")
     try:
-        # Slow enough (~200 s) to still run at the first poll however long Spark takes to start; written
-        # while the master and worker start.
-        throttled_move(cluster, topic, 1, 3, megabytes=20, rate=100_000)
+        # Slow enough (~400 s; cancelled below) to still run at the first poll however long Spark takes to start
+        # on a loaded machine (the first batch came after 150 s, and the move's 200 s had run out); written while
+        # the master and worker start.
+        throttled_move(cluster, topic, 1, 3, megabytes=8, rate=20_000)
         wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 60,
                  message="the worker to register")
         job.start()
-        job.wait_first_batch(150, interval_s=1, message="the first batch on the standalone cluster")
+        job.wait_first_batch(interval_s=1, message="the first batch on the standalone cluster")
         labels = {"topic": topic, "partition": 0, "broker": 3}
         wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is not None, 60,
                  interval_s=1, message="replica progress computed on the standalone cluster")

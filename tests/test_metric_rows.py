@@ -132,7 +132,7 @@ ROWS = st.lists(
     max_size=40, unique_by=lambda row: row["partition"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(ROWS, st.integers(0, 45), st.randoms(use_true_random=False))
 def test_the_budget_keeps_the_unhealthy_first_and_counts_the_rest(rows, budget, shuffler):
     shown, omitted = shown_rows(rows, REPLICA_KEYS, budget)

@@ -135,7 +135,7 @@ def after(current, chosen):
     return current
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(candidates, loads, limits)
 def test_limits_never_exceeded_by_what_it_submits(pending, current, limit):
     chosen = [x for x in pending if x.key in set(schedule(pending, current, limit))]
@@ -150,7 +150,7 @@ def test_limits_never_exceeded_by_what_it_submits(pending, current, limit):
         assert result.bytes <= limit.bytes_in_flight or alone
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(candidates, limits)
 def test_progress_whenever_something_can_move(pending, limit):
     chosen = schedule(pending, Load(), limit)
@@ -159,7 +159,7 @@ def test_progress_whenever_something_can_move(pending, limit):
         assert chosen[0] == pending[0].key  # the head goes first on an idle cluster
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(candidates, limits, st.randoms(use_true_random=False))
 def test_every_partition_is_submitted_while_moves_keep_completing(pending, limit, rng):
     """Simulated plan: each step some in-flight moves complete (at least one); every partition is

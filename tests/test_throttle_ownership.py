@@ -152,7 +152,7 @@ def _tool_move(self, partition, source, destination, rate):
 World.tool_move = _tool_move
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(KEYS), st.sampled_from(MANUAL[1:]), max_size=3), st.lists(steps, max_size=14))
 def test_no_foreign_value_is_ever_lost_and_nothing_we_set_is_left_behind(initial, interleaving):
     """Whatever the order, once every move completed and the janitor ran, each broker rate is what the manual
