@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
+from sinks.carried_rates import carried
 from sinks.exposition import metrics_app, render, serve
 from sinks.metric_rows import shown_rows
 from streaming.vocabulary.columns import Columns
@@ -130,13 +131,16 @@ class SnapshotCollector:
     def offer(self, picture):
         """A picture of a poll the controller took outside the batches (before Spark's first batch, and while a
         batch is late: streaming.control.controller): shown unless the rows shown come from the same or a later
-        poll. Only batches compute the plans' rows: those shown stay."""
-        self._show(picture, lambda shown_s: shown_s >= picture.last_poll_s, None)
+        poll. Only batches compute the plans' rows: those shown stay; so do the rates and ETAs only batches measure
+        (sinks.carried_rates)."""
+        self._show(picture, lambda shown_s: shown_s >= picture.last_poll_s, None, carry=True)
 
-    def _show(self, picture, newer_shown, plans):
+    def _show(self, picture, newer_shown, plans, carry=False):
         with self._lock:
             shown = self._picture if self._rows_s is not None and newer_shown(self._rows_s) else picture
             if shown is picture:
+                if carry and self._rows_s is not None:
+                    shown = carried(picture, self._picture, self._rows_s)
                 self._rows_s = picture.last_poll_s
             newer_read = self._throttles_s is not None and self._throttles_s > shown.last_poll_s  # `offer_throttles`
             throttles = self._picture if newer_read else shown

@@ -16,8 +16,12 @@ import time
 
 import pytest
 
+from tests import eta_scenario as eta
 from tests.cluster_cli import cli, expect_throttles, replicas, write_plan
+from tests.compat_support import TRIGGER_S
+from tests.job_process import read_topic
 from tests.kafka_fixtures import wait_for
+from tests.test_disk_cluster import FutureLogWatch
 
 pytestmark = pytest.mark.cluster
 
@@ -29,6 +33,9 @@ MOVE_MB = 6  # the first fetch copies up to 1 MB at once; the rest at ~95 KB/s u
 # and the janitor leaves its throttles to the next batch (seen: 5-10 s after completion at FAST = 50 MB/s).
 SLOW, FAST = 100_000, 300_000
 MID_MOVE_S = 120  # the job's first batch of a move on a loaded machine took 18 s (load average 86)
+# A move between log dirs long enough (~40 s) to be seen mid-way by `progress` and the job's batches, at a rate whose
+# 1 MB fetches (one a second) keep the copied bytes near the line the ETA is judged against.
+LOG_DIR_MB, LOG_DIR_RATE = 40, 1_000_000
 PROGRESS = "kafka_reassignment_replica_progress_ratio"
 
 
@@ -162,14 +169,16 @@ def test_cancel_reverts_a_move_in_flight_and_takes_its_throttles(compat, tmp_pat
 
 def test_a_move_between_log_dirs_shows_progress_and_its_rate_goes(compat, tmp_path):
     """On a version whose line gives brokers two log dirs (JBOD in ZooKeeper mode; KRaft's is the disk cluster's):
-    `execute` with `log_dirs` moves a replica between broker 1's dirs under SLOW; `progress` and /metrics show it
-    mid-move (copied = the future log, target = the current log), then it ends and the job removes the rate."""
+    `execute` with `log_dirs` moves a replica between broker 1's dirs at LOG_DIR_RATE (about 40 s); `progress` and
+    /metrics show it mid-move (copied = the future log, target = the current log); it ends, the job removes the rate
+    within a trigger and a second, writes COMPLETED once, and every ETA it wrote past a quarter of the bytes is within
+    the bound of tests/eta_scenario.py."""
     if compat.version.log_dirs < 2:
         pytest.skip("brokers with one log dir (tests/compat_support.py)")
     started = time.monotonic()
     cluster, job = compat.cluster, compat.job
     topic = cluster.unique_topic("compat-logdir")
-    cluster.create_topic(topic, {0: [1]}, megabytes=MOVE_MB)
+    cluster.create_topic(topic, {0: [1]}, megabytes=LOG_DIR_MB)
     admin = cluster.admin()
     try:
         [response] = admin.describe_log_dirs(brokers=[1])
@@ -180,32 +189,45 @@ def test_a_move_between_log_dirs_shows_progress_and_its_rate_goes(compat, tmp_pa
     plan = tmp_path / "logdir.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": 0, "replicas": [1], "log_dirs": [destination]}]}))
-    watch = ThrottleWatch(cluster)
     try:
-        code, out, err = cli("execute", *compat.common(), "--reassignment-json-file", plan,
-                             "--replica-alter-log-dirs-throttle", SLOW, "--output", "json")
-        assert code == 0 and json.loads(out)["log_dir_moves_failed"] == [], (out, err)
+        with FutureLogWatch(cluster, 1, topic) as watch:
+            code, out, err = cli("execute", *compat.common(), "--reassignment-json-file", plan,
+                                 "--replica-alter-log-dirs-throttle", LOG_DIR_RATE, "--output", "json")
+            assert code == 0 and json.loads(out)["log_dir_moves_failed"] == [], (out, err)
 
-        def mid_move():
-            code, out, err = cli("progress", *compat.common(), "--output", "json")
-            assert code in (0, 1), err
-            rows = [r for r in json.loads(out)["replicas"] if r["topic"] == topic and r["intra_broker"]]
-            return rows and rows[0]["numerator"] and rows[0]["denominator"] \
-                and rows[0]["numerator"] < rows[0]["denominator"] and rows[0]
+            def mid_move():
+                code, out, err = cli("progress", *compat.common(), "--output", "json")
+                assert code in (0, 1), err
+                rows = [r for r in json.loads(out)["replicas"] if r["topic"] == topic and r["intra_broker"]]
+                return rows and rows[0]["numerator"] and rows[0]["denominator"] \
+                    and rows[0]["numerator"] < rows[0]["denominator"] and rows[0]
 
-        row = wait_for(mid_move, 30, interval_s=0.3, message="progress of the move between log dirs mid-move")
-        assert row["denominator"] == pytest.approx(MOVE_MB * 1_000_000, rel=0.05) and 0 < row["progress"] < 1
-        labels = {"topic": topic, "partition": 0, "broker": 1}
-        ratio = wait_for(lambda: 0 < (job.metric(PROGRESS, **labels) or 0) < 1 and job.metric(PROGRESS, **labels),
-                         MID_MOVE_S, interval_s=0.3, message="the job's progress of the move between log dirs")
-        code, _, err = cli("execute", *compat.common(), "--reassignment-json-file", plan,
-                           "--replica-alter-log-dirs-throttle", FAST, "--additional")
-        assert code == 0, err
-        wait_for(lambda: not watch.throttles_left(topic) or None, 90, interval_s=0.2,
-                 message=f"the move to end and the job to remove its rate (left: {watch.throttles_left(topic)})")
-        figure(compat, log_dir_move_ratio_mid_move=ratio, log_dir_test_s=time.monotonic() - started)
+            row = wait_for(mid_move, 30, interval_s=0.3, message="progress of the move between log dirs mid-move")
+            assert row["denominator"] == pytest.approx(LOG_DIR_MB * 1_000_000, rel=0.05) and 0 < row["progress"] < 1
+            labels = {"topic": topic, "partition": 0, "broker": 1}
+            ratio = wait_for(lambda: 0 < (job.metric(PROGRESS, **labels) or 0) < 1 and job.metric(PROGRESS, **labels),
+                             MID_MOVE_S, interval_s=0.3, message="the job's progress of the move between log dirs")
+            wait_for(lambda: watch.rate_gone, 150, interval_s=0.2, message="the move to end and its rate to go")
+        removal_s = watch.rate_gone - watch.finished
+        assert removal_s <= TRIGGER_S + 1.0, (watch.finished, watch.rate_gone)
+        key = f"{topic}:0:1:future"
+
+        def records():
+            written = [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == key]
+            return any(r["state"] == "COMPLETED" for r in written) and written
+
+        written = wait_for(records, 30, message="the COMPLETED record of the move between log dirs")
+        assert sum(r["state"] == "COMPLETED" for r in written) == 1, [r["state"] for r in written]
+        judged = [(watch.finished - r["ts_ms"] / 1000.0, r["eta_seconds"]) for r in written
+                  if r["state"] == "COPYING" and (r["progress"] or 0) >= eta.JUDGED_FROM
+                  and r["ts_ms"] / 1000.0 < watch.finished]
+        assert judged, [(r["state"], r["progress"]) for r in written]
+        for actual, estimate in judged:
+            assert estimate is not None and abs(estimate - actual) <= max(eta.BOUND_SHARE * actual,
+                                                                          eta.BOUND_FLOOR_S), judged
+        figure(compat, log_dir_move_ratio_mid_move=ratio, log_dir_rate_gone_s=round(removal_s, 2),
+               log_dir_etas=[(round(a, 1), round(e, 1)) for a, e in judged], log_dir_test_s=time.monotonic() - started)
     finally:
-        watch.close()
         cluster.delete_topics([topic])
 
 
