@@ -28,6 +28,7 @@ from streaming.cli import main
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.errors import EXIT_BAD_INPUT
 from streaming.vocabulary.kafka_limits import INT32_MAX
+from tests import aws_environment
 from tests.bad_inputs import CASES, NEVER_CREATED, SECRET, UNREACHABLE, Case, Special, doc, entry
 from tests.cluster_cli import BROKERS, cancel_everything, clear_broker_throttles
 from tests.kafka_fixtures import ROOT, wait_for
@@ -132,6 +133,12 @@ class Snapshot:
                                               ("broker", [str(b) for b in BROKERS], BROKER_THROTTLE_KEYS.values()))
                    for name in names for key in keys}
         return ongoing, configs, frozenset(self.admin.list_topics())
+
+
+@pytest.fixture(autouse=True)
+def aws_of_the_test(monkeypatch, tmp_path_factory):
+    """The AWS environment of tests/aws_environment.py, for the in-process cases and the executables they start."""
+    aws_environment.isolate(monkeypatch, tmp_path_factory.mktemp("aws"))
 
 
 @pytest.fixture(scope="module")

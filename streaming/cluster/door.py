@@ -55,6 +55,7 @@ from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
 from streaming.cluster.retry import retrying
+from streaming.cluster.token_source import token_source
 from streaming.vocabulary import client_config
 from streaming.vocabulary.defaults import TIMEOUT_S, request_deadline_s
 from streaming.vocabulary.durations import utc_clock
@@ -138,9 +139,10 @@ class Door:
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
         self._bootstrap = bootstrap_servers
         self._config = client_config.read_config(command_config)
-        # OAUTHBEARER: one token source for both libraries (streaming.cluster.oauth); its first token is fetched
-        # before the first bootstrap, so a refused or unreachable token endpoint is said as such.
-        self._tokens = oauth.Tokens(self._config.oauth, timeout_s) if self._config.oauth else None
+        # OAUTHBEARER and AWS MSK IAM: one token source for both libraries (streaming.cluster.token_source); its first
+        # token is fetched before the first bootstrap, so a refused or unreachable token endpoint, or AWS credentials
+        # not found, are said as such.
+        self._tokens = token_source(self._config, bootstrap_servers, timeout_s)
         self._settings = {**client_config.kafka_python_settings(self._config),
                           **(oauth.kafka_python_settings(self._tokens) if self._tokens else {})}
         self._confluent_settings = {**client_config.confluent_settings(self._config, bootstrap_servers),
