@@ -39,7 +39,7 @@ PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModul
 # scope; the token endpoint's trust store as JAAS options).
 OAUTH_TRUST_OPTIONS = ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password")
 OAUTH_OPTIONS = ("clientId", "clientSecret", "scope", *OAUTH_TRUST_OPTIONS)
-# What AWS's MSKCredentialProvider reads (aws-msk-iam-auth's README, "Configuring a Kafka client to use AWS IAM"):
+# What AWS's MSKCredentialProvider (in AWS's aws-msk-iam-auth jar) reads from the login module's options:
 # where the AWS credentials come from. AWS_TUNING_OPTIONS only tune the Java library: accepted, ignored.
 AWS_PROFILE_OPTION, AWS_ROLE_OPTION = "awsProfileName", "awsRoleArn"
 AWS_SESSION_NAME_OPTION, AWS_STS_REGION_OPTION, AWS_EXTERNAL_ID_OPTION = \
