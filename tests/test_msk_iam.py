@@ -18,7 +18,7 @@ from botocore.credentials import Credentials
 from streaming.cluster import msk_iam
 from streaming.vocabulary import aws_region
 from streaming.vocabulary.client_config import MskIamLogin
-from streaming.vocabulary.errors import BadInput
+from streaming.vocabulary.errors import AuthenticationFailed, BadInput, Unreachable
 from tests import aws_environment
 from tests.aws_environment import ACCESS_KEY, SECRET_KEY
 
@@ -210,3 +210,120 @@ def test_a_token_is_kept_until_due_then_signed_again(aws, frozen_clock, monkeypa
 def test_no_region_is_said_before_any_credential_is_looked_for(aws):
     with pytest.raises(BadInput, match="no region for the cluster"):
         msk_iam.IamTokens(MskIamLogin("AWS_MSK_IAM"), "127.0.0.1:9098", 2)
+
+
+# -- awsRoleArn: the role assumed through STS; STS here is a local answerer (AWS_ENDPOINT_URL_STS), which checks
+# the request AWS's STS gets and answers in STS's query protocol --
+
+ASSUMED_KEY, ASSUMED_SECRET, ASSUMED_TOKEN = "ASIAASSUMEDROLEEXAMPL", "assumed-secret-never-echo", "assumed-session-token"
+ASSUMED = (f"<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleResult><Credentials>"
+           f"<AccessKeyId>{ASSUMED_KEY}</AccessKeyId><SecretAccessKey>{ASSUMED_SECRET}</SecretAccessKey>"
+           f"<SessionToken>{ASSUMED_TOKEN}</SessionToken><Expiration>2026-11-28T03:30:00Z</Expiration></Credentials>"
+           "<AssumedRoleUser><AssumedRoleId>AROAEXAMPLE:ops</AssumedRoleId><Arn>arn:aws:sts::123456789012:assumed-role/"
+           "msk-operator/ops</Arn></AssumedRoleUser></AssumeRoleResult><ResponseMetadata><RequestId>1</RequestId>"
+           "</ResponseMetadata></AssumeRoleResponse>")
+REFUSED = ("<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error><Type>Sender</Type>"
+           "<Code>AccessDenied</Code><Message>not authorized to perform sts:AssumeRole</Message></Error>"
+           "<RequestId>1</RequestId></ErrorResponse>")
+ROLE = "arn:aws:iam::123456789012:role/msk-operator"
+
+
+class Sts:
+    """STS's AssumeRole on 127.0.0.1: answers `status` with `body`, keeping each request's form and signature scope."""
+
+    def __init__(self, status, body):
+        import http.server
+        import threading
+
+        sts = self
+        self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                form = self.rfile.read(int(self.headers["Content-Length"])).decode()
+                sts.requests.append((dict(urllib.parse.parse_qsl(form)), self.headers["Authorization"]))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def sts(aws, monkeypatch):
+    started = []
+
+    def start(status=200, body=ASSUMED):
+        started.append(Sts(status, body))
+        monkeypatch.setenv("AWS_ENDPOINT_URL_STS", started[-1].url)
+        monkeypatch.setenv("AWS_PROFILE", aws_environment.PROFILE)  # the credentials that assume the role
+        return started[-1]
+    yield start
+    for server in started:
+        server.stop()
+
+
+def test_a_role_is_assumed_with_the_default_credentials_and_signs_the_token(sts, frozen_clock):
+    answering = sts()
+    login = MskIamLogin("AWS_MSK_IAM", role_arn=ROLE, role_session_name="ops", external_id="x-1",
+                        sts_region="eu-west-1")
+    token = msk_iam.signed_token(msk_iam.credentials(login, 2), "eu-west-1")
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(_decoded(token.value)).query))
+    assert query["X-Amz-Credential"].startswith(f"{ASSUMED_KEY}/") and query["X-Amz-Security-Token"] == ASSUMED_TOKEN
+    [(form, authorization)] = answering.requests
+    assert form == {"Action": "AssumeRole", "Version": "2011-06-15", "RoleArn": ROLE, "RoleSessionName": "ops",
+                    "ExternalId": "x-1"}
+    assert f"Credential={ACCESS_KEY}/20261128/eu-west-1/sts/aws4_request" in authorization
+
+
+STS_FAILURES = {  # id: (the answerer or None for nothing listening, error class, fragment)
+    "refused": ((403, REFUSED), AuthenticationFailed,
+                f"AWS refused to assume role {ROLE} (STS AssumeRole) (AccessDenied)"),
+    "unreachable": (None, Unreachable, f"AWS unreachable asking to assume role {ROLE}"),
+}
+
+
+@pytest.mark.parametrize("case_id", list(STS_FAILURES))
+def test_sts_failures_are_one_line_without_secrets(sts, monkeypatch, case_id):
+    answer, error, fragment = STS_FAILURES[case_id]
+    if answer is None:
+        sts().stop()  # its port, closed: nothing listens there
+    else:
+        sts(*answer)
+    with pytest.raises(error) as raised:
+        msk_iam.credentials(MskIamLogin("AWS_MSK_IAM", role_arn=ROLE), 2)
+    message = str(raised.value)
+    assert fragment in message and "\n" not in message
+    assert SECRET_KEY not in message and ASSUMED_SECRET not in message
+
+
+def test_a_role_without_credentials_to_assume_it(aws):
+    with pytest.raises(BadInput, match="no AWS credentials found"):
+        msk_iam.credentials(MskIamLogin("AWS_MSK_IAM", role_arn=ROLE), 2)
+
+
+REFUSALS = {  # (Kafka's operation, the resource as the door names it): the IAM action a refusal names
+    ("Alter", "Cluster"): "kafka-cluster:AlterCluster",
+    ("AlterConfigs", "Cluster"): "kafka-cluster:AlterClusterDynamicConfiguration",
+    ("Describe", "Topic payments"): "kafka-cluster:DescribeTopic",
+    ("AlterConfigs", "Topic a topic with spaces"): "kafka-cluster:AlterTopicDynamicConfiguration",
+    ("Delete", "Topic t"): "of Kafka's Delete",
+}
+
+
+@pytest.mark.parametrize("needs", list(REFUSALS), ids=lambda n: "-".join(n).replace(" ", "_"))
+def test_a_refusal_names_the_iam_action(needs):
+    from streaming.cluster import acls
+
+    assert acls.msk_iam_action(*needs) == REFUSALS[needs]

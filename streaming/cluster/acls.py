@@ -259,6 +259,11 @@ CLUSTER_ARN = "arn:aws:kafka:REGION:ACCOUNT:cluster/CLUSTER_NAME/CLUSTER_UUID"
 TOPIC_ARN = "arn:aws:kafka:REGION:ACCOUNT:topic/CLUSTER_NAME/CLUSTER_UUID/{name}"
 
 
+def msk_iam_action(operation, resource):
+    """The MSK IAM action of Kafka's `operation` on `resource` ("Cluster" or "Topic NAME"), as a refusal names it."""
+    return MSK_IAM_ACTIONS.get((resource.split(" ", 1)[0], operation), f"of Kafka's {operation}")
+
+
 def msk_iam_actions(commands, **topics):
     """{resource ARN pattern: IAM actions} that `commands` need under MSK's IAM access control: each grant's action,
     implied ones included (IAM implies none: WriteData does not grant DescribeTopic), Connect on the cluster, and

@@ -50,7 +50,7 @@ import threading
 import time
 from collections import Counter, deque
 
-from streaming.cluster import held, oauth
+from streaming.cluster import acls, held, oauth
 from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
@@ -624,7 +624,10 @@ class Door:
             self.requests += requests
 
     def _lacks(self, operation, resource):
-        """Who lacks what, as every refusal by the authorizer says it."""
+        """Who lacks what, as every refusal by the authorizer says it (with AWS MSK IAM: the IAM action)."""
+        if self._config.msk_iam is not None:
+            return (f"the AWS identity of {self._config.msk_iam.credentials_source} lacks "
+                    f"{acls.msk_iam_action(operation, resource)} on {resource} (Kafka's {operation})")
         principal = client_config.principal_of(self._config) or (self._tokens and self._tokens.principal())
         return f"{principal or 'this client principal'} lacks {operation} on {resource}"
 

@@ -28,8 +28,6 @@ from streaming.vocabulary.errors import AuthenticationFailed, BadInput, Unreacha
 # AWS's own IAMOAuthBearerToken names every token's principal so (the broker takes the IAM identity from the URL).
 TOKEN_PRINCIPAL = "kafka-cluster"
 REGION_VARIABLE = "AWS_REGION"  # AWS's SDKs read it first; botocore reads AWS_DEFAULT_REGION and the profile's
-# STS's global endpoint: AWS's library assumes roles there unless awsStsRegion names a region.
-GLOBAL_STS_ENDPOINT, GLOBAL_STS_SIGNING_REGION = "https://sts.amazonaws.com", "us-east-1"
 NO_CREDENTIALS = ("AWS MSK IAM: no AWS credentials found (none in the environment, AWS_ACCESS_KEY_ID and "
                   "AWS_SECRET_ACCESS_KEY; none in a profile, AWS_PROFILE or the default one in ~/.aws; no role of the "
                   "host)")
@@ -104,11 +102,8 @@ def _assumed(session, login, timeout_s):
     from botocore.credentials import Credentials
 
     config = Config(connect_timeout=timeout_s, read_timeout=timeout_s, retries={"total_max_attempts": 1})
-    if login.sts_region:
-        sts = session.create_client("sts", region_name=login.sts_region, config=config)
-    else:
-        sts = session.create_client("sts", region_name=GLOBAL_STS_SIGNING_REGION, endpoint_url=GLOBAL_STS_ENDPOINT,
-                                    config=config)
+    # STS's global endpoint unless awsStsRegion names a region, as AWS's jar; AWS_ENDPOINT_URL_STS overrides both.
+    sts = session.create_client("sts", region_name=login.sts_region or aws_region.GLOBAL_STS_REGION, config=config)
     request = {"RoleArn": login.role_arn, "RoleSessionName": login.role_session_name}
     if login.external_id:
         request["ExternalId"] = login.external_id
