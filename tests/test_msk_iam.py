@@ -163,6 +163,8 @@ CREDENTIALS = {  # id: (login, environment variables, the access key found or th
     "none": (MskIamLogin("AWS_MSK_IAM"), {}, "no AWS credentials found"),
     "unknown-profile": (MskIamLogin("AWS_MSK_IAM", profile="nope"), {}, "AWS profile 'nope' (awsProfileName) is in "
                                                                         "neither"),
+    "unknown-aws-profile-variable": (MskIamLogin("OAUTHBEARER"), {"AWS_PROFILE": "gone"},
+                                     "AWS profile 'gone' (AWS_PROFILE) is in neither"),
     "profile-without-keys": (MskIamLogin("AWS_MSK_IAM", profile=aws_environment.EMPTY_PROFILE), {},
                              f"AWS profile {aws_environment.EMPTY_PROFILE} holds no AWS credentials"),
     "partial-environment": (MskIamLogin("AWS_MSK_IAM"), {"AWS_ACCESS_KEY_ID": "AKIAENVIRONMENTEXAMPL"},

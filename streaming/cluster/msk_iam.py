@@ -27,6 +27,7 @@ from streaming.vocabulary.errors import AuthenticationFailed, BadInput, Unreacha
 
 # AWS's own IAMOAuthBearerToken names every token's principal so (the broker takes the IAM identity from the URL).
 TOKEN_PRINCIPAL = "kafka-cluster"
+PROFILE_VARIABLE = "AWS_PROFILE"  # the profile of AWS's default chain
 REGION_VARIABLE = "AWS_REGION"  # AWS's SDKs read it first; botocore reads AWS_DEFAULT_REGION and the profile's
 NO_CREDENTIALS = ("AWS MSK IAM: no AWS credentials found (none in the environment, AWS_ACCESS_KEY_ID and "
                   "AWS_SECRET_ACCESS_KEY; none in a profile, AWS_PROFILE or the default one in ~/.aws; no role of the "
@@ -42,8 +43,10 @@ def _session(profile):
     try:
         session.get_scoped_config()  # reads the profile: an unknown one is said now, not at the first use
     except ProfileNotFound:
-        raise BadInput(f"AWS MSK IAM: AWS profile {shown(profile)!r} (awsProfileName) is in neither the AWS config "
-                       f"nor the credentials file") from None
+        named = f"{shown(profile)!r} (awsProfileName)" if profile else \
+            f"{shown(os.environ.get(PROFILE_VARIABLE, ''))!r} ({PROFILE_VARIABLE})"
+        raise BadInput(f"AWS MSK IAM: AWS profile {named} is in neither the AWS config nor the credentials file"
+                       ) from None
     return session
 
 
