@@ -79,7 +79,7 @@ MSK_IAM_OAUTH_HANDLER = "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbac
 # The cluster's region when its bootstrap host names do not carry it (ours: Java's clients only warn about it).
 AWS_REGION_KEY = "aws.region"
 MSK_IAM_KEYS = (CLIENT_HANDLER_KEY, AWS_REGION_KEY)
-# The JAAS options of AWS MSK IAM (AWS's MSKCredentialProvider): those that only a role needs.
+# The JAAS options AWS's MSKCredentialProvider reads, and those of them that only a role needs.
 AWS_JAAS_OPTIONS = (*jaas.AWS_OPTIONS, *jaas.AWS_TUNING_OPTIONS)
 ROLE_OPTIONS = (jaas.AWS_SESSION_NAME_OPTION, jaas.AWS_STS_REGION_OPTION, jaas.AWS_EXTERNAL_ID_OPTION)
 # The role session name AWS's library gives an assumed role when awsRoleSessionName is not set.
@@ -334,6 +334,22 @@ def _msk_iam(lines, login):
     if lines.get("security.protocol") != "SASL_SSL":
         lines.refuse("security.protocol", "AWS MSK IAM needs security.protocol=SASL_SSL (MSK's IAM listeners speak "
                                           "TLS, and a token is a credential)")
+    _msk_iam_handlers(lines, form)
+    oidc = [k for k in OAUTH_KEYS if k in lines and k not in (LOGIN_HANDLER_KEY, REFRESH_FACTOR_KEY)]
+    if form == AWS_MSK_IAM and REFRESH_FACTOR_KEY in lines:
+        oidc.append(REFRESH_FACTOR_KEY)
+    if oidc:
+        lines.refuse(oidc[0], f"{oidc[0]} is for OAUTHBEARER with OIDC, not AWS MSK IAM")
+    oidc_options = [o for o in login.options if o in jaas.OAUTH_OPTIONS]
+    if oidc_options:
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {oidc_options[0]} is for OAUTHBEARER with OIDC, not "
+                                         f"AWS MSK IAM")
+    return MskIamLogin(form, _aws_region_given(lines), *_aws_credentials(lines, login.options),
+                       _refresh_factor(lines))
+
+
+def _msk_iam_handlers(lines, form):
+    """The callback handlers of AWS MSK IAM's two forms, each with its own mechanism: a mix is refused."""
     if form == AWS_MSK_IAM:
         if LOGIN_HANDLER_KEY in lines:
             lines.refuse(LOGIN_HANDLER_KEY, f"{LOGIN_HANDLER_KEY} is for OAUTHBEARER: sasl.mechanism AWS_MSK_IAM takes "
@@ -347,18 +363,6 @@ def _msk_iam(lines, login):
         lines.refuse(CLIENT_HANDLER_KEY, f"AWS MSK IAM's OAUTHBEARER form takes {CLIENT_HANDLER_KEY}="
                                          f"{MSK_IAM_OAUTH_HANDLER} or none ({MSK_IAM_CLIENT_HANDLER.rsplit('.', 1)[-1]} "
                                          f"is for sasl.mechanism AWS_MSK_IAM)")
-    oidc = [k for k in OAUTH_KEYS if k in lines and k not in (LOGIN_HANDLER_KEY, REFRESH_FACTOR_KEY)]
-    if form == AWS_MSK_IAM and REFRESH_FACTOR_KEY in lines:
-        oidc.append(REFRESH_FACTOR_KEY)
-    if oidc:
-        lines.refuse(oidc[0], f"{oidc[0]} is for OAUTHBEARER with OIDC, not AWS MSK IAM")
-    options = login.options
-    oidc_options = [o for o in options if o in jaas.OAUTH_OPTIONS]
-    if oidc_options:
-        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {oidc_options[0]} is for OAUTHBEARER with OIDC, not "
-                                         f"AWS MSK IAM")
-    return MskIamLogin(form, _aws_region_given(lines), *_aws_credentials(lines, options),
-                       _refresh_factor(lines))
 
 
 def _aws_region_given(lines):
