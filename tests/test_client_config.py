@@ -487,3 +487,12 @@ def test_msk_iam_refusals(tmp_path, case_id):
     text, fragments = MSK_REFUSALS[case_id]
     message = refusal(tmp_path, text)
     assert all(f in message for f in fragments), message
+
+
+def test_the_msk_iam_files_of_the_docs_are_read_as_they_say(tmp_path):
+    """docs/security.md "AWS MSK IAM": each properties file it shows is read, in its form, as AWS MSK IAM."""
+    page = (ROOT / "docs" / "security.md").read_text()
+    section = page.split("\n## AWS MSK IAM\n", 1)[1].split("\n## ", 1)[0]
+    files = [block for block in section.split("```")[1::2] if "software.amazon.msk" in block]
+    forms = [config(tmp_path, text.lstrip("\n"), f"{n}.properties").msk_iam.form for n, text in enumerate(files)]
+    assert forms == ["AWS_MSK_IAM", "OAUTHBEARER"]
