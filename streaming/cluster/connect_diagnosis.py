@@ -125,7 +125,8 @@ def _sasl_problem(bootstrap, config, deadline):
     who = (f"client {config.oauth.client_id}" if config.oauth
            else f"the AWS identity of {config.msk_iam.credentials_source}" if config.msk_iam
            else f"user {config.settings.get('sasl.username', '(no user)')}")
-    principal = f"{who} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
+    mechanism = "AWS MSK IAM (as OAUTHBEARER)" if config.msk_iam else config.settings.get('sasl.mechanism', 'GSSAPI')
+    principal = f"{who} with {mechanism}"
     reported = []
     tokens = token_source(config, bootstrap, _left(deadline))
     tokens = {} if tokens is None else oauth.confluent_settings(tokens)
