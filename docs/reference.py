@@ -13,6 +13,7 @@ around it is written by hand. tests/test_docs.py renders every block in memory a
 | record-fields | records.md | sinks/progress_record.schema.json |
 | alerts | alerts.md | deploy/prometheus/alerts.yml |
 | acls | security.md | streaming.cluster.acls |
+| msk-iam-policy | security.md | streaming.cluster.acls (MSK_IAM_ACTIONS) |
 | layers | architecture.md | import-linter's contracts in pyproject.toml |
 """
 
@@ -213,6 +214,12 @@ def acl_reference():
     return acls.markdown()
 
 
+def msk_iam_reference():
+    from streaming.cluster import acls
+
+    return acls.msk_iam_markdown()
+
+
 # -- the layers, from import-linter's contracts in pyproject.toml --
 
 def _modules(names):
@@ -248,6 +255,7 @@ BLOCKS = {  # name -> (page under docs/, renderer)
     "record-fields": ("records.md", record_fields),
     "alerts": ("alerts.md", alert_table),
     "acls": ("security.md", acl_reference),
+    "msk-iam-policy": ("security.md", msk_iam_reference),
     "layers": ("architecture.md", layer_reference),
 }
 

@@ -6,6 +6,7 @@ Tokens in argv (and in file texts) are filled in by tests/test_bad_input.py:
     @FREE     a port nothing listens on (so only the flag under test can fail a `run` case)
     @BOOT     where the case connects: UNREACHABLE unless the case needs the cluster (then the test cluster)
     @TOPIC    a real 2-partition topic on brokers 1, 2   @MOVING  a real topic whose partition 0 is reassigning
+The AWS environment is the test's own (tests/aws_environment.py): no credentials but those of its one profile.
 Local input problems are exit 2 and must fail before any request: their cases connect to UNREACHABLE,
 so a check that is missing shows up as exit 3, not as a pass. Cluster cases run against the real
 cluster, which must look the same before and after (reassignments, throttle configs, topics).
@@ -18,6 +19,7 @@ from streaming.vocabulary.client_config import MAX_FILE_BYTES as MAX_CONFIG_BYTE
 from streaming.vocabulary.errors import EXIT_BAD_INPUT, EXIT_CLUSTER
 from streaming.vocabulary.kafka_limits import INT32_MAX, LONG_MAX, TOPIC_NAME_MAX_LENGTH
 from streaming.vocabulary.reassignment_file import MAX_FILE_BYTES
+from tests.aws_environment import PROFILE as AWS_PROFILE
 
 UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: a connection attempt fails at once
 SECRET = "hunter2-never-echo-me"  # a password that must never appear in any output
@@ -214,6 +216,12 @@ OAUTH_ENDPOINT_LINE = "sasl.oauthbearer.token.endpoint.url=https://127.0.0.1:1/t
 OAUTH_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n" + OAUTH_HANDLER_LINE + OAUTH_ENDPOINT_LINE
                + "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
                f'clientId="c" clientSecret="{SECRET}" scope="kafka";\n')
+MSK_IAM_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config=software.amazon.msk.auth.iam."
+                 "IAMLoginModule required;\nsasl.client.callback.handler.class=software.amazon.msk.auth.iam."
+                 "IAMClientCallbackHandler\n")
+MSK_OAUTH_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.jaas.config=org.apache.kafka.common."
+                   "security.oauthbearer.OAuthBearerLoginModule required;\nsasl.login.callback.handler.class="
+                   "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n")
 BAD_CONFIGS = [
     # id, file (each must be refused without echoing SECRET)
     ("missing", MISSING),
@@ -268,14 +276,19 @@ BAD_CONFIGS = [
     ("oauth-with-sasl-password", OAUTH_LINES + f"sasl.password={SECRET}\n"),
     ("oauth-module-with-scram", OAUTH_LINES.replace("sasl.mechanism=OAUTHBEARER", "sasl.mechanism=SCRAM-SHA-512")),
     ("oauth-refresh-factor-out-of-range", OAUTH_LINES + "sasl.login.refresh.window.factor=0.2\n"),
-    # Not supported yet: refused by name (docs/security.md), both of MSK IAM's documented forms
-    ("msk-iam", "security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config=software.amazon.msk.auth."
-                "iam.IAMLoginModule required;\nsasl.client.callback.handler.class=software.amazon.msk.auth.iam."
-                "IAMClientCallbackHandler\n"),
-    ("msk-iam-oauthbearer", "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.jaas.config=org.apache.kafka."
-                            "common.security.oauthbearer.OAuthBearerLoginModule required;\n"
-                            "sasl.login.callback.handler.class=software.amazon.msk.auth.iam."
-                            "IAMOAuthBearerLoginCallbackHandler\n"),
+    # AWS MSK IAM (docs/security.md "AWS MSK IAM"), both documented forms, in the AWS environment of
+    # tests/aws_environment.py (no credentials but its profile's; 127.0.0.1 names no region)
+    ("msk-iam-no-region", MSK_IAM_LINES),
+    ("msk-iam-oauthbearer-no-region", MSK_OAUTH_LINES),
+    ("msk-iam-region-not-a-region", MSK_IAM_LINES + f"aws.region={SECRET}\n"),
+    ("msk-iam-no-credentials", MSK_IAM_LINES + "aws.region=us-east-1\n"),
+    ("msk-iam-oauthbearer-no-credentials", MSK_OAUTH_LINES + "aws.region=us-east-1\n"),
+    ("msk-iam-unknown-profile", MSK_IAM_LINES.replace("required;", 'required awsProfileName="no-such-profile";')
+     + "aws.region=us-east-1\n"),
+    ("msk-iam-mixed-forms", MSK_IAM_LINES.replace("IAMClientCallbackHandler", "IAMOAuthBearerLoginCallbackHandler")),
+    ("msk-iam-oauthbearer-with-client-secret", MSK_OAUTH_LINES.replace("required;", f'required clientId="c" '
+                                                                                  f'clientSecret="{SECRET}";')),
+    ("msk-iam-plaintext", MSK_IAM_LINES.replace("SASL_SSL", "SASL_PLAINTEXT") + "aws.region=us-east-1\n"),
     ("gssapi", "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\nsasl.jaas.config="
                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab=\"/etc/k.keytab\" "
                f"principal=\"{SECRET}@EXAMPLE.COM\";\n"),
@@ -470,6 +483,11 @@ CASES += [
     Case("progress-oauth-token-endpoint-unreachable", "cluster", ("progress", "--bootstrap-server", UNREACHABLE,
                                                                   "--timeout", "1", "--command-config", "@CONFIG"),
          config=OAUTH_LINES, code=EXIT_CLUSTER),
+    # AWS MSK IAM: a token signed offline with the test environment's profile, then no broker answers.
+    Case("progress-msk-iam-unreachable", "cluster", ("progress", "--bootstrap-server", UNREACHABLE, "--timeout", "1",
+                                                     "--command-config", "@CONFIG"),
+         config=MSK_IAM_LINES.replace("required;", f'required awsProfileName="{AWS_PROFILE}";') + "aws.region=us-east-1\n",
+         code=EXIT_CLUSTER),
     Case("cancel-sasl-against-plaintext", "cluster", ("cancel", "--bootstrap-server", "@BOOT", "--timeout", "2", "--all",
                                                       "--command-config", "@CONFIG"),
          config=f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password={SECRET}\n",

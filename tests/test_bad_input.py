@@ -28,6 +28,7 @@ from streaming.cli import main
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from streaming.vocabulary.errors import EXIT_BAD_INPUT
 from streaming.vocabulary.kafka_limits import INT32_MAX
+from tests import aws_environment
 from tests.bad_inputs import CASES, NEVER_CREATED, SECRET, UNREACHABLE, Case, Special, doc, entry
 from tests.cluster_cli import BROKERS, cancel_everything, clear_broker_throttles
 from tests.kafka_fixtures import ROOT, wait_for
@@ -134,6 +135,12 @@ class Snapshot:
         return ongoing, configs, frozenset(self.admin.list_topics())
 
 
+@pytest.fixture(autouse=True)
+def aws_of_the_test(monkeypatch, tmp_path_factory):
+    """The AWS environment of tests/aws_environment.py, for the in-process cases and the executables they start."""
+    aws_environment.isolate(monkeypatch, tmp_path_factory.mktemp("aws"))
+
+
 @pytest.fixture(scope="module")
 def busy_port():
     """A port another socket listens on, as a job already running would."""
@@ -208,7 +215,8 @@ EXECUTABLE_CASES = [c for c in LOCAL if "\x00" not in "".join(c.argv)]  # exec c
 SAMPLE_IDS = {next(c.id for c in EXECUTABLE_CASES if c.category == cat) for cat in {c.category for c in LOCAL}} | {
     "run-checkpoint-is-a-file", "run-metrics-port-taken", "run-unreachable", "run-master-bad",
     "run-config-unknown-key", "progress-topic-newline-forges-a-line", "progress-path-newline", "progress-unreachable",
-    "execute-partition-10e30", "progress-deep-lists", "progress-config-not-utf8"}
+    "execute-partition-10e30", "progress-deep-lists", "progress-config-not-utf8",
+    "progress-config-msk-iam-no-credentials", "progress-msk-iam-unreachable"}  # botocore's own output would show here
 SAMPLE = [c for c in EXECUTABLE_CASES if c.id in SAMPLE_IDS]
 
 

@@ -53,8 +53,11 @@ JAAS_CASES = {
                              "option (an option) is not supported"),
     "kerberos": ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k";',
                  "Krb5LoginModule (GSSAPI (Kerberos)) is not supported"),
-    "msk-iam": ("software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName=\"p\";",
-                "IAMLoginModule (AWS MSK IAM) is not supported"),
+    "msk-iam-unknown-option": (f'{jaas.MSK_IAM_MODULE} required awsProfileName="p" {SECRET}="x";',
+                               "IAMLoginModule option (an option) is not supported"),
+    "msk-iam-role-keys": (f'{jaas.MSK_IAM_MODULE} required awsRoleArn="arn:aws:iam::123456789012:role/r" '
+                          f'awsRoleAccessKeyId="AKIA" awsRoleSecretAccessKey="{SECRET}";',
+                          "awsRoleAccessKeyId is not supported: keep AWS keys out of this file"),
     "secret-as-module": (f'{SECRET}LoginModul required username="u" password="p";', "an unknown login module"),
 }
 
@@ -152,11 +155,15 @@ REFUSALS = {  # id: (file text, fragments of the message)
     "jaas-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=com.sun.security.auth.module."
                     f"Krb5LoginModule required keyTab=\"{SECRET}\";\n", ("line 3", "GSSAPI", "not supported yet")),
     "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("line 2", "GSSAPI (Kerberos) is not supported yet")),
-    "mechanism-msk-iam": ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config="
-                          "software.amazon.msk.auth.iam.IAMLoginModule required;\n", ("line 2", "AWS MSK IAM is not supported yet")),
-    "msk-iam-oauthbearer-form": ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.login.callback.handler.class="
-                                 "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n",
-                                 ("line 3", "IAMOAuthBearerLoginCallbackHandler (AWS MSK IAM) is not supported yet")),
+    "mechanism-msk-iam-without-client-handler": ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config="
+                                                 "software.amazon.msk.auth.iam.IAMLoginModule required;\n",
+                                                 ("needs sasl.client.callback.handler.class=software.amazon.msk.auth."
+                                                  "iam.IAMClientCallbackHandler",)),
+    "msk-iam-oauthbearer-form-without-jaas": ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+                                              "sasl.login.callback.handler.class=software.amazon.msk.auth.iam."
+                                              "IAMOAuthBearerLoginCallbackHandler\n",
+                                              ("sasl.mechanism OAUTHBEARER needs sasl.jaas.config with "
+                                               "OAuthBearerLoginModule",)),
     "hostname-ldaps": ("ssl.endpoint.identification.algorithm=ldaps\n", ("line 1", "must be https")),
     "unknown-key": (f"ssl.cipher.suites={SECRET}\n", ("line 1", "'ssl.cipher.suites'")),
     "two-trusts": ("ssl.ca.location=/etc/hostname\nssl.truststore.location=/etc/hostname\n", ("line 2", "keep one")),
@@ -372,3 +379,120 @@ def test_oauthbearer_refusals(tmp_path, case_id):
     text, fragments = OAUTH_REFUSALS[case_id]
     message = refusal(tmp_path, text)
     assert all(f in message for f in fragments), message
+
+
+# -- AWS MSK IAM: both forms of MSK's developer guide ("Configure clients for IAM access control") --
+
+MSK_IAM_FORM = ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\n"
+                f"sasl.client.callback.handler.class={client_config.MSK_IAM_CLIENT_HANDLER}\n")
+MSK_OAUTH_FORM = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+                  f"sasl.login.callback.handler.class={client_config.MSK_IAM_OAUTH_HANDLER}\n"
+                  f"sasl.client.callback.handler.class={client_config.MSK_IAM_OAUTH_HANDLER}\n")
+ROLE = "arn:aws:iam::123456789012:role/msk-operator"
+
+
+def msk_file(form=MSK_IAM_FORM, options="", extra=""):
+    module = jaas.MSK_IAM_MODULE if form == MSK_IAM_FORM else jaas.OAUTHBEARER_MODULE
+    return form + f"sasl.jaas.config={module} required{' ' + options if options else ''};\n" + extra
+
+
+MSK_CASES = {  # id: (file text, expected MskIamLogin fields)
+    "iam-default-chain": (msk_file(), {"form": "AWS_MSK_IAM", "profile": None, "role_arn": None, "region": None}),
+    "iam-profile": (msk_file(options='awsProfileName="msk"'), {"profile": "msk"}),
+    "iam-role": (msk_file(options=f'awsRoleArn="{ROLE}" awsRoleSessionName="ops" awsStsRegion="eu-west-1"'),
+                 {"role_arn": ROLE, "role_session_name": "ops", "sts_region": "eu-west-1", "profile": None}),
+    "iam-role-defaults": (msk_file(options=f'awsRoleArn="{ROLE}"'),
+                          {"role_session_name": "aws-msk-iam-auth", "sts_region": None, "external_id": None}),
+    "iam-role-global-sts": (msk_file(options=f'awsRoleArn="{ROLE}" awsStsRegion="aws-global" awsRoleExternalId="x1"'),
+                            {"sts_region": None, "external_id": "x1"}),
+    "iam-region-key": (msk_file(extra="aws.region=ap-southeast-2\n"), {"region": "ap-southeast-2"}),
+    "oauthbearer-form": (msk_file(MSK_OAUTH_FORM), {"form": "OAUTHBEARER", "profile": None, "refresh_factor": 0.8}),
+    "oauthbearer-form-profile": (msk_file(MSK_OAUTH_FORM, 'awsProfileName="msk"'), {"profile": "msk"}),
+    "oauthbearer-form-no-client-handler": (msk_file(MSK_OAUTH_FORM.replace(
+        f"sasl.client.callback.handler.class={client_config.MSK_IAM_OAUTH_HANDLER}\n", "")), {"form": "OAUTHBEARER"}),
+    "oauthbearer-form-refresh": (msk_file(MSK_OAUTH_FORM, extra="sasl.login.refresh.window.factor=0.6\n"),
+                                 {"refresh_factor": 0.6}),
+}
+
+
+@pytest.mark.parametrize("case_id", list(MSK_CASES))
+def test_msk_iam_files(tmp_path, case_id):
+    """Both forms become OAUTHBEARER for the clients, with the MskIamLogin the token source signs with."""
+    text, expected = MSK_CASES[case_id]
+    found = config(tmp_path, text)
+    assert found.settings == {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
+    assert found.oauth is None
+    assert {k: getattr(found.msk_iam, k) for k in expected} == expected
+    assert client_config.confluent_settings(found, "b:1")["sasl.mechanism"] == "OAUTHBEARER"
+    assert client_config.kafka_python_settings(found)["sasl_mechanism"] == "OAUTHBEARER"
+
+
+def test_msk_iam_java_tuning_options_are_noted(tmp_path):
+    found = config(tmp_path, msk_file(options='awsDebugCreds="true" awsMaxRetries="5"'))
+    note = client_config.ignored_note(found)
+    assert "sasl.jaas.config's awsDebugCreds (line 4)" in note and "awsMaxRetries" in note
+
+
+MSK_REFUSALS = {  # id: (file text, fragments of the message)
+    "iam-module-with-oauthbearer": (msk_file(MSK_OAUTH_FORM).replace(jaas.OAUTHBEARER_MODULE, jaas.MSK_IAM_MODULE),
+                                    ("line 5", "IAMLoginModule does not fit sasl.mechanism OAUTHBEARER")),
+    "oauth-module-with-aws-msk-iam": (msk_file().replace(jaas.MSK_IAM_MODULE, jaas.OAUTHBEARER_MODULE),
+                                      ("line 4", "OAuthBearerLoginModule does not fit sasl.mechanism AWS_MSK_IAM")),
+    "scram-module-with-aws-msk-iam": (MSK_IAM_FORM + f'sasl.jaas.config={SCRAM} required username="u" '
+                                                     f'password="{SECRET}";\n', ("does not fit sasl.mechanism AWS_MSK_IAM",)),
+    "iam-with-oauth-client-handler": (msk_file().replace(client_config.MSK_IAM_CLIENT_HANDLER,
+                                                         client_config.MSK_IAM_OAUTH_HANDLER),
+                                      ("line 3", "needs sasl.client.callback.handler.class=")),
+    "iam-with-login-handler": (msk_file(extra=f"sasl.login.callback.handler.class={client_config.MSK_IAM_OAUTH_HANDLER}\n"),
+                               ("line 5", "sasl.login.callback.handler.class is for OAUTHBEARER")),
+    "oauthbearer-form-with-iam-client-handler": (msk_file(MSK_OAUTH_FORM.replace(
+        f"client.callback.handler.class={client_config.MSK_IAM_OAUTH_HANDLER}",
+        f"client.callback.handler.class={client_config.MSK_IAM_CLIENT_HANDLER}")),
+        ("line 4", "IAMClientCallbackHandler is for sasl.mechanism AWS_MSK_IAM")),
+    "oauthbearer-form-with-token-endpoint": (msk_file(MSK_OAUTH_FORM, extra="sasl.oauthbearer.token.endpoint.url="
+                                                                            "https://idp/token\n"),
+                                             ("line 6", "is for OAUTHBEARER with OIDC, not AWS MSK IAM")),
+    "oauthbearer-form-with-client-secret": (msk_file(MSK_OAUTH_FORM, f'clientId="c" clientSecret="{SECRET}"'),
+                                            ("line 5", "clientId is for OAUTHBEARER with OIDC")),
+    "iam-handler-with-plain": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\n"
+                               f"sasl.password={SECRET}\nsasl.login.callback.handler.class="
+                               f"{client_config.MSK_IAM_OAUTH_HANDLER}\n", ("IAMOAuthBearerLoginCallbackHandler needs "
+                                                                             "sasl.mechanism OAUTHBEARER",)),
+    "oidc-with-aws-option": (oauth_file(module_options=f'clientId="m" clientSecret="{SECRET}" awsProfileName="p"'),
+                             ("line 5", "awsProfileName is for AWS MSK IAM only")),
+    "region-key-without-msk": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\n"
+                               f"sasl.password={SECRET}\naws.region=us-east-1\n", ("line 5", "for AWS MSK IAM only")),
+    "client-handler-without-msk": ("security.protocol=SSL\nsasl.client.callback.handler.class=com.example.Handler\n",
+                                   ("line 2", "for AWS MSK IAM only")),
+    "plaintext": (msk_file().replace("SASL_SSL", "SASL_PLAINTEXT"), ("line 1", "needs security.protocol=SASL_SSL")),
+    "no-protocol": (msk_file().replace("security.protocol=SASL_SSL\n", ""), ("needs security.protocol=SASL_SSL",)),
+    "region-key-not-a-region": (msk_file(extra=f"aws.region={SECRET}\n"), ("line 5", "must be an AWS region")),
+    "profile-and-role": (msk_file(options=f'awsProfileName="p" awsRoleArn="{ROLE}"'), ("line 4", "keep one")),
+    "session-name-without-role": (msk_file(options='awsRoleSessionName="ops"'),
+                                  ("line 4", "awsRoleSessionName needs awsRoleArn")),
+    "role-not-an-arn": (msk_file(options=f'awsRoleArn="{SECRET}"'), ("line 4", "is not an IAM role ARN")),
+    "role-session-name-bad": (msk_file(options=f'awsRoleArn="{ROLE}" awsRoleSessionName="a b"'),
+                              ("line 4", "2 to 64 letters")),
+    "sts-region-bad": (msk_file(options=f'awsRoleArn="{ROLE}" awsStsRegion="global"'), ("line 4", "aws-global")),
+    "empty-profile": (msk_file(options='awsProfileName=""'), ("line 4", "is empty")),
+    "iam-with-password": (msk_file(extra=f"sasl.password={SECRET}\n"), ("line 4", "both give the credentials")),
+    "iam-without-jaas": (MSK_IAM_FORM, ("sasl.mechanism AWS_MSK_IAM needs sasl.jaas.config with IAMLoginModule",)),
+    "iam-refresh-factor": (msk_file(extra="sasl.login.refresh.window.factor=0.6\n"),
+                           ("line 5", "sasl.login.refresh.window.factor is for OAUTHBEARER with OIDC")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(MSK_REFUSALS))
+def test_msk_iam_refusals(tmp_path, case_id):
+    text, fragments = MSK_REFUSALS[case_id]
+    message = refusal(tmp_path, text)
+    assert all(f in message for f in fragments), message
+
+
+def test_the_msk_iam_files_of_the_docs_are_read_as_they_say(tmp_path):
+    """docs/security.md "AWS MSK IAM": each properties file it shows is read, in its form, as AWS MSK IAM."""
+    page = (ROOT / "docs" / "security.md").read_text()
+    section = page.split("\n## AWS MSK IAM\n", 1)[1].split("\n## ", 1)[0]
+    files = [block for block in section.split("```")[1::2] if "software.amazon.msk" in block]
+    forms = [config(tmp_path, text.lstrip("\n"), f"{n}.properties").msk_iam.form for n, text in enumerate(files)]
+    assert forms == ["AWS_MSK_IAM", "OAUTHBEARER"]

@@ -1,6 +1,6 @@
-"""Start-up that matches the command: `--help`, `--version` and `progress` load neither Spark, grafanalib
-nor a dataframe library (pandas, numpy, pyarrow: only the job uses them). Proven by the modules a fresh interpreter holds afterwards
-(the wall times are measured by bench/startup.py, never asserted here)."""
+"""Start-up that matches the command: `--help`, `--version` and `progress` load neither Spark, grafanalib,
+a dataframe library (pandas, numpy, pyarrow: only the job uses them) nor AWS's libraries (only AWS MSK IAM uses
+them). Proven by the modules a fresh interpreter holds afterwards (the wall times are measured by bench/startup.py, never asserted here)."""
 
 import json
 import subprocess
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pyspark", "grafanalib", "pandas", "numpy", "pyarrow", "rich")  # rich: only the --watch live view draws with it
+# rich: only the --watch live view draws with it; boto3, botocore and AWS's signer: only AWS MSK IAM signs with them
+HEAVY = ("pyspark", "grafanalib", "pandas", "numpy", "pyarrow", "rich", "boto3", "botocore", "aws_msk_iam_sasl_signer")
 
 CASES = [
     # id, argv, heavy modules it may load

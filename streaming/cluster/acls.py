@@ -13,6 +13,7 @@ The admin door (streaming.cluster.admin) words a refusal so that it names who la
 which resource; Kafka's answer names only the error.
 """
 
+import json
 from dataclasses import dataclass, field
 
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC, PROGRESS_TOPIC
@@ -232,3 +233,66 @@ def markdown():
     out += _kafka_acls("J", union(JOB_COMMANDS)) + _kafka_acls("O", union(OPERATOR_COMMANDS)) + ["```"]
     return "\n".join(out)
 
+
+
+# -- the text of docs/security.md "The IAM policy" --
+
+# Each Kafka ACL as the IAM action MSK's IAM access control authorizes instead (MSK's developer guide, "Semantics of
+# IAM authorization policy actions and resources": each action is "equivalent to Apache Kafka's" ACL named here).
+MSK_IAM_ACTIONS = {
+    (CLUSTER, "Describe"): "kafka-cluster:DescribeCluster",
+    (CLUSTER, "Alter"): "kafka-cluster:AlterCluster",
+    (CLUSTER, "DescribeConfigs"): "kafka-cluster:DescribeClusterDynamicConfiguration",
+    (CLUSTER, "AlterConfigs"): "kafka-cluster:AlterClusterDynamicConfiguration",
+    (TOPIC, "Describe"): "kafka-cluster:DescribeTopic",
+    (TOPIC, "DescribeConfigs"): "kafka-cluster:DescribeTopicDynamicConfiguration",
+    (TOPIC, "AlterConfigs"): "kafka-cluster:AlterTopicDynamicConfiguration",
+    (TOPIC, "Create"): "kafka-cluster:CreateTopic",
+    (TOPIC, "Read"): "kafka-cluster:ReadData",
+    (TOPIC, "Write"): "kafka-cluster:WriteData",
+}
+MSK_CONNECT = "kafka-cluster:Connect"  # every principal: to connect at all
+# The producers are idempotent: Kafka's authorizers take Write on the topic for it (Kafka 3.0+); MSK's IAM access
+# control names its own action for Kafka's IDEMPOTENT_WRITE, which a principal that writes is given too.
+MSK_IDEMPOTENT_WRITE = "kafka-cluster:WriteDataIdempotently"
+CLUSTER_ARN = "arn:aws:kafka:REGION:ACCOUNT:cluster/CLUSTER_NAME/CLUSTER_UUID"
+TOPIC_ARN = "arn:aws:kafka:REGION:ACCOUNT:topic/CLUSTER_NAME/CLUSTER_UUID/{name}"
+
+
+def msk_iam_action(operation, resource):
+    """The MSK IAM action of Kafka's `operation` on `resource` ("Cluster" or "Topic NAME"), as a refusal names it."""
+    return MSK_IAM_ACTIONS.get((resource.split(" ", 1)[0], operation), f"of Kafka's {operation}")
+
+
+def msk_iam_actions(commands, **topics):
+    """{resource ARN pattern: IAM actions} that `commands` need under MSK's IAM access control: each grant's action,
+    implied ones included (IAM implies none: WriteData does not grant DescribeTopic), Connect on the cluster, and
+    WriteDataIdempotently where anything is written."""
+    wanted = dict.fromkeys(g for command in commands for g in COMMANDS[command][1](
+        topics.get("progress_topic", PROGRESS_TOPIC), topics.get("ownership_topic", OWNERSHIP_TOPIC)))
+    found = {CLUSTER_ARN: [MSK_CONNECT]}
+    for g in wanted:
+        arn = CLUSTER_ARN if g.resource == CLUSTER else TOPIC_ARN.format(name=g.name)
+        found.setdefault(arn, [])
+        if MSK_IAM_ACTIONS[(g.resource, g.operation)] not in found[arn]:
+            found[arn].append(MSK_IAM_ACTIONS[(g.resource, g.operation)])
+    if any(g.operation == "Write" for g in wanted):
+        found[CLUSTER_ARN].append(MSK_IDEMPOTENT_WRITE)
+    return found
+
+
+def _policy(commands):
+    statements = [{"Effect": "Allow", "Action": actions, "Resource": arn}
+                  for arn, actions in msk_iam_actions(commands).items()]
+    return json.dumps({"Version": "2012-10-17", "Statement": statements}, indent=2).splitlines()
+
+
+def msk_iam_markdown():
+    """The generated part of docs/security.md "The IAM policy" (Markdown)."""
+    out = ["| Kafka ACL (above) | MSK IAM action |", "|---|---|"]
+    out += [f"| {resource} {operation} | `{action}` |" for (resource, operation), action in MSK_IAM_ACTIONS.items()]
+    out += [f"| (any) | `{MSK_CONNECT}` on the cluster, to connect at all |",
+            f"| Topic Write (idempotent producer) | `{MSK_IDEMPOTENT_WRITE}` on the cluster |", ""]
+    out += ["The job's role (the grants of `run`):", "", "```json"] + _policy(JOB_COMMANDS) + ["```", ""]
+    out += ["The operators' role (every other command):", "", "```json"] + _policy(OPERATOR_COMMANDS) + ["```"]
+    return "\n".join(out)

@@ -22,6 +22,7 @@ import ssl
 import time
 
 from streaming.cluster import oauth
+from streaming.cluster.token_source import token_source
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AUTHENTICATION, TLS, AuthenticationFailed, TlsFailed, Unreachable, brief, kind_of
 
@@ -122,10 +123,13 @@ def _sasl_problem(bootstrap, config, deadline):
     from confluent_kafka.admin import AdminClient
 
     who = (f"client {config.oauth.client_id}" if config.oauth
+           else f"the AWS identity of {config.msk_iam.credentials_source}" if config.msk_iam
            else f"user {config.settings.get('sasl.username', '(no user)')}")
-    principal = f"{who} with {config.settings.get('sasl.mechanism', 'GSSAPI')}"
+    mechanism = "AWS MSK IAM (as OAUTHBEARER)" if config.msk_iam else config.settings.get('sasl.mechanism', 'GSSAPI')
+    principal = f"{who} with {mechanism}"
     reported = []
-    tokens = {} if config.oauth is None else oauth.confluent_settings(oauth.Tokens(config.oauth, _left(deadline)))
+    tokens = token_source(config, bootstrap, _left(deadline))
+    tokens = {} if tokens is None else oauth.confluent_settings(tokens)
     settings = {**client_config.confluent_settings(config, bootstrap), **tokens, "log_level": 0,
                 "error_cb": reported.append}
     try:

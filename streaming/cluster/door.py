@@ -50,11 +50,12 @@ import threading
 import time
 from collections import Counter, deque
 
-from streaming.cluster import held, oauth
+from streaming.cluster import acls, held, oauth
 from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
 from streaming.cluster.retry import retrying
+from streaming.cluster.token_source import token_source
 from streaming.vocabulary import client_config
 from streaming.vocabulary.defaults import TIMEOUT_S, request_deadline_s
 from streaming.vocabulary.durations import utc_clock
@@ -138,9 +139,10 @@ class Door:
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
         self._bootstrap = bootstrap_servers
         self._config = client_config.read_config(command_config)
-        # OAUTHBEARER: one token source for both libraries (streaming.cluster.oauth); its first token is fetched
-        # before the first bootstrap, so a refused or unreachable token endpoint is said as such.
-        self._tokens = oauth.Tokens(self._config.oauth, timeout_s) if self._config.oauth else None
+        # OAUTHBEARER and AWS MSK IAM: one token source for both libraries (streaming.cluster.token_source); its first
+        # token is fetched before the first bootstrap, so a refused or unreachable token endpoint, or AWS credentials
+        # not found, are said as such.
+        self._tokens = token_source(self._config, bootstrap_servers, timeout_s)
         self._settings = {**client_config.kafka_python_settings(self._config),
                           **(oauth.kafka_python_settings(self._tokens) if self._tokens else {})}
         self._confluent_settings = {**client_config.confluent_settings(self._config, bootstrap_servers),
@@ -622,7 +624,10 @@ class Door:
             self.requests += requests
 
     def _lacks(self, operation, resource):
-        """Who lacks what, as every refusal by the authorizer says it."""
+        """Who lacks what, as every refusal by the authorizer says it (with AWS MSK IAM: the IAM action)."""
+        if self._config.msk_iam is not None:
+            return (f"the AWS identity of {self._config.msk_iam.credentials_source} lacks "
+                    f"{acls.msk_iam_action(operation, resource)} on {resource} (Kafka's {operation})")
         principal = client_config.principal_of(self._config) or (self._tokens and self._tokens.principal())
         return f"{principal or 'this client principal'} lacks {operation} on {resource}"
 

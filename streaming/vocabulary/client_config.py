@@ -20,14 +20,20 @@ before any request, and the clients never open a file later. librdkafka takes th
 OAUTHBEARER is read as Kafka's Java client configures its OIDC client-credentials login (docs/security.md
 "OAUTHBEARER (OIDC)"): the token endpoint, the client's id, secret and scope, and the CA of an https endpoint, into
 one OAuthLogin; streaming.cluster.oauth fetches and refreshes the tokens both client libraries send.
+
+AWS MSK IAM is read in both forms AWS documents (docs/security.md "AWS MSK IAM"): `sasl.mechanism=AWS_MSK_IAM` with
+AWS's IAMLoginModule and IAMClientCallbackHandler, and OAUTHBEARER with IAMOAuthBearerLoginCallbackHandler. Both
+become one MskIamLogin and `sasl.mechanism=OAUTHBEARER` for the clients: the Python clients speak MSK IAM only
+through OAUTHBEARER, which MSK's IAM listeners accept from every client; streaming.cluster.msk_iam signs the tokens.
 """
 
 import os
+import re
 import ssl
 import tempfile
 from dataclasses import dataclass, field
 
-from streaming.vocabulary import jaas, key_stores
+from streaming.vocabulary import aws_region, jaas, key_stores
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
 from streaming.vocabulary.operator_file import read_text
@@ -64,6 +70,22 @@ OAUTH_KEYS = (TOKEN_ENDPOINT_KEY, LOGIN_HANDLER_KEY, CLIENT_ID_KEY, CLIENT_SECRE
 OIDC_LOGIN_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
                        "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
 OAUTHBEARER = "OAUTHBEARER"
+# AWS MSK IAM (AWS's aws-msk-iam-auth library, as MSK's developer guide configures it: "Configure clients for IAM
+# access control"): its own mechanism with IAMLoginModule, or OAUTHBEARER with its login callback handler.
+AWS_MSK_IAM = "AWS_MSK_IAM"
+CLIENT_HANDLER_KEY = "sasl.client.callback.handler.class"
+MSK_IAM_CLIENT_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+MSK_IAM_OAUTH_HANDLER = "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler"
+# The cluster's region when its bootstrap host names do not carry it (ours: Java's clients only warn about it).
+AWS_REGION_KEY = "aws.region"
+MSK_IAM_KEYS = (CLIENT_HANDLER_KEY, AWS_REGION_KEY)
+# The JAAS options AWS's MSKCredentialProvider reads, and those of them that only a role needs.
+AWS_JAAS_OPTIONS = (*jaas.AWS_OPTIONS, *jaas.AWS_TUNING_OPTIONS)
+ROLE_OPTIONS = (jaas.AWS_SESSION_NAME_OPTION, jaas.AWS_STS_REGION_OPTION, jaas.AWS_EXTERNAL_ID_OPTION)
+# The role session name AWS's library gives an assumed role when awsRoleSessionName is not set.
+DEFAULT_ROLE_SESSION_NAME = "aws-msk-iam-auth"
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}", re.ASCII)
+ROLE_SESSION_NAME = re.compile(r"[\w+=,.@-]{2,64}", re.ASCII)  # STS AssumeRole's RoleSessionName
 # Kafka's defaults and range (SaslConfigs): refresh once this share of a token's lifetime has passed.
 DEFAULT_REFRESH_FACTOR, REFRESH_FACTOR_RANGE = 0.8, (0.5, 1.0)
 DEFAULT_SUB_CLAIM = "sub"
@@ -81,18 +103,18 @@ JAVA_ONLY = ("request.timeout.ms", "default.api.timeout.ms", "retries", "retry.b
              "sasl.login.retry.backoff.ms", "sasl.login.retry.backoff.max.ms", "sasl.login.refresh.window.jitter",
              "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
              "sasl.oauthbearer.scope.claim.name")
-KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *OAUTH_KEYS, *JAVA_ONLY)
+KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *OAUTH_KEYS, *MSK_IAM_KEYS, *JAVA_ONLY)
 
 # Values that are names, not secrets: checked here so a typo is bad input, not a refused connection.
 ALLOWED_VALUES = {
     "security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER),
+    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER, AWS_MSK_IAM),
     URL_ENCODE_KEY: ("true", "false"),
 }
 # Mechanisms operators use that this tool cannot log in with yet, refused by name.
-NOT_YET_MECHANISMS = {"GSSAPI": "GSSAPI (Kerberos)", "AWS_MSK_IAM": "AWS MSK IAM"}
-# ... and login callback handlers of them (MSK IAM's OAUTHBEARER form).
-NOT_YET_LOGIN_HANDLERS = {"software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler": "AWS MSK IAM"}
+NOT_YET_MECHANISMS = {"GSSAPI": "GSSAPI (Kerberos)"}
+# The mechanism each token login module is for (password modules fit any password mechanism).
+TOKEN_MODULE_MECHANISMS = {jaas.OAUTHBEARER_MODULE: OAUTHBEARER, jaas.MSK_IAM_MODULE: AWS_MSK_IAM}
 # Java's meaning: empty turns hostname verification off, https (its default) on; librdkafka's `none` is off.
 HOSTNAME_VERIFICATION = {"": "none", "none": "none", "https": "https"}
 DEFAULT_STORE_TYPE = "JKS"  # Java's default for ssl.truststore.type and ssl.keystore.type
@@ -120,14 +142,41 @@ class OAuthLogin:
 
 
 @dataclass(frozen=True)
+class MskIamLogin:
+    """AWS MSK IAM's login: where the AWS credentials come from (`profile`, or the role `role_arn` assumed through
+    STS, or AWS's default chain when neither is set), the cluster's region as the file gives it (`region`, None:
+    from the bootstrap servers or AWS's own settings, streaming.vocabulary.aws_region), the form the file used
+    (`form`: AWS_MSK_IAM or OAUTHBEARER), and when a token is signed again (`refresh_factor` of its lifetime)."""
+    form: str
+    region: str | None = None
+    profile: str | None = None
+    role_arn: str | None = None
+    role_session_name: str = DEFAULT_ROLE_SESSION_NAME
+    sts_region: str | None = None  # None: STS's global endpoint
+    external_id: str | None = None
+    refresh_factor: float = DEFAULT_REFRESH_FACTOR
+
+    @property
+    def credentials_source(self):
+        """Where the credentials come from, for messages (names, never a key)."""
+        if self.profile:
+            return f"AWS profile {self.profile}"
+        if self.role_arn:
+            return f"AWS role {self.role_arn}"
+        return "AWS's default credentials (environment, profile, or the host's role)"
+
+
+@dataclass(frozen=True)
 class ClientConfig:
     """What a `--command-config` file says: `settings` (keys of CLIENT_SETTINGS), where the trusted
     certificates came from as the operator wrote it (`trust_origin`, for messages), the Java-only keys
-    ignored, as (key, line), and OAUTHBEARER's login (`oauth`, None for other mechanisms)."""
+    ignored, as (key, line), and the token login of OAUTHBEARER (`oauth`) or AWS MSK IAM (`msk_iam`), None for
+    other mechanisms."""
     settings: dict = field(default_factory=dict)
     trust_origin: str | None = None
     ignored: tuple = ()
     oauth: OAuthLogin | None = None
+    msk_iam: MskIamLogin | None = None
 
     @property
     def protocol(self):
@@ -201,9 +250,6 @@ def _raw(lines):
             raise BadInput(f"line {number}: {key}: {error}") from error
         if key == "sasl.mechanism" and value in NOT_YET_MECHANISMS:
             raise BadInput(f"line {number}: sasl.mechanism {NOT_YET_MECHANISMS[value]} is not supported yet")
-        if key == LOGIN_HANDLER_KEY and value in NOT_YET_LOGIN_HANDLERS:
-            raise BadInput(f"line {number}: {LOGIN_HANDLER_KEY} {value.rsplit('.', 1)[-1]} "
-                           f"({NOT_YET_LOGIN_HANDLERS[value]}) is not supported yet")
         if key in ALLOWED_VALUES and value not in ALLOWED_VALUES[key]:
             raise BadInput(f"line {number}: {key} must be one of {', '.join(ALLOWED_VALUES[key])}")
         raw[key] = (value, number)
@@ -242,29 +288,123 @@ def _sasl(lines):
         if both:
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config and {' and '.join(both)} both give the credentials: keep one")
         login = lines.checked("sasl.jaas.config", lambda: _jaas(lines.get("sasl.jaas.config")))
-        if (login.module == jaas.OAUTHBEARER_MODULE) != (settings.get("sasl.mechanism") == OAUTHBEARER):
+        mechanism = settings.get("sasl.mechanism")
+        if TOKEN_MODULE_MECHANISMS.get(login.module) != mechanism and (
+                login.module in TOKEN_MODULE_MECHANISMS or mechanism in TOKEN_MODULE_MECHANISMS.values()):
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {login.module.rsplit('.', 1)[-1]} does not fit "
-                                             f"sasl.mechanism {settings.get('sasl.mechanism', '(none)')}")
+                                             f"sasl.mechanism {mechanism or '(none)'}")
         if login.module in jaas.PASSWORD_MODULES:
             settings.update({"sasl.username": login.username, "sasl.password": login.password})
     else:
         settings.update({k: lines.get(k) for k in ("sasl.username", "sasl.password") if k in lines})
     if settings.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in settings:
         raise BadInput("security.protocol SASL_* needs sasl.mechanism")
-    if settings.get("sasl.mechanism") == OAUTHBEARER:
+    if settings.get("sasl.mechanism") in TOKEN_MODULE_MECHANISMS.values():
+        mechanism = settings["sasl.mechanism"]
+        module = next(m for m, of in TOKEN_MODULE_MECHANISMS.items() if of == mechanism).rsplit(".", 1)[-1]
         if "sasl.username" in settings or "sasl.password" in settings:
             lines.refuse("sasl.username" if "sasl.username" in lines else "sasl.password",
-                         "sasl.mechanism OAUTHBEARER takes no sasl.username or sasl.password (the client's id and "
-                         "secret go in sasl.jaas.config)")
+                         f"sasl.mechanism {mechanism} takes no sasl.username or sasl.password (its credentials are "
+                         f"named in sasl.jaas.config)")
         if login is None:
-            raise BadInput("sasl.mechanism OAUTHBEARER needs sasl.jaas.config with OAuthBearerLoginModule")
+            raise BadInput(f"sasl.mechanism {mechanism} needs sasl.jaas.config with {module}")
     elif "sasl.mechanism" in settings and not {"sasl.username", "sasl.password"} <= set(settings):
         raise BadInput("sasl.mechanism needs sasl.jaas.config (or sasl.username and sasl.password)")
     return settings, login
 
 
+def _is_msk_iam(lines):
+    """Whether the file is AWS MSK IAM's, in either form: its mechanism, or OAUTHBEARER with its login handler."""
+    return lines.get("sasl.mechanism") == AWS_MSK_IAM or lines.get(LOGIN_HANDLER_KEY) == MSK_IAM_OAUTH_HANDLER
+
+
+def _msk_iam(lines, login):
+    """The MskIamLogin of an AWS MSK IAM config (None for other mechanisms, which may set none of its keys)."""
+    if not _is_msk_iam(lines):
+        given = [k for k in MSK_IAM_KEYS if k in lines]
+        if given:
+            lines.refuse(given[0], f"{given[0]} is for AWS MSK IAM only (sasl.mechanism AWS_MSK_IAM, or OAUTHBEARER "
+                                   f"with {MSK_IAM_OAUTH_HANDLER.rsplit('.', 1)[-1]})")
+        aws = [o for o in login.options if o in AWS_JAAS_OPTIONS] if login is not None else []
+        if aws:
+            lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {aws[0]} is for AWS MSK IAM only "
+                                             f"({LOGIN_HANDLER_KEY}={MSK_IAM_OAUTH_HANDLER})")
+        return None
+    form = lines.get("sasl.mechanism")
+    if lines.get("security.protocol") != "SASL_SSL":
+        lines.refuse("security.protocol", "AWS MSK IAM needs security.protocol=SASL_SSL (MSK's IAM listeners speak "
+                                          "TLS, and a token is a credential)")
+    _msk_iam_handlers(lines, form)
+    oidc = [k for k in OAUTH_KEYS if k in lines and k not in (LOGIN_HANDLER_KEY, REFRESH_FACTOR_KEY)]
+    if form == AWS_MSK_IAM and REFRESH_FACTOR_KEY in lines:
+        oidc.append(REFRESH_FACTOR_KEY)
+    if oidc:
+        lines.refuse(oidc[0], f"{oidc[0]} is for OAUTHBEARER with OIDC, not AWS MSK IAM")
+    oidc_options = [o for o in login.options if o in jaas.OAUTH_OPTIONS]
+    if oidc_options:
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {oidc_options[0]} is for OAUTHBEARER with OIDC, not "
+                                         f"AWS MSK IAM")
+    return MskIamLogin(form, _aws_region_given(lines), *_aws_credentials(lines, login.options),
+                       _refresh_factor(lines))
+
+
+def _msk_iam_handlers(lines, form):
+    """The callback handlers of AWS MSK IAM's two forms, each with its own mechanism: a mix is refused."""
+    if form == AWS_MSK_IAM:
+        if LOGIN_HANDLER_KEY in lines:
+            lines.refuse(LOGIN_HANDLER_KEY, f"{LOGIN_HANDLER_KEY} is for OAUTHBEARER: sasl.mechanism AWS_MSK_IAM takes "
+                                            f"{CLIENT_HANDLER_KEY}={MSK_IAM_CLIENT_HANDLER} alone")
+        if lines.get(CLIENT_HANDLER_KEY) != MSK_IAM_CLIENT_HANDLER:
+            lines.refuse(CLIENT_HANDLER_KEY, f"sasl.mechanism AWS_MSK_IAM needs {CLIENT_HANDLER_KEY}="
+                                             f"{MSK_IAM_CLIENT_HANDLER} (as AWS's library does)")
+    elif form != OAUTHBEARER:
+        lines.refuse(LOGIN_HANDLER_KEY, f"{MSK_IAM_OAUTH_HANDLER.rsplit('.', 1)[-1]} needs sasl.mechanism OAUTHBEARER")
+    elif lines.get(CLIENT_HANDLER_KEY, MSK_IAM_OAUTH_HANDLER) != MSK_IAM_OAUTH_HANDLER:
+        lines.refuse(CLIENT_HANDLER_KEY, f"AWS MSK IAM's OAUTHBEARER form takes {CLIENT_HANDLER_KEY}="
+                                         f"{MSK_IAM_OAUTH_HANDLER} or none ({MSK_IAM_CLIENT_HANDLER.rsplit('.', 1)[-1]} "
+                                         f"is for sasl.mechanism AWS_MSK_IAM)")
+
+
+def _aws_region_given(lines):
+    region = lines.get(AWS_REGION_KEY)
+    if region is not None and not aws_region.is_region(region):
+        lines.refuse(AWS_REGION_KEY, f"{AWS_REGION_KEY} must be an AWS region, like us-east-1")
+    return region
+
+
+def _aws_credentials(lines, options):
+    """(profile, role ARN, role session name, STS region, external id) of the JAAS options."""
+    profile, role = options.get(jaas.AWS_PROFILE_OPTION), options.get(jaas.AWS_ROLE_OPTION)
+    if profile is not None and role is not None:
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config sets both {jaas.AWS_PROFILE_OPTION} and "
+                                         f"{jaas.AWS_ROLE_OPTION}: keep one (AWS's library would use the profile and "
+                                         f"assume the role only when the profile fails)")
+    if profile is not None and not profile.strip():
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {jaas.AWS_PROFILE_OPTION} is empty")
+    role_only = [o for o in ROLE_OPTIONS if o in options]
+    if role is None and role_only:
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {role_only[0]} needs {jaas.AWS_ROLE_OPTION}")
+    if role is not None and not ROLE_ARN.fullmatch(role):
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {jaas.AWS_ROLE_OPTION} is not an IAM role ARN "
+                                         f"(arn:aws:iam::ACCOUNT:role/NAME)")
+    session = options.get(jaas.AWS_SESSION_NAME_OPTION, DEFAULT_ROLE_SESSION_NAME)
+    if not ROLE_SESSION_NAME.fullmatch(session):
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {jaas.AWS_SESSION_NAME_OPTION} must be 2 to 64 "
+                                         f"letters, digits or +=,.@_-")
+    sts_region = options.get(jaas.AWS_STS_REGION_OPTION)
+    if sts_region == aws_region.GLOBAL_STS_REGION:
+        sts_region = None
+    if sts_region is not None and not aws_region.is_region(sts_region):
+        lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {jaas.AWS_STS_REGION_OPTION} must be an AWS region, "
+                                         f"like us-east-1, or {aws_region.GLOBAL_STS_REGION}")
+    return profile and profile.strip(), role, session, sts_region, options.get(jaas.AWS_EXTERNAL_ID_OPTION)
+
+
 def _oauth(lines, login):
-    """The OAuthLogin of an OAUTHBEARER config (None for other mechanisms, which may set none of its keys)."""
+    """The OAuthLogin of an OAUTHBEARER config with OIDC (None for other mechanisms, which may set none of its
+    keys, and for AWS MSK IAM's OAUTHBEARER form, which _msk_iam reads)."""
+    if _is_msk_iam(lines):
+        return None
     if login is None or login.module != jaas.OAUTHBEARER_MODULE:
         given = [k for k in OAUTH_KEYS if k in lines]
         if given:
@@ -395,6 +535,9 @@ def _parse(lines):
     given = _Lines(_raw(lines))
     sasl, login = _sasl(given)
     oauth = _oauth(given, login)
+    msk_iam = _msk_iam(given, login)
+    if msk_iam is not None:  # the Python clients speak MSK IAM as OAUTHBEARER, with the tokens msk_iam signs
+        sasl["sasl.mechanism"] = OAUTHBEARER
     settings = {**sasl, **_hostname_verification(given)}
     ca_pem, origin = _trust(given)
     if ca_pem is not None:
@@ -404,7 +547,10 @@ def _parse(lines):
         settings.update({"ssl.certificate.pem": identity.chain, "ssl.key.pem": identity.key,
                          "ssl.key.password": identity.key_password})
     ignored = tuple((k, n) for k, (_, n) in given.raw.items() if k in JAVA_ONLY)
-    config = ClientConfig(settings, origin, ignored, oauth)
+    if login is not None:
+        line = given.raw["sasl.jaas.config"][1]
+        ignored += tuple((f"sasl.jaas.config's {o}", line) for o in login.options if o in jaas.AWS_TUNING_OPTIONS)
+    config = ClientConfig(settings, origin, ignored, oauth, msk_iam)
     if identity is not None:  # the key must belong to the certificate: found now, not as a refused handshake
         key = "ssl.keystore.location" if "ssl.keystore.location" in given else "ssl.certificate.location"
         given.checked(key, lambda: _loaded(config))

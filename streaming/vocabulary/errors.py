@@ -2,11 +2,13 @@
 libraries' errors onto them.
 
     MonitorError
-    +-- BadInput                 exit 2: the operator's input is wrong (file, flags, unknown ids)
+    +-- BadInput                 exit 2: the operator's input is wrong (file, flags, unknown ids; AWS
+    |                            credentials, profile or region that AWS MSK IAM needs not found)
     +-- ClusterError             exit 3: the cluster is unreachable or refused the request
-        +-- Unreachable          no broker answered in time (after retries inside the deadline)
+        +-- Unreachable          no broker answered in time (after retries inside the deadline), or no
+        |                        token endpoint or AWS STS
         |   +-- NodeGone         the one node a request needs (or the controller) is held: it did not answer
-        +-- AuthenticationFailed SASL credentials or mechanism refused
+        +-- AuthenticationFailed SASL credentials or mechanism refused (by a broker, a token endpoint or AWS STS)
         +-- TlsFailed            the TLS handshake failed (CA, certificate, plaintext against TLS)
         +-- NotAuthorized        an ACL refused an operation
         +-- Refused              any other Kafka error on the request (policy, bad request, unknown resource)

@@ -13,8 +13,11 @@ What StreamTokenizer does that matters for credentials:
 
 The SCRAM and PLAIN login modules carry a user name and a password; the OAUTHBEARER login module the client
 credentials of an OIDC token endpoint (`clientId`, `clientSecret`, `scope`) and, for an https endpoint, the
-trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there). Messages name
-option keys and the module class, never a value: a value may be a password.
+trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there), or, in AWS MSK
+IAM's OAUTHBEARER form, the AWS options of AWS's IAMLoginModule (`awsProfileName`, `awsRoleArn`, ...: AWS's
+aws-msk-iam-auth library reads them from either module). Which of the two an OAUTHBEARER module is, is the login
+callback handler's to say (streaming.vocabulary.client_config). Messages name option keys and the module class,
+never a value: a value may be a password.
 """
 
 from dataclasses import dataclass
@@ -24,19 +27,29 @@ from streaming.vocabulary.errors import BadInput
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+MSK_IAM_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"  # AWS's aws-msk-iam-auth, mechanism AWS_MSK_IAM
 PASSWORD_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
-SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE)
+SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE, MSK_IAM_MODULE)
 # Login modules operators use that this tool cannot log in with yet, by what they are.
 UNSUPPORTED_MODULES = {
     "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
-    "software.amazon.msk.auth.iam.IAMLoginModule": "AWS MSK IAM",
 }
 PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
 # What OAuthBearerLoginModule's client-credentials login reads (Kafka's docs, "OAUTHBEARER": clientId, clientSecret,
 # scope; the token endpoint's trust store as JAAS options).
 OAUTH_TRUST_OPTIONS = ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password")
 OAUTH_OPTIONS = ("clientId", "clientSecret", "scope", *OAUTH_TRUST_OPTIONS)
-MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS)
+# What AWS's MSKCredentialProvider (in AWS's aws-msk-iam-auth jar) reads from the login module's options:
+# where the AWS credentials come from. AWS_TUNING_OPTIONS only tune the Java library: accepted, ignored.
+AWS_PROFILE_OPTION, AWS_ROLE_OPTION = "awsProfileName", "awsRoleArn"
+AWS_SESSION_NAME_OPTION, AWS_STS_REGION_OPTION, AWS_EXTERNAL_ID_OPTION = \
+    "awsRoleSessionName", "awsStsRegion", "awsRoleExternalId"
+AWS_OPTIONS = (AWS_PROFILE_OPTION, AWS_ROLE_OPTION, AWS_SESSION_NAME_OPTION, AWS_STS_REGION_OPTION,
+               AWS_EXTERNAL_ID_OPTION)
+AWS_TUNING_OPTIONS = ("awsDebugCreds", "awsMaxRetries", "awsMaxBackOffTimeMs")
+# The role's own static keys in the file: refused (a secret key in the file, where a profile does better).
+AWS_KEY_OPTIONS = ("awsRoleAccessKeyId", "awsRoleSecretAccessKey", "awsRoleSessionToken")
+MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS, *AWS_OPTIONS, *AWS_TUNING_OPTIONS, *AWS_KEY_OPTIONS)
 CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
 ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 QUOTES = "\"'"
@@ -145,8 +158,8 @@ def _module_named(name):
 
 def parse(text):
     """The Login of a client `sasl.jaas.config` value. Anything Java would refuse, more than one module, a
-    module other than SCRAM, PLAIN or OAUTHBEARER, a SCRAM or PLAIN module without username or password, an
-    OAUTHBEARER module with an option it does not read: BadInput."""
+    module other than SCRAM, PLAIN, OAUTHBEARER or AWS's IAMLoginModule, a SCRAM or PLAIN module without username
+    or password, an OAUTHBEARER or IAM module with an option it does not read: BadInput."""
     tokens = list(_tokens(text))
     if not tokens:
         raise BadInput("is empty")
@@ -155,8 +168,8 @@ def parse(text):
     module = tokens[0].text
     if module not in SUPPORTED_MODULES:
         raise BadInput(f"login module {_module_named(module)} is not supported: use "
-                       f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN) or OAuthBearerLoginModule "
-                       f"(OAUTHBEARER); GSSAPI and AWS MSK IAM are not supported yet")
+                       f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN), OAuthBearerLoginModule "
+                       f"(OAUTHBEARER) or IAMLoginModule (AWS MSK IAM); GSSAPI is not supported yet")
     if len(tokens) < 2 or tokens[1].kind != "word" or tokens[1].text.upper() not in CONTROL_FLAGS:
         raise BadInput(f"the control flag after {_module_named(module)} must be one of {', '.join(f.lower() for f in CONTROL_FLAGS)}")
     options, i = {}, 2
@@ -175,6 +188,8 @@ def parse(text):
         raise BadInput("holds more than one login module (a client takes exactly one)")
     if module == OAUTHBEARER_MODULE:
         return Login(module, _oauth_options(options))
+    if module == MSK_IAM_MODULE:
+        return Login(module, _known_options(options, "IAMLoginModule", AWS_OPTIONS + AWS_TUNING_OPTIONS))
     if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
         raise BadInput("tokenauth=true (delegation token login) is not supported yet")
     missing = [k for k in ("username", "password") if k not in options]
@@ -184,15 +199,24 @@ def parse(text):
 
 
 def _oauth_options(options):
-    """OAuthBearerLoginModule's options, each one it reads for the client-credentials login. Its unsecured
-    development tokens (`unsecuredLogin*` options, no token endpoint) are refused by name."""
+    """OAuthBearerLoginModule's options, each one it reads for the client-credentials login or AWS MSK IAM's
+    OAUTHBEARER form. Its unsecured development tokens (`unsecuredLogin*` options, no token endpoint) are refused by
+    name."""
     for key in options:
         if key.startswith("unsecuredLogin"):
             raise BadInput("unsecured OAUTHBEARER tokens (unsecuredLogin* options) are not supported: use a token "
                            "endpoint (sasl.oauthbearer.token.endpoint.url)")
-        if key not in OAUTH_OPTIONS:
-            raise BadInput(f"OAuthBearerLoginModule option {_option_named(key)} is not supported (supported: "
-                           f"{', '.join(OAUTH_OPTIONS)})")
+    return _known_options(options, "OAuthBearerLoginModule", OAUTH_OPTIONS + AWS_OPTIONS + AWS_TUNING_OPTIONS)
+
+
+def _known_options(options, module, supported):
+    """`options`, each of them in `supported`; AWS's static role keys refused by name."""
+    for key in options:
+        if key in AWS_KEY_OPTIONS:
+            raise BadInput(f"{module} option {key} is not supported: keep AWS keys out of this file (an AWS profile, "
+                           f"the environment or the host's role gives them)")
+        if key not in supported:
+            raise BadInput(f"{module} option {_option_named(key)} is not supported (supported: {', '.join(supported)})")
     return options
 
 
