@@ -20,7 +20,7 @@ from streaming.vocabulary.states import PlanState
 
 PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
 PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-auto-remove-throttle",
-                "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
+                "dry_run": "--dry-run",
                 # the job steers a request's own rates; a plan's waves are requests of their own (not steered yet)
                 "throttle_min": "--throttle auto"}
 
@@ -59,14 +59,6 @@ def limits_of(args):
     return Limits(args.max_partitions_in_flight, args.max_moves_per_broker, args.max_bytes_in_flight)
 
 
-def check_file(file_moves):
-    """What a plan cannot honour in the file itself, checked before the cluster is asked anything."""
-    from streaming.control.throttles.claims import log_dir_moves
-
-    if log_dir_moves(file_moves):
-        raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
-
-
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
     from streaming.control.plans.step import candidate, sizes_of
@@ -79,7 +71,8 @@ def record_plan(args, admin, request, limits):
     order = args.order or FILE
     moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
     record = request.record
-    plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
+    plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order,
+                args.throttle, args.replica_alter_log_dirs_throttle)
     request.applier.record_plan(plan, with_parts=True)
     return plan
 
