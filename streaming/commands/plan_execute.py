@@ -29,9 +29,10 @@ def add_plan_arguments(parser):
     from streaming.control.plans.scheduler import FILE, ORDERS
 
     parser.add_argument("--max-partitions-in-flight", type=flags.positive_count, metavar="N",
-                        help="run the file as a plan: at most N partitions reassign at once, the next submitted as each completes")
+                        help="run the file as a plan: at most N partitions reassign (or move between log dirs) at once, "
+                             "the next submitted as each completes")
     parser.add_argument("--max-moves-per-broker", type=flags.positive_count, metavar="M",
-                        help="plan: at most M moves per broker, as a source or a destination")
+                        help="plan: at most M moves per broker, as a source, a destination or between its log dirs")
     parser.add_argument("--max-bytes-in-flight", type=flags.checked(byte_values.byte_count), metavar="BYTES",
                         help="plan: at most this many bytes to copy in flight (200GB, 50MiB, ...)")
     parser.add_argument("--order", choices=ORDERS, default=None, help=f"plan: submission order (default {FILE})")

@@ -12,8 +12,10 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
    marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
 3. classify every partition of the plan (streaming.control.plans.partition_states), with the refusals its waves recorded;
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
-   their throttles; nothing is submitted;
-5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
+   their throttles; nothing is submitted. A copy between log dirs is not stopped by KIP-455: one copying is
+   left to finish, one never started counts as cancelled (`_not_copying`);
+5. start the moves between log dirs of partitions in flight that do not copy yet (`_place`: a wave whose advancer
+   stopped before it sent them, a new replica created outside its dir); the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
    are set. A partition that finishes after the sweep's read keeps its entries until the next step's
    sweep, and holds its slot until then (streaming.control.plans.scheduler.load_of): so a throttled-replicas list
    names only partitions in flight or finished since this advancer's last step began, never more than
@@ -23,8 +25,8 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
 6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
    partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
    nothing is submitted;
-7. schedule (streaming.control.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
-   (streaming.control.submission) with throttles for exactly its partitions;
+7. schedule (streaming.control.plans.scheduler) on what reassigns or moves between log dirs in the whole cluster
+   (`dir_load`), and submit one wave (streaming.control.submission) with throttles for exactly its partitions;
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
    cancel racing a step never leaves a partition moving.
 
