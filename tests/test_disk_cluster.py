@@ -282,7 +282,8 @@ def placed(cluster, topic, brokers):
     finally:
         admin.close()
     where, future = {}, False
-    for broker, response in zip(brokers, responses):
+    for response in responses:
+        broker = response["broker"]
         for log_dir in response["log_dirs"]:
             for t in log_dir["topics"]:
                 for p in t["partitions"]:

@@ -62,15 +62,16 @@ def limits_of(args):
 
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
+    from streaming.control.placement import logs_of
     from streaming.control.plans.step import candidate, sizes_of
     from streaming.control.ownership.plans import Plan
     from streaming.control.plans.scheduler import FILE, ordered
 
     snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
-    sizes = sizes_of(snapshot)
+    sizes, logs = sizes_of(snapshot), logs_of(snapshot["log_dirs"])
     by_key = {(m.topic, m.partition): m for m in request.moves}
     order = args.order or FILE
-    moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
+    moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes, logs) for m in request.moves], order))
     record = request.record
     plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order,
                 args.throttle, args.replica_alter_log_dirs_throttle)
