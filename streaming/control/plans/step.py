@@ -15,11 +15,11 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
    their throttles; nothing is submitted. A copy between log dirs is not stopped by KIP-455: one copying is
    left to finish, one never started counts as cancelled (`_not_copying`);
 5. start the moves between log dirs of partitions in flight that do not copy yet (`_place`: a wave whose advancer
-   stopped before it sent them, a new replica created outside its dir); the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
-   are set. A partition that finishes after the sweep's read keeps its entries until the next step's
-   sweep, and holds its slot until then (streaming.control.plans.scheduler.load_of): so a throttled-replicas list
-   names only partitions in flight or finished since this advancer's last step began, never more than
-   --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
+   stopped before it sent them, a new replica created outside its dir); then the janitor's sweep, as `verify`
+   does: throttles of finished partitions are removed BEFORE new ones are set. A partition that finishes after
+   the sweep's read keeps its entries until the next step's sweep, and holds its slot until then
+   (streaming.control.plans.scheduler.load_of): so a throttled-replicas list names only partitions in flight or
+   finished since this advancer's last step began, never more than --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
    removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
@@ -303,11 +303,10 @@ def _not_copying(plan, snapshot, in_flight):
     target, no future log): nothing to stop, so they count as cancelled. One whose future log copies is left to
     finish: KIP-455 cancels reassignments, not moves between log dirs."""
     current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
-    copying = between_dirs(snapshot["log_dirs"])
+    moving = set(between_dirs(snapshot["log_dirs"])) | {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
     away = misplaced_of(plan, snapshot)
     targets = {(m.topic, m.partition): tuple(m.target) for m in plan.moves}
-    return tuple(k for k in in_flight if away[k] and k not in copying and current.get(k) == targets[k]
-                 and k not in {(r["topic"], r["partition"]) for r in snapshot["reassignments"]})
+    return tuple(k for k in in_flight if away[k] and k not in moving and current.get(k) == targets[k])
 
 
 def _cancel(applier, keys):
