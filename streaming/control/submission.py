@@ -72,7 +72,7 @@ class NotStarted(ClusterError):
 
 
 def submit(admin, applier, record, setting, timeout_s, now_ms):
-    """Steps 1-5 for `record` (state `pending`, its moves and claims) and its ThrottleSetting
+    """Steps 1-6 for `record` (state `pending`, its moves and claims) and its ThrottleSetting
     (streaming.control.throttles.claims). Raises (after rolling back) when setting the throttles or the
     reassignment request failed; a request the cluster refused whole comes back with nothing started, rolled
     back too."""
