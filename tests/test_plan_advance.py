@@ -277,14 +277,14 @@ def test_a_plan_mixing_moves_between_log_dirs_and_brokers_never_exceeds_its_limi
         between_dirs, limit, rng):
     """Each partition of topic t sits on broker 1 in /a and moves either into /b of broker 1 or to broker 2; after
     every step Kafka ends some of what moves. What the cluster shows moving never passes the limit, and the plan
-    ends done with every partition on its brokers, in its dirs."""
+    ends done with every partition on its brokers, in its dirs, within a step per partition and one more."""
     n = len(between_dirs)
     moves = tuple(Move("t", p, (1,), (1,), ("/b",)) if d else Move("t", p, (1,), (2,)) for p, d in enumerate(between_dirs))
     fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(n)},
                        sizes={("t", p, 1): 1000 for p in range(n)}, dirs={("t", p, 1): "/a" for p in range(n)})
     ledger = MemoryLedger.of()
     ledger.put_plan(Plan(PLAN_ID, PlanState.RUNNING, 0, 0, Limits(limit), moves, throttle=5000, log_dir_throttle=3000))
-    for _ in range(4 * n + 2):
+    for _ in range(n + 2):
         started = len(fake.starts)
         result = step(fake, ledger)
         for targets in fake.starts[started:]:
@@ -294,10 +294,12 @@ def test_a_plan_mixing_moves_between_log_dirs_and_brokers_never_exceeds_its_limi
         assert len(set(fake.reassigning) | {(t, p) for t, p, _ in fake.futures}) <= limit
         if result.finished:
             break
-        for key in [k for k in fake.reassigning if rng.random() < 0.5]:
-            reassigned(fake, key[1], "/a")
-        if fake.futures and rng.random() < 0.5:
-            fake.finish_dir_moves()
+        moving = sorted(fake.reassigning) + (["future logs"] if fake.futures else [])
+        for ending in rng.sample(moving, rng.randint(1, len(moving))) if moving else ():  # at least one ends
+            if ending == "future logs":
+                fake.finish_dir_moves()
+            else:
+                reassigned(fake, ending[1], "/a")
     assert result.plan.state == PlanState.DONE and result.counts == {"done": n}
     assert all(fake.dirs[("t", m.partition, 1)] == "/b" if m.log_dirs else ("t", m.partition, 2) in fake.sizes
                for m in moves)
