@@ -245,6 +245,7 @@ class InFlightWatch:
     def __init__(self, cluster, topic, brokers):
         self.cluster, self.topic, self.brokers = cluster, topic, brokers
         self.counts = []
+        self.copied = set()  # partitions seen with a future log
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -269,6 +270,7 @@ class InFlightWatch:
                            for log_dir in response["log_dirs"] for t in log_dir["topics"] if t["name"] == self.topic
                            for p in t["partitions"] if p["is_future_key"]}
                 self.counts.append(len(before & self._reassigning() | copying))
+                self.copied |= copying
             except Exception:  # a slow answer on the loaded machine: look again
                 pass
             self._stop.wait(WATCH_S)
@@ -322,6 +324,7 @@ def test_a_plan_mixing_moves_between_log_dirs_and_brokers_holds_its_limit(disk_c
                                     capture_output=True, text=True, timeout=180)
         assert result.returncode == 0, result.stdout + result.stderr
         assert watch.counts and max(watch.counts) == 2, watch.counts  # the limit reached, never passed
+        assert {0, 2} <= watch.copied, watch.copied  # the moves between log dirs were seen copying, counted
         where, future = placed(disk_cluster, topic, [1, 2])
         assert not future and {p: set(on) for p, on in where.items()} == {0: {1}, 1: {2}, 2: {2}, 3: {1}}, where
         assert [where[0][1], where[1][2], where[2][2]] == [moves[0]["log_dirs"][0], into_2, moves[2]["log_dirs"][0]]
