@@ -296,10 +296,11 @@ def placed(cluster, topic, brokers):
     return where, future
 
 
-def test_a_plan_mixing_moves_between_log_dirs_and_brokers_holds_its_limit(disk_cluster, tmp_path):
+def test_a_plan_mixing_moves_between_log_dirs_and_brokers_holds_its_limit(disk_cluster, job, tmp_path):
     """`execute --max-partitions-in-flight 2 --wait` of four partitions: two between the log dirs of their broker, one
     to another broker into a named dir, one to another broker. The cluster never shows more than two in flight, every
-    partition ends on its brokers in its dirs, and both rates and the throttled-replicas lists are gone at the end."""
+    partition ends on its brokers in its dirs, and both rates and the throttled-replicas lists are gone at the end -
+    with the job running beside it (its janitor and its look at the future logs sweep the waves' rates too)."""
     started = time.monotonic()
     topic = disk_cluster.create_topic(disk_cluster.unique_topic("plandirs"), {0: [1], 1: [1], 2: [2], 3: [2]},
                                       megabytes=PLAN_MB)
