@@ -402,11 +402,9 @@ for flag, values in (("--max-partitions-in-flight", ("0", "-1", "abc", "1e3", "1
         CASES.append(Case(f"execute{flag}-{value[:20]!r}", "plan", (*PLAN_EXECUTE, *extra, flag, value), file=GOOD))
 for extra in (("--max-moves-per-broker", "3"), ("--max-bytes-in-flight", "1GB"), ("--order", "file"), ("--wait",)):
     CASES.append(Case(f"execute{extra[0]}-without-a-plan", "plan", (*PLAN_EXECUTE, *extra), file=GOOD))
-for extra in (("--additional",), ("--no-auto-remove-throttle",), ("--dry-run",), ("--replica-alter-log-dirs-throttle", "1000")):
+for extra in (("--additional",), ("--no-auto-remove-throttle",), ("--dry-run",)):
     CASES.append(Case(f"execute-plan-with{extra[0]}", "plan", (*PLAN_EXECUTE, "--max-partitions-in-flight", "5", *extra),
                       file=GOOD))
-CASES.append(Case("execute-plan-with-log-dirs", "plan", (*PLAN_EXECUTE, "--max-partitions-in-flight", "5"),
-                  file=doc(entry(log_dirs=["/data/a", "any"]))))
 for command in ("pause", "resume", "cancel", "progress"):
     for value in ("", "x", "20261123T180000.000Z-ABCD", "20261123T180000Z-abcd", "20261123T180000.000Z-abcd\n"):
         CASES.append(Case(f"{command}-request-id-{value!r}", "plan",
@@ -447,6 +445,8 @@ CASES += [
     Case("execute-broker-int32-max", "unknown-ids", EXECUTE, file=doc(entry("@TOPIC", 0, (1, INT32_MAX))), cluster=True),
     Case("execute-partition-int32-max", "unknown-ids", EXECUTE, file=doc(entry("@TOPIC", INT32_MAX, (1, 2))), cluster=True),
     Case("execute-absent-log-dir", "unknown-ids", EXECUTE,
+         file=doc(entry("@TOPIC", 0, (2, 3), log_dirs=["any", "/no/such/dir"])), cluster=True),
+    Case("execute-plan-absent-log-dir", "unknown-ids", (*EXECUTE, "--max-partitions-in-flight", "5"),
          file=doc(entry("@TOPIC", 0, (2, 3), log_dirs=["any", "/no/such/dir"])), cluster=True),
     Case("execute-already-reassigning", "unknown-ids", EXECUTE, file=doc(entry("@MOVING", 0, (1, 2))), cluster=True),
     Case("execute-one-good-one-unknown", "unknown-ids", (*EXECUTE, "--throttle", "1000000"),

@@ -31,6 +31,9 @@ class FakeCluster:
     topics: dict = field(default_factory=dict)  # (topic, kind) -> throttled-replicas value
     rates: dict = field(default_factory=dict)  # (broker, kind) -> throttle rate
     future: set = field(default_factory=set)  # brokers holding a future log (an intra-broker move)
+    dirs: dict = field(default_factory=dict)  # (topic, partition, broker) -> the log dir of its current log ("/d")
+    futures: dict = field(default_factory=dict)  # (topic, partition, broker) -> the log dir its future log copies into
+    dir_moves: list = field(default_factory=list)  # each AlterReplicaLogDirs asked: {(topic, partition, broker): dir}
     offline_dirs: dict = field(default_factory=dict)  # broker -> its log dirs Kafka took offline
     refuse: set = field(default_factory=set)  # (scope, name) whose alters are refused
     hidden: set = field(default_factory=set)  # topics the principal may not describe: absent from Metadata
@@ -98,8 +101,10 @@ class FakeCluster:
 
     def describe_log_dirs(self, broker):
         self._call("describe_log_dirs")
-        rows = [{"broker": broker, "log_dir": "/d", "topic": t, "partition": p, "size": size, "offset_lag": 0,
-                 "is_future": False} for (t, p, b), size in sorted(self.sizes.items()) if b == broker]
+        rows = [{"broker": broker, "log_dir": self.dirs.get((t, p, b), "/d"), "topic": t, "partition": p, "size": size,
+                 "offset_lag": 0, "is_future": False} for (t, p, b), size in sorted(self.sizes.items()) if b == broker]
+        rows += [{"broker": broker, "log_dir": d, "topic": t, "partition": p, "size": 0, "offset_lag": 0,
+                  "is_future": True} for (t, p, b), d in sorted(self.futures.items()) if b == broker]
         if broker in self.future:
             rows.append({"broker": broker, "log_dir": "/d", "topic": "x", "partition": 0, "size": 1,
                          "offset_lag": 0, "is_future": True})
@@ -144,6 +149,11 @@ class FakeCluster:
         self.closed = True
 
     # -- for tests --
+
+    def finish_dir_moves(self):
+        """Every future log replaces its current one (the copy ended)."""
+        self.dirs.update(self.futures)
+        self.futures.clear()
 
     def snapshot(self, now_ms=None):
         """What a poll of every topic would show now (the streaming job's view: its future logs too)."""
@@ -202,7 +212,18 @@ class FakeWriter:
         return answers
 
     def alter_replica_log_dirs(self, wanted):
-        return {key: None for key in wanted}
+        """As Kafka: a replica the broker does not host yet gets its dir noted (REPLICA_NOT_AVAILABLE); one in
+        another dir gets a future log there; one already there, nothing."""
+        self.cluster.dir_moves.append(dict(wanted))
+        answers = {}
+        for key, log_dir in wanted.items():
+            if key not in self.cluster.sizes:
+                answers[key] = "ReplicaNotAvailableError"
+                continue
+            if self.cluster.dirs.get(key, "/d") != log_dir:
+                self.cluster.futures[key] = log_dir
+            answers[key] = None
+        return answers
 
     def ensure_topic(self, name, partitions, config, min_insync_replicas=None):
         created = name not in self.cluster.logs

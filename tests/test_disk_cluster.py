@@ -232,6 +232,112 @@ def records_of(job, key):
     return [v for k, v in read_topic(job.bootstrap, job.progress_topic) if k == key]
 
 
+PLAN_MB = 4  # per partition: at PLAN_RATE each move lasts a few seconds, so two overlap at every poll below
+PLAN_RATE = 1_000_000
+
+
+class InFlightWatch:
+    """A thread counting `topic`'s partitions in flight as the cluster shows them: reassigning in two
+    ListPartitionReassignments that bracket a DescribeLogDirs of `brokers`, or holding a future log in it (a lower bound
+    of what moved at the DescribeLogDirs: a count from reads at different instants must not add a partition that
+    ended to one that started after it)."""
+
+    def __init__(self, cluster, topic, brokers):
+        self.cluster, self.topic, self.brokers = cluster, topic, brokers
+        self.counts = []
+        self.copied = set()  # partitions seen with a future log
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._admin = self.cluster.admin()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(15)
+        self._admin.close()
+
+    def _reassigning(self):
+        return {tp.partition for tp in self._admin.list_partition_reassignments() if tp.topic == self.topic}
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                before = self._reassigning()
+                copying = {p["partition_index"] for response in self._admin.describe_log_dirs(brokers=self.brokers)
+                           for log_dir in response["log_dirs"] for t in log_dir["topics"] if t["name"] == self.topic
+                           for p in t["partitions"] if p["is_future_key"]}
+                self.counts.append(len(before & self._reassigning() | copying))
+                self.copied |= copying
+            except Exception:  # a slow answer on the loaded machine: look again
+                pass
+            self._stop.wait(WATCH_S)
+
+
+def placed(cluster, topic, brokers):
+    """{partition: {broker: log dir}} of `topic`'s current logs, and whether any future log is left."""
+    admin = cluster.admin()
+    try:
+        responses = admin.describe_log_dirs(brokers=brokers)
+    finally:
+        admin.close()
+    where, future = {}, False
+    for response in responses:
+        broker = response["broker"]
+        for log_dir in response["log_dirs"]:
+            for t in log_dir["topics"]:
+                for p in t["partitions"]:
+                    if t["name"] == topic:
+                        future |= p["is_future_key"]
+                        if not p["is_future_key"]:
+                            where.setdefault(p["partition_index"], {})[broker] = log_dir["log_dir"]
+    return where, future
+
+
+def test_a_plan_mixing_moves_between_log_dirs_and_brokers_holds_its_limit(disk_cluster, job, tmp_path):
+    """`execute --max-partitions-in-flight 2 --wait` of four partitions: two between the log dirs of their broker, one
+    to another broker into a named dir, one to another broker. The cluster never shows more than two in flight, every
+    partition ends on its brokers in its dirs, and both rates and the throttled-replicas lists are gone at the end -
+    with the job running beside it (its janitor and its look at the future logs sweep the waves' rates too)."""
+    started = time.monotonic()
+    topic = disk_cluster.create_topic(disk_cluster.unique_topic("plandirs"), {0: [1], 1: [1], 2: [2], 3: [2]},
+                                      megabytes=PLAN_MB)
+    try:
+        before, _ = placed(disk_cluster, topic, [1, 2])
+
+        def other_dir(partition, broker):
+            [other] = set(disk_cluster.log_dirs(broker)) - {before[partition][broker]}
+            return other
+
+        into_2 = disk_cluster.log_dirs(2)[1]
+        moves = [{"topic": topic, "partition": 0, "replicas": [1], "log_dirs": [other_dir(0, 1)]},
+                 {"topic": topic, "partition": 1, "replicas": [2], "log_dirs": [into_2]},
+                 {"topic": topic, "partition": 2, "replicas": [2], "log_dirs": [other_dir(2, 2)]},
+                 {"topic": topic, "partition": 3, "replicas": [1]}]
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+        with InFlightWatch(disk_cluster, topic, [1, 2]) as watch:
+            result = subprocess.run([CLI, "execute", "--bootstrap-server", disk_cluster.bootstrap,
+                                     "--reassignment-json-file", str(plan), "--max-partitions-in-flight", "2", "--wait",
+                                     "--throttle", str(PLAN_RATE), "--replica-alter-log-dirs-throttle", str(PLAN_RATE)],
+                                    capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert watch.counts and max(watch.counts) == 2, watch.counts  # the limit reached, never passed
+        assert {0, 2} <= watch.copied, watch.copied  # the moves between log dirs were seen copying, counted
+        where, future = placed(disk_cluster, topic, [1, 2])
+        assert not future and {p: set(on) for p, on in where.items()} == {0: {1}, 1: {2}, 2: {2}, 3: {1}}, where
+        assert [where[0][1], where[1][2], where[2][2]] == [moves[0]["log_dirs"][0], into_2, moves[2]["log_dirs"][0]]
+        wait_for(lambda: not {key: value for key, value in throttles(disk_cluster, [topic]).items()
+                              if key[0] in (topic, 1, 2)}, 15, interval_s=0.5,
+                 message="the plan's throttles (both rates, the throttled-replicas lists) to go")
+        print(f"\nDISK FIGURES plan mixing moves between log dirs and brokers: in flight at most {max(watch.counts)} "
+              f"over {len(watch.counts)} looks; {time.monotonic() - started:.1f} s", flush=True)
+    finally:
+        disk_cluster.delete_topics([topic])
+
+
 # Last on the disk cluster: the log dir that goes offline stays offline until broker 3 restarts.
 def test_a_log_dir_that_fills_is_named_and_the_move_beside_it_goes_on(disk_cluster, job, tmp_path):
     small = str(disk_cluster.small_dir)

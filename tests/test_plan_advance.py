@@ -14,7 +14,7 @@ from streaming.control.ownership.store import MemoryLedger
 from streaming.control.plans.scheduler import Limits
 from streaming.control.plans.step import advance_once, still_throttled
 from streaming.cluster.poller import poll
-from streaming.vocabulary.errors import NotAuthorized
+from streaming.vocabulary.errors import ClusterError, NotAuthorized
 from tests.fake_cluster import FakeCluster
 from streaming.vocabulary.states import OwnershipState, PlanState
 
@@ -173,6 +173,137 @@ def test_still_throttled(wave_state, reassigning, listed, counted):
     snapshot = {"reassignments": [{"topic": "t", "partition": 0}] if reassigning else [],
                 "topic_throttles": [{"topic": "t", "kind": "follower", "value": listed}]}
     assert still_throttled([wave], snapshot) == ({("t", 0)} if counted else set())
+
+
+# ---- moves between log dirs in a plan ----
+
+MIXED = (Move("t", 0, (1,), (1,), ("/b",)),  # broker 1's replica into its log dir /b
+         Move("t", 1, (1,), (2,), ("/b",)),  # to broker 2, created in its log dir /b
+         Move("t", 2, (1,), (1,), ("/b",)),
+         Move("t", 3, (1,), (2,)))
+
+
+def setup_mixed(limits=Limits(2), waves=()):
+    fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(4)},
+                       sizes={("t", p, 1): 1000 for p in range(4)}, dirs={("t", p, 1): "/a" for p in range(4)})
+    ledger = MemoryLedger.of(*waves)
+    ledger.put_plan(Plan(PLAN_ID, PlanState.RUNNING, 0, 0, limits, MIXED, throttle=5000, log_dir_throttle=3000))
+    return fake, ledger
+
+
+def reassigned(fake, p, log_dir):
+    """t-p's reassignment to broker 2 completed, its new replica created in `log_dir`."""
+    fake.reassigning.pop(("t", p), None)
+    fake.partitions[("t", p)] = {"replicas": [2], "isr": [2], "leader": 2}
+    fake.sizes.pop(("t", p, 1))
+    fake.sizes[("t", p, 2)], fake.dirs[("t", p, 2)] = 1000, log_dir
+
+
+def test_a_plan_counts_moves_between_log_dirs_against_its_limit_until_every_replica_is_in_its_dir():
+    fake, ledger = setup_mixed()
+    result = step(fake, ledger)
+    assert result.submitted == (("t", 0), ("t", 1))
+    assert fake.dir_moves[0] == {("t", 1, 2): "/b"}  # the new replica's dir, before its reassignment
+    assert fake.futures == {("t", 0, 1): "/b"}  # the move between log dirs started by the wave
+    [wave] = ledger.records()
+    assert {(c.broker, c.kind, c.rate) for c in wave.rates} >= {(1, "alter_log_dirs", 3000), (2, "alter_log_dirs", 3000)}
+    assert wave.moves[0].log_dirs == ("/b",)
+    fake.reassigning[("t", 1)] = ([2, 1], [2], [1])
+    assert step(fake, ledger).submitted == ()  # t-0 copies between dirs, t-1 reassigns: both slots held
+    reassigned(fake, 1, "/b")
+    result = step(fake, ledger)
+    assert result.states[("t", 1)] == "done" and result.submitted == (("t", 2),)  # t-0's future log holds a slot
+    fake.finish_dir_moves()
+    result = step(fake, ledger)
+    assert result.submitted == (("t", 3),) and result.states[("t", 0)] == result.states[("t", 2)] == "done"
+    reassigned(fake, 3, "/a")
+    result = step(fake, ledger)
+    assert result.plan.state == PlanState.DONE and result.counts == {"done": 4}
+    assert fake.rates == {} and fake.topics == {("t", "leader"): "", ("t", "follower"): ""}
+
+
+def test_a_future_log_someone_else_started_holds_a_slot():
+    fake, ledger = setup_mixed()
+    fake.partitions[("u", 0)] = {"replicas": [3], "isr": [3], "leader": 3}
+    fake.sizes[("u", 0, 3)], fake.futures[("u", 0, 3)] = 5000, "/b"
+    assert step(fake, ledger).submitted == (("t", 0),)
+
+
+def test_a_new_replica_created_outside_its_dir_is_moved_into_it():
+    fake, ledger = setup_mixed(limits=Limits(1))
+    fake.dirs[("t", 0, 1)] = "/b"  # t-0 is in its dir already: done, never submitted
+    assert step(fake, ledger).submitted == (("t", 1),)
+    reassigned(fake, 1, "/a")  # the broker did not honour the dir it was sent
+    result = step(fake, ledger)
+    assert result.states[("t", 1)] == "in_flight" and fake.futures == {("t", 1, 2): "/b"}
+    assert result.submitted == ()  # its copy between dirs holds the one slot
+
+
+def test_a_wave_whose_move_between_dirs_never_started_is_started_by_the_next_step():
+    """The advancer stopped after the reassignment and before AlterReplicaLogDirs."""
+    wave = Ownership("20261123T180001.000Z-0001", OwnershipState.STARTED, 1, 1, moves=MIXED[:1], plan_id=PLAN_ID)
+    fake, ledger = setup_mixed(limits=Limits(1), waves=(wave,))
+    result = step(fake, ledger)
+    assert result.states[("t", 0)] == "in_flight" and result.submitted == ()
+    assert fake.futures == {("t", 0, 1): "/b"}
+
+
+def test_a_cancelled_plan_lets_a_copy_between_dirs_finish_and_counts_one_never_started_cancelled():
+    fake, ledger = setup_mixed()
+    step(fake, ledger)  # t-0 copies between dirs, t-1 submitted
+    fake.futures.clear()  # t-0's copy was stopped (its dir went offline)
+    fake.partitions[("t", 1)] = {"replicas": [2], "isr": [2], "leader": 2}
+    fake.sizes[("t", 1, 2)], fake.dirs[("t", 1, 2)], fake.futures[("t", 1, 2)] = 1000, "/a", "/b"
+    ledger.put_plan(replace(ledger.plans()[0], state=PlanState.CANCELLED))
+    result = step(fake, ledger)
+    assert result.cancelled == (("t", 0),) and result.counts["in_flight"] == 1 and not result.finished
+    fake.finish_dir_moves()
+    result = step(fake, ledger)
+    assert result.finished and result.states[("t", 1)] == "done"
+    assert len(fake.starts) == 1 and fake.futures == {}
+
+
+def test_a_plan_naming_log_dirs_is_not_stepped_without_every_brokers_log_dirs():
+    fake, ledger = setup_mixed()
+    fake.fail["describe_log_dirs"] = RuntimeError("broker 2 did not answer")
+    with pytest.raises(ClusterError, match="DescribeLogDirs of broker 1 missing"):
+        step(fake, ledger)
+    assert fake.starts == [] and ledger.records() == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=6), st.integers(1, 3), st.randoms(use_true_random=False))
+def test_a_plan_mixing_moves_between_log_dirs_and_brokers_never_exceeds_its_limit_and_ends_where_asked(
+        between_dirs, limit, rng):
+    """Each partition of topic t sits on broker 1 in /a and moves either into /b of broker 1 or to broker 2; after
+    every step Kafka ends some of what moves. What the cluster shows moving never passes the limit, and the plan
+    ends done with every partition on its brokers, in its dirs, within a step per partition and one more."""
+    n = len(between_dirs)
+    moves = tuple(Move("t", p, (1,), (1,), ("/b",)) if d else Move("t", p, (1,), (2,)) for p, d in enumerate(between_dirs))
+    fake = FakeCluster(partitions={("t", p): {"replicas": [1], "isr": [1], "leader": 1} for p in range(n)},
+                       sizes={("t", p, 1): 1000 for p in range(n)}, dirs={("t", p, 1): "/a" for p in range(n)})
+    ledger = MemoryLedger.of()
+    ledger.put_plan(Plan(PLAN_ID, PlanState.RUNNING, 0, 0, Limits(limit), moves, throttle=5000, log_dir_throttle=3000))
+    for _ in range(n + 2):
+        started = len(fake.starts)
+        result = step(fake, ledger)
+        for targets in fake.starts[started:]:
+            for key, target in targets.items():
+                if target == [2]:
+                    fake.reassigning[key] = ([2, 1], [2], [1])
+        assert len(set(fake.reassigning) | {(t, p) for t, p, _ in fake.futures}) <= limit
+        if result.finished:
+            break
+        moving = sorted(fake.reassigning) + (["future logs"] if fake.futures else [])
+        for ending in rng.sample(moving, rng.randint(1, len(moving))) if moving else ():  # at least one ends
+            if ending == "future logs":
+                fake.finish_dir_moves()
+            else:
+                reassigned(fake, ending[1], "/a")
+    assert result.plan.state == PlanState.DONE and result.counts == {"done": n}
+    assert all(fake.dirs[("t", m.partition, 1)] == "/b" if m.log_dirs else ("t", m.partition, 2) in fake.sizes
+               for m in moves)
+    assert fake.rates == {}
 
 
 # ---- property: failed partitions never hold a plan ----

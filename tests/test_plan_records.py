@@ -83,3 +83,18 @@ def test_leases_read_back_in_log_order_beside_the_plan_and_ownership_records():
     again = KafkaLedger(fake, TOPIC)
     assert again.leases(request_id) == claims and holder_of(again.leases(request_id)).holder == "job h:1"
     assert again.plans() == [plan_of(3)] and KafkaLedger(fake, TOPIC).records() == []
+
+
+def test_log_dirs_and_their_throttle_read_back_and_a_plan_without_them_writes_neither():
+    """A plan's moves between log dirs survive a restart: the dirs in its parts and its waves, the rate in its header."""
+    moves = (Move("t", 0, (1,), (1,), ("/b",)), Move("t", 1, (1, 2), (3, 2), ("/b", "any")), Move("t", 2, (1,), (2,)))
+    plan = Plan("20261123T180000.000Z-abcd", PlanState.RUNNING, 1, 1, Limits(2), moves, throttle=1000,
+                log_dir_throttle=3000)
+    fake = FakeCluster()
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record_plan(plan, with_parts=True)
+    assert KafkaLedger(fake, TOPIC).plans() == [plan]
+    wave = Ownership("20261123T180001.000Z-0001", OwnershipState.STARTED, 2, 2, moves=moves, plan_id=plan.request_id)
+    assert decode(encode(wave)) == wave
+    fake = FakeCluster()
+    applier_of(fake, KafkaLedger(fake, TOPIC)).record_plan(plan_of(1), with_parts=True)
+    assert not any(b"log_dir" in value for _, value in fake.logs[TOPIC])

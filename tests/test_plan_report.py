@@ -3,6 +3,7 @@ plain data: bytes from the step's sizes and the batch's rows, the ETA from the o
 pending partitions admitted under the plan's limits."""
 
 import json
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -66,6 +67,16 @@ def test_plan_row(states, rows, tables, throttle, remaining, eta):
     assert (row["bytes_total"], row["bytes_remaining"]) == (4 * MB, remaining)
     assert row["eta_seconds"] == (None if eta is None else pytest.approx(eta))
     assert row["partitions"]["pending"] == states.count("pending") and row["partitions_total"] == 4
+
+
+@pytest.mark.parametrize("states, eta", [(["pending"] * 4, None), (["done", "done", "done", "done"], 0.0)],
+                         ids=["pending-between-dirs", "finished"])
+def test_a_plan_moving_between_log_dirs_has_no_eta_until_those_moves_end(states, eta):
+    plan_status = status(states)
+    plan = plan_status.plan
+    moves = (replace(plan.moves[0], target=(1,), log_dirs=("/b",)),) + plan.moves[1:]
+    plan_status = replace(plan_status, plan=replace(plan, moves=moves))
+    assert plan_row(plan_status, batch([]), {}, NOW_MS)["eta_seconds"] == eta
 
 
 def test_a_plan_not_read_yet_has_no_row():

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from streaming.control.plans.scheduler import FILE, LARGEST, SMALLEST, Candidate, Limits, Load, load_of, ordered, schedule
 from streaming.control.plans.partition_states import classify, not_moved, settled
 from streaming.control.ownership.records import Move
+from streaming.control.placement import between_dirs, copies, logs_of, misplaced, to_place
+from streaming.control.plans.step import candidate
 from streaming.vocabulary.states import PlanPartitionState
 
 
@@ -98,6 +100,93 @@ STATE_CASES = [
 def test_partition_state(submitted, current, ongoing, refusal, expected):
     state, reason = classify(M, submitted, current, ongoing, refusal)
     assert state == expected and reason
+
+
+D = Move("t", 0, (1, 2), (1, 2), ("/b", "any"))  # broker 1's replica into its log dir /b, on the same brokers
+DB = Move("t", 0, (1, 2), (3, 2), ("/b", "any"))  # 1,2 -> 3,2, the new replica on broker 3 in /b
+DIR_STATE_CASES = [
+    # id, move, submitted, current replicas, ongoing row, brokers not yet in their named dir, expected state
+    ("between dirs, never submitted", D, False, [1, 2], None, {1}, PlanPartitionState.PENDING),
+    ("between dirs, submitted: its future log copies", D, True, [1, 2], None, {1}, PlanPartitionState.IN_FLIGHT),
+    ("between dirs, submitted, in its dir", D, True, [1, 2], None, set(), PlanPartitionState.DONE),
+    ("between dirs, already in its dir, never submitted", D, False, [1, 2], None, set(), PlanPartitionState.DONE),
+    ("between dirs, submitted, then someone moved the replicas", D, True, [4, 2], None, {1}, PlanPartitionState.CANCELLED),
+    ("between brokers with a dir: reassigning", DB, True, [3, 2, 1], ONGOING_OURS, {3}, PlanPartitionState.IN_FLIGHT),
+    ("between brokers with a dir: at the target, copying between dirs", DB, True, [3, 2], None, {3}, PlanPartitionState.IN_FLIGHT),
+    ("between brokers with a dir: at the target, in its dir", DB, True, [3, 2], None, set(), PlanPartitionState.DONE),
+    ("between brokers with a dir: someone else moved it, not into the dir", DB, False, [3, 2], None, {3},
+     PlanPartitionState.LEFT_ALONE),
+]
+
+
+@pytest.mark.parametrize("move, submitted, current, ongoing, misplaced, expected", [case[1:] for case in DIR_STATE_CASES],
+                         ids=[case[0] for case in DIR_STATE_CASES])
+def test_partition_state_with_log_dirs(move, submitted, current, ongoing, misplaced, expected):
+    state, reason = classify(move, submitted, current, ongoing, None, frozenset(misplaced))
+    assert state == expected and reason
+
+
+DIR_LOAD_CASES = [
+    # id, ongoing, between dirs {(t, p): {broker: bytes}}, still throttled, expected (partitions, per broker, bytes)
+    ("a move between log dirs holds a slot, its broker and the log it copies", {}, {("t", 0): {1: 30}}, set(),
+     (1, {1: 1}, 30)),
+    ("two brokers copying one partition between dirs", {}, {("t", 0): {1: 30, 2: 30}}, set(), (1, {1: 1, 2: 1}, 60)),
+    ("reassigning and copying between dirs: one partition, each broker once",
+     {("t", 0): {"replicas": [3, 1, 2], "adding": [3], "removing": [2]}}, {("t", 0): {1: 5, 3: 0}}, set(),
+     (1, {1: 1, 2: 1, 3: 1}, 10 + 5)),
+    ("a reassignment beside a move between dirs of another partition",
+     {("t", 0): {"replicas": [3, 1], "adding": [3], "removing": [1]}}, {("u", 0): {1: 7}}, set(), (2, {1: 2, 3: 1}, 17)),
+    ("finished but still throttled, beside a move between dirs", {}, {("u", 0): {1: 7}}, {("t", 1)}, (2, {1: 1}, 7)),
+]
+
+
+@pytest.mark.parametrize("ongoing, between, still, expected", [case[1:] for case in DIR_LOAD_CASES],
+                         ids=[case[0] for case in DIR_LOAD_CASES])
+def test_load_counts_moves_between_log_dirs(ongoing, between, still, expected):
+    result = load_of(ongoing, {("t", 0): 10}, frozenset(still), between)
+    assert (result.partitions, dict(+result.per_broker), result.bytes) == expected
+
+
+def log(broker, log_dir, size=100, future=False, partition=0):
+    return {"broker": broker, "log_dir": log_dir, "topic": "t", "partition": partition, "size": size,
+            "is_future": future}
+
+
+PLACEMENT_CASES = [
+    # id, move, DescribeLogDirs rows, (misplaced, copies, to place, candidate brokers, candidate bytes) - the leader's
+    # log is 10 bytes
+    ("between dirs, not started: only its broker, its own log", D, [log(1, "/a"), log(2, "/a")],
+     ({1}, {1: 100}, {("t", 0, 1): "/b"}, {1}, 100)),
+    ("between dirs, copying: nothing to start", D, [log(1, "/a"), log(1, "/b", 40, True), log(2, "/a")],
+     ({1}, {1: 100}, {}, {1}, 100)),
+    ("between dirs, copying into another dir: started again into the named one", D,
+     [log(1, "/a"), log(1, "/c", 40, True)], ({1}, {1: 100}, {("t", 0, 1): "/b"}, {1}, 100)),
+    ("between dirs, done", D, [log(1, "/b"), log(2, "/a")], (set(), {}, {}, set(), 0)),
+    ("broker 1 did not answer: not placed, nothing started there", D, [log(2, "/a")], ({1}, {}, {}, set(), 0)),
+    ("between brokers, the new replica not created yet: copies nothing between dirs", DB, [log(1, "/a"), log(2, "/a")],
+     ({3}, {}, {}, {1, 2, 3}, 10)),
+    ("between brokers, the new replica created in another dir", DB, [log(1, "/a"), log(2, "/a"), log(3, "/a", 0)],
+     ({3}, {3: 0}, {("t", 0, 3): "/b"}, {1, 2, 3}, 10)),
+    ("between brokers, a staying replica changes dir too", Move("t", 0, (1, 2), (3, 2), ("any", "/b")),
+     [log(1, "/a"), log(2, "/a")], ({2}, {2: 100}, {("t", 0, 2): "/b"}, {1, 2, 3}, 110)),
+]
+
+
+@pytest.mark.parametrize("move, rows, expected", [case[1:] for case in PLACEMENT_CASES],
+                         ids=[case[0] for case in PLACEMENT_CASES])
+def test_what_a_move_between_log_dirs_still_has_to_do(move, rows, expected):
+    logs = logs_of(rows)
+    away, copying, start, brokers, size = expected
+    assert misplaced(move, logs) == frozenset(away)
+    assert copies(move, logs) == copying
+    assert to_place(move, logs) == start
+    assert candidate(move, {("t", 0): 10}, logs) == Candidate(("t", 0), frozenset(brokers), size)
+
+
+def test_every_future_log_counts_whoever_started_it():
+    rows = [log(1, "/a"), log(1, "/b", 40, True), log(2, "/a", 7, partition=1), log(2, "/b", 1, True, partition=1),
+            log(3, "/a", partition=2)]
+    assert between_dirs(rows) == {("t", 0): {1: 100}, ("t", 1): {2: 7}}
 
 
 SETTLED_CASES = [

@@ -90,8 +90,9 @@ def test_moves_use_original_replicas_of_an_ongoing_reassignment():
 
 
 def test_log_dir_moves_and_their_throttle():
-    file_moves = [PartitionMove("t", 0, (1, 2), ("/d1", "any"))]
-    dirs = log_dir_moves(file_moves)
+    moves = moves_for([PartitionMove("t", 0, (1, 2), ("/d1", "any"))], {("t", 0): [1, 2]}, {})
+    assert moves == (Move("t", 0, (1, 2), (1, 2), ("/d1", "any")),)
+    dirs = log_dir_moves(moves)
     assert dirs == {("t", 0, 1): "/d1"}
     setting = throttle_setting((), view(), [], None, dirs, 3 * MB)
     assert [(c.broker, c.kind, c.rate) for c in setting.rate_claims] == [(1, "alter_log_dirs", 3 * MB)]

@@ -13,8 +13,9 @@ Order (each step only after the previous one succeeded):
    request may have taken out an entry this request shares with an older finished one before the
    reassignment was registered; from now on the rules "Still reassigning" and "Broker in use"
    (docs/ownership.md) protect them whatever records a janitor has.
-6. Mark the record `started`; move replicas into the named log dirs (AlterReplicaLogDirs, retried while
-   a new replica does not exist yet, up to --timeout).
+6. Move replicas into the named log dirs (AlterReplicaLogDirs, retried while a new replica does not exist
+   yet, up to --timeout; a new replica's dir is sent before step 3, so it is created there), then mark the
+   record `started` (while `pending` the janitor keeps the alter-log-dirs rate it claims).
 The current assignment (for rollback) is printed before step 2 in table output; the request id at the end.
 A crash between 2 and 6 leaves a `pending` record: the janitor treats it as started after
 streaming.vocabulary.throttle_actions.PENDING_GRACE_MS and removes its throttles once its partitions do not move.
@@ -35,9 +36,6 @@ from streaming.vocabulary import throttle_values
 from streaming.vocabulary.config_keys import throttle_config_key
 from streaming.vocabulary.errors import EXIT_OK, BadInput, ClusterError
 from streaming.vocabulary.states import OwnershipState
-
-REPLICA_NOT_AVAILABLE = "ReplicaNotAvailableError"  # AlterReplicaLogDirs before the new replica exists
-
 
 def add_arguments(parser):
     parser.add_argument("--reassignment-json-file", required=True, metavar="FILE",
@@ -96,21 +94,6 @@ def _log_dirs_reader(admin):
     return log_dirs_of
 
 
-def _move_log_dirs(applier, log_dirs, timeout_s):
-    """AlterReplicaLogDirs, retried while new replicas do not exist yet. Returns unfinished (replica, error)."""
-    wanted = dict(log_dirs)
-    deadline = time.monotonic() + timeout_s
-    results = {}
-    while wanted:
-        results = applier.move_log_dirs(wanted)
-        wanted = {r: d for r, d in wanted.items() if results.get(r) is not None}
-        retry = all(results.get(r) == REPLICA_NOT_AVAILABLE for r in wanted)
-        if not wanted or not retry or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    return [(f"{t}-{p} on broker {b}", results.get((t, p, b)) or "no answer") for (t, p, b) in wanted]
-
-
 def _throttle_lines(setting):
     from streaming.vocabulary import throttle_entries as te
 
@@ -142,8 +125,6 @@ def run(args, connect):
     common.positive_rate("--throttle", args.throttle)
     common.positive_rate("--replica-alter-log-dirs-throttle", args.replica_alter_log_dirs_throttle)
     file_moves = _file_moves(args.reassignment_json_file)
-    if limits is not None:
-        plan_execute.check_file(file_moves)
     admin = connect(args)
     try:
         request = _request(args, admin, file_moves, steering)
@@ -181,7 +162,7 @@ def _request(args, admin, file_moves, steering=None):
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
         raise BadInput(f"{problems[0]}{more}; nothing was changed")
     moves = moves_for(file_moves, common.replicas_of(snapshot), common.ongoing_of(snapshot))
-    log_dirs = log_dir_moves(file_moves)
+    log_dirs = log_dir_moves(moves)
     applier = common.acting(args, admin, create=not args.dry_run)
     ledger = applier.ledger
     active = [r for r in ledger.records() if r.active]
@@ -196,23 +177,12 @@ def _request(args, admin, file_moves, steering=None):
     return Request(moves, log_dirs, setting, rollback, record, applier)
 
 
-def _new_replica_dirs(request):
-    """The log dirs asked for replicas their broker does not host yet. Sent before the reassignment, as Kafka's own
-    tool does: the broker notes the dir and creates the new replica there. Sent only after, the replica is created in
-    the broker's choice of dir and then copied again into the one asked for (a move between log dirs)."""
-    current = {(m.topic, m.partition): set(m.sources) for m in request.moves}
-    return {(t, p, b): d for (t, p, b), d in request.log_dirs.items() if (t, p) in current and b not in current[(t, p)]}
-
-
 def _carry_out(admin, request, timeout_s):
     """Steps 2-6 of the module docstring (streaming.control.submission). Returns (started, refused, unmoved log
     dirs)."""
     from streaming.control.submission import NotStarted, submit
 
     applier = request.applier
-    placed = _new_replica_dirs(request)
-    if placed:
-        applier.move_log_dirs(placed)  # Kafka answers REPLICA_NOT_AVAILABLE and notes the dir: no data moves yet
     try:
         submitted = submit(admin, applier, request.record, request.setting, timeout_s, time.time() * 1000)
     except NotStarted as error:
@@ -225,8 +195,7 @@ def _carry_out(admin, request, timeout_s):
                            f"; {submitted.rolled_back.summary()}")
     if submitted.note is not None:
         raise ClusterError(f"reassignment started (request {request.record.request_id}) but {submitted.note}")
-    unmoved = _move_log_dirs(applier, request.log_dirs, timeout_s) if request.log_dirs else []
-    return list(submitted.started), list(submitted.refused), unmoved
+    return list(submitted.started), list(submitted.refused), list(submitted.unplaced)
 
 
 def _print_plan(args, request):

@@ -20,7 +20,7 @@ from streaming.vocabulary.states import PlanState
 
 PLAN_FLAGS = ("max_moves_per_broker", "max_bytes_in_flight", "order", "wait")
 PLAN_REFUSES = {"additional": "--additional", "no_auto_remove_throttle": "--no-auto-remove-throttle",
-                "dry_run": "--dry-run", "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
+                "dry_run": "--dry-run",
                 # the job steers a request's own rates; a plan's waves are requests of their own (not steered yet)
                 "throttle_min": "--throttle auto"}
 
@@ -29,9 +29,10 @@ def add_plan_arguments(parser):
     from streaming.control.plans.scheduler import FILE, ORDERS
 
     parser.add_argument("--max-partitions-in-flight", type=flags.positive_count, metavar="N",
-                        help="run the file as a plan: at most N partitions reassign at once, the next submitted as each completes")
+                        help="run the file as a plan: at most N partitions reassign (or move between log dirs) at once, "
+                             "the next submitted as each completes")
     parser.add_argument("--max-moves-per-broker", type=flags.positive_count, metavar="M",
-                        help="plan: at most M moves per broker, as a source or a destination")
+                        help="plan: at most M moves per broker, as a source, a destination or between its log dirs")
     parser.add_argument("--max-bytes-in-flight", type=flags.checked(byte_values.byte_count), metavar="BYTES",
                         help="plan: at most this many bytes to copy in flight (200GB, 50MiB, ...)")
     parser.add_argument("--order", choices=ORDERS, default=None, help=f"plan: submission order (default {FILE})")
@@ -59,27 +60,21 @@ def limits_of(args):
     return Limits(args.max_partitions_in_flight, args.max_moves_per_broker, args.max_bytes_in_flight)
 
 
-def check_file(file_moves):
-    """What a plan cannot honour in the file itself, checked before the cluster is asked anything."""
-    from streaming.control.throttles.claims import log_dir_moves
-
-    if log_dir_moves(file_moves):
-        raise BadInput("log_dirs other than \"any\" cannot be used in a plan (--max-partitions-in-flight)")
-
-
 def record_plan(args, admin, request, limits):
     """Order the validated moves, record the plan (before anything is submitted). Returns the Plan."""
+    from streaming.control.placement import logs_of
     from streaming.control.plans.step import candidate, sizes_of
     from streaming.control.ownership.plans import Plan
     from streaming.control.plans.scheduler import FILE, ordered
 
     snapshot = common.strict_poll(admin, [m.topic for m in request.moves])
-    sizes = sizes_of(snapshot)
+    sizes, logs = sizes_of(snapshot), logs_of(snapshot["log_dirs"])
     by_key = {(m.topic, m.partition): m for m in request.moves}
     order = args.order or FILE
-    moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes) for m in request.moves], order))
+    moves = tuple(by_key[c.key] for c in ordered([candidate(m, sizes, logs) for m in request.moves], order))
     record = request.record
-    plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order, args.throttle)
+    plan = Plan(record.request_id, PlanState.RUNNING, record.created_ms, record.updated_ms, limits, moves, order,
+                args.throttle, args.replica_alter_log_dirs_throttle)
     request.applier.record_plan(plan, with_parts=True)
     return plan
 

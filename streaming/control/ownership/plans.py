@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, replace
 
 from streaming.control.plans.scheduler import FILE, Limits
-from streaming.control.ownership.records import PLAN_KEY_PREFIX, Move
+from streaming.control.ownership.records import PLAN_KEY_PREFIX, Move, move_json, move_of
 from streaming.vocabulary.states import PlanState
 
 SCHEMA_ID = "kafka-reassign-monitor/plan/v1"
@@ -33,6 +33,7 @@ class Plan:
     moves: tuple[Move, ...]  # in the order they are submitted (streaming.control.plans.scheduler.ordered, at execute)
     order: str = FILE
     throttle: int | None = None  # bytes/s, set as execute sets it on each wave's brokers
+    log_dir_throttle: int | None = None  # bytes/s, --replica-alter-log-dirs-throttle, set as execute sets it
     note: str | None = None
 
     def with_state(self, state, now_ms, note=None):
@@ -47,22 +48,19 @@ def part_key(request_id, index):
     return f"{PLAN_KEY_PREFIX}{request_id}:{index}"
 
 
-def _move_json(m):
-    return {"topic": m.topic, "partition": m.partition, "sources": list(m.sources), "target": list(m.target)}
-
-
 def records_of(plan, with_parts):
     """[(key, JSON bytes)]: the parts (when `with_parts`), then the header."""
     parts = [plan.moves[i:i + PART_MOVES] for i in range(0, len(plan.moves), PART_MOVES)]
     out = []
     if with_parts:
         out += [(part_key(plan.request_id, i), _dump({"schema": PART_SCHEMA_ID, "request_id": plan.request_id,
-                                                       "index": i, "moves": [_move_json(m) for m in part]}))
+                                                       "index": i, "moves": [move_json(m) for m in part]}))
                 for i, part in enumerate(parts)]
     limits = plan.limits
     out.append((header_key(plan.request_id), _dump({
         "schema": SCHEMA_ID, "request_id": plan.request_id, "state": plan.state, "created_ms": plan.created_ms,
         "updated_ms": plan.updated_ms, "order": plan.order, "throttle": plan.throttle, "note": plan.note,
+        **({"log_dir_throttle": plan.log_dir_throttle} if plan.log_dir_throttle is not None else {}),
         "limits": {"max_partitions_in_flight": limits.partitions_in_flight,
                    "max_moves_per_broker": limits.moves_per_broker, "max_bytes_in_flight": limits.bytes_in_flight},
         "parts": len(parts), "partitions": len(plan.moves)})))
@@ -77,8 +75,7 @@ def decode_part(data):
     value = json.loads(data.decode("utf-8"))
     if value.get("schema") != PART_SCHEMA_ID:
         raise ValueError(f"not a plan part: schema {value.get('schema')!r}")
-    return int(value["index"]), tuple(Move(m["topic"], int(m["partition"]), tuple(m["sources"]), tuple(m["target"]))
-                                      for m in value["moves"])
+    return int(value["index"]), tuple(move_of(m) for m in value["moves"])
 
 
 def decode_header(data, parts):
@@ -92,7 +89,7 @@ def decode_header(data, parts):
     limits = value["limits"]
     return Plan(request_id=value["request_id"], state=PlanState(value["state"]), created_ms=int(value["created_ms"]),
                 updated_ms=int(value["updated_ms"]), order=value["order"], throttle=value.get("throttle"),
-                note=value.get("note"),
+                log_dir_throttle=value.get("log_dir_throttle"), note=value.get("note"),
                 limits=Limits(limits["max_partitions_in_flight"], limits.get("max_moves_per_broker"),
                               limits.get("max_bytes_in_flight")),
                 moves=tuple(m for i in range(int(value["parts"])) for m in parts[i]))

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from enum import StrEnum
 
+from streaming.vocabulary.reassignment_file import ANY_LOG_DIR
 from streaming.vocabulary.states import OwnershipState
 from streaming.vocabulary.throttle_entries import entry, parse_entry
 
@@ -55,15 +56,32 @@ PLAN_KEY_PREFIX = "plan:"  # keys of the plans' records (streaming.control.owner
 @dataclass(frozen=True)
 class Move:
     """One partition of a request: `sources` are the replicas it moves from (the current replicas, or the
-    original ones of an ongoing reassignment), `target` the replica list it asked for."""
+    original ones of an ongoing reassignment), `target` the replica list it asked for, `log_dirs` the log dir
+    asked for each replica of `target`, in its order (`any`: the broker's choice; empty: none named)."""
     topic: str
     partition: int
     sources: tuple[int, ...]
     target: tuple[int, ...]
+    log_dirs: tuple[str, ...] = ()
 
     @property
     def destinations(self):
         return tuple(b for b in self.target if b not in self.sources)
+
+    @property
+    def named_dirs(self):
+        """broker -> the log dir its replica must end in, for the replicas of `target` given one."""
+        return {b: d for b, d in zip(self.target, self.log_dirs) if d != ANY_LOG_DIR}
+
+
+def move_json(move):
+    return {"topic": move.topic, "partition": move.partition, "sources": list(move.sources),
+            "target": list(move.target), **({"log_dirs": list(move.log_dirs)} if move.log_dirs else {})}
+
+
+def move_of(value):
+    return Move(value["topic"], int(value["partition"]), tuple(value["sources"]), tuple(value["target"]),
+                tuple(value.get("log_dirs", ())))
 
 
 @dataclass(frozen=True)
@@ -130,8 +148,7 @@ def to_json(record):
         "schema": SCHEMA_ID, "request_id": record.request_id, "state": record.state,
         "created_ms": record.created_ms, "updated_ms": record.updated_ms, "auto_remove": record.auto_remove,
         "origin": record.origin, "note": record.note,
-        "moves": [{"topic": m.topic, "partition": m.partition, "sources": list(m.sources), "target": list(m.target)}
-                  for m in record.moves],
+        "moves": [move_json(m) for m in record.moves],
         "entries": [{"topic": t, "kind": k, "entries": sorted(e, key=parse_entry)} for (t, k), e in sorted(entries.items())],
         "rates": [{"broker": r.broker, "kind": r.kind, "rate": r.rate, "prior": r.prior} for r in record.rates],
         **({"plan_id": record.plan_id} if record.plan_id is not None else {}),
@@ -150,8 +167,7 @@ def from_json(value):
         request_id=value["request_id"], state=OwnershipState(value["state"]), created_ms=int(value["created_ms"]),
         updated_ms=int(value["updated_ms"]), auto_remove=bool(value.get("auto_remove", True)),
         origin=Origin(value.get("origin", Origin.EXECUTE)), note=value.get("note"), plan_id=value.get("plan_id"),
-        moves=tuple(Move(m["topic"], int(m["partition"]), tuple(m["sources"]), tuple(m["target"]))
-                    for m in value.get("moves", ())),
+        moves=tuple(move_of(m) for m in value.get("moves", ())),
         entries=tuple(EntryClaim(e["topic"], e["kind"], *parse_entry(text))
                       for e in value.get("entries", ()) for text in e["entries"]),
         rates=tuple(RateClaim(int(r["broker"]), r["kind"], int(r["rate"]), None if r.get("prior") is None else int(r["prior"]))

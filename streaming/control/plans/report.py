@@ -12,8 +12,10 @@ rows, throttle tables). Pure; runs on the driver in the batch handler (streaming
   leader budget and its destination's follower budget; without a throttle, the destination's unthrottled
   budget, which runs at the observed rate of the moves into it). `simulate_admitted` runs it to the last
   of the plan's moves. Null when a move of the plan has no known finish (an unthrottled destination
-  nothing copies into yet, a share below the leader's growth), a pending partition can never start, or a
-  partition in flight has no replica row in this batch (submitted after its poll).
+  nothing copies into yet, a share below the leader's growth), a pending partition can never start, a
+  partition in flight has no replica row in this batch (submitted after its poll), or a partition pending or
+  in flight names a log dir (a move between log dirs is not in the plan's model; bytes count only what
+  moves between brokers).
 """
 
 from collections import Counter
@@ -112,7 +114,10 @@ def plan_row(status, rows, tables, now_ms):
     # The plan's moves still copying: in flight by the step's read, which may be newer than the batch's poll.
     ours = {m.key for m in running if states.get(m.key[:2]) == PlanPartitionState.IN_FLIGHT} | {m.key for m in pending}
     unseen = {key for key, state in states.items() if state == PlanPartitionState.IN_FLIGHT} - {partition_of(r) for r in mine}
-    finish_s = None if unseen else simulate_admitted(  # a partition submitted after the batch's poll: not modelled
+    # A move between log dirs runs on the broker's alter-log-dirs rate, which the plan's model does not hold.
+    between_dirs = any(m.log_dirs and states.get((m.topic, m.partition)) in (PlanPartitionState.PENDING, PlanPartitionState.IN_FLIGHT)
+                       for m in plan.moves)
+    finish_s = None if unseen or between_dirs else simulate_admitted(  # a partition submitted after the batch's poll: not modelled
         running, pending, _admit(plan, sizes, ongoing), budget_rates(rates, running + pending), now_ms / 1000.0,
         keys=ours)
     counts = Counter(states.values())

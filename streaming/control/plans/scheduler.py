@@ -3,10 +3,12 @@
 Pipelined: called every step with what moves now, it fills every slot a finished partition freed; it
 never waits for a whole wave. The limits hold for everything that reassigns in the cluster, ours and
 others' alike (they protect the cluster, not the plan):
-- `partitions_in_flight`: partitions reassigning at once;
-- `moves_per_broker`: moves a broker takes part in, as a source (a current replica) or a destination;
-- `bytes_in_flight`: bytes still to copy (partition size x new replicas) of the moves in flight. A
-  partition larger than the limit alone goes when nothing else is in flight, or it would never go.
+- `partitions_in_flight`: partitions reassigning or moving between log dirs at once;
+- `moves_per_broker`: moves a broker takes part in, as a source (a current replica), a destination, or the
+  broker of a move between its log dirs;
+- `bytes_in_flight`: bytes still to copy of the moves in flight (partition size x new replicas, plus the
+  current log of each replica moving between log dirs). A partition larger than the limit alone goes when
+  nothing else is in flight, or it would never go.
 A limit already exceeded (by moves someone else started) blocks whatever it counts; nothing is
 submitted that raises a count past its limit.
 
@@ -48,15 +50,23 @@ class Load:
         return Load(self.partitions + 1, self.per_broker + Counter(candidate.brokers), self.bytes + candidate.bytes)
 
 
-def load_of(ongoing, sizes, still_throttled=frozenset()):
-    """The Load of the ongoing reassignments. `ongoing`: (topic, partition) -> {"replicas", "adding", ...}
-    (every replica of a reassigning partition is a source or a destination); `sizes`: (topic, partition)
-    -> bytes of its log (unknown: counted as 0); `still_throttled`: partitions that finished but whose
-    throttled-replicas entries are still set (the sweep reads before they finished). Each holds a slot of
-    `partitions_in_flight` until its entries go, so the lists never name more partitions than that limit."""
-    per_broker = Counter(b for row in ongoing.values() for b in set(row["replicas"]) | set(row["adding"]))
-    copied = sum(sizes.get(key, 0) * len(row["adding"]) for key, row in ongoing.items())
-    return Load(len(ongoing) + len(set(still_throttled) - set(ongoing)), per_broker, copied)
+def load_of(ongoing, sizes, still_throttled=frozenset(), between_dirs=None):
+    """The Load of the ongoing reassignments and moves between log dirs. `ongoing`: (topic, partition) ->
+    {"replicas", "adding", ...} (every replica of a reassigning partition is a source or a destination);
+    `sizes`: (topic, partition) -> bytes of its log (unknown: counted as 0); `still_throttled`: partitions that
+    finished but whose throttled-replicas entries are still set (the sweep reads before they finished). Each
+    holds a slot of `partitions_in_flight` until its entries go, so the lists never name more partitions than
+    that limit. `between_dirs`: (topic, partition) -> {broker: bytes of the log it copies} of the moves between
+    log dirs (a future log, or a plan's move whose copy is about to start); a partition that also reassigns
+    counts once, each of its brokers once."""
+    between_dirs = between_dirs or {}
+    brokers = {key: set(row["replicas"]) | set(row["adding"]) for key, row in ongoing.items()}
+    for key, copying in between_dirs.items():
+        brokers[key] = brokers.get(key, set()) | set(copying)
+    per_broker = Counter(b for involved in brokers.values() for b in involved)
+    copied = (sum(sizes.get(key, 0) * len(row["adding"]) for key, row in ongoing.items())
+              + sum(sum(copying.values()) for copying in between_dirs.values()))
+    return Load(len(set(brokers) | set(still_throttled)), per_broker, copied)
 
 
 def ordered(candidates, order):

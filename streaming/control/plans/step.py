@@ -12,19 +12,21 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
    marked `started` with the accepted ones, so the janitor may remove what the others' claims set;
 3. classify every partition of the plan (streaming.control.plans.partition_states), with the refusals its waves recorded;
 4. a CANCELLED plan: cancel its partitions in flight (KIP-455 reverts them) and let the janitor remove
-   their throttles; nothing is submitted;
-5. the janitor's sweep, as `verify` does: throttles of finished partitions are removed BEFORE new ones
-   are set. A partition that finishes after the sweep's read keeps its entries until the next step's
-   sweep, and holds its slot until then (streaming.control.plans.scheduler.load_of): so a throttled-replicas list
-   names only partitions in flight or finished since this advancer's last step began, never more than
-   --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
+   their throttles; nothing is submitted. A copy between log dirs is not stopped by KIP-455: one copying is
+   left to finish, one never started counts as cancelled (`_not_copying`);
+5. start the moves between log dirs of partitions in flight that do not copy yet (`_place`: a wave whose advancer
+   stopped before it sent them, a new replica created outside its dir); then the janitor's sweep, as `verify`
+   does: throttles of finished partitions are removed BEFORE new ones are set. A partition that finishes after
+   the sweep's read keeps its entries until the next step's sweep, and holds its slot until then
+   (streaming.control.plans.scheduler.load_of): so a throttled-replicas list names only partitions in flight or
+   finished since this advancer's last step began, never more than --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
    removed something the cluster is read again, so the next wave records as prior rate what is there after the
    sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
 6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
    partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
    nothing is submitted;
-7. schedule (streaming.control.plans.scheduler) on what reassigns in the whole cluster, and submit one wave
-   (streaming.control.submission) with throttles for exactly its partitions;
+7. schedule (streaming.control.plans.scheduler) on what reassigns or moves between log dirs in the whole cluster
+   (`dir_load`), and submit one wave (streaming.control.submission) with throttles for exactly its partitions;
 8. read the plan again: cancelled meanwhile (by `cancel --request-id`), the wave is cancelled too, so a
    cancel racing a step never leaves a partition moving.
 
@@ -39,11 +41,12 @@ from dataclasses import dataclass, field, replace
 
 from streaming.control.ownership.records import Ownership, new_request_id
 from streaming.control.ownership.store import find_plan
+from streaming.control.placement import between_dirs, copies, logs_of, misplaced, to_place
 from streaming.control.plans.partition_states import classify, final_refusal, refusal_reason, settled
 from streaming.control.plans.scheduler import Candidate, load_of, schedule
 from streaming.control.submission import submit
 from streaming.control.sweep import sweep
-from streaming.control.throttles.claims import throttle_setting
+from streaming.control.throttles.claims import log_dir_moves, throttle_setting
 from streaming.control.throttles.view import view_of
 from streaming.vocabulary.errors import BadInput, ClusterError
 from streaming.vocabulary.throttle_actions import Policy
@@ -78,17 +81,72 @@ def sizes_of(snapshot):
             if not r["is_future"] and leaders.get((r["topic"], r["partition"])) == r["broker"]}
 
 
-def candidate(move, sizes):
-    return Candidate((move.topic, move.partition), frozenset(move.sources) | frozenset(move.target),
-                     sizes.get((move.topic, move.partition), 0) * len(move.destinations))
+def candidate(move, sizes, logs=None):
+    """The scheduler's Candidate of a pending `move`: the brokers it involves (every replica of a reassignment,
+    and each broker moving its replica between log dirs) and the bytes it copies (its leader's log per new
+    replica, and each existing replica's log that moves between log dirs: streaming.control.placement)."""
+    between = copies(move, logs or {})
+    reassigns = tuple(move.target) != tuple(move.sources)
+    brokers = (frozenset(move.sources) | frozenset(move.target) if reassigns else frozenset()) | frozenset(between)
+    return Candidate((move.topic, move.partition), brokers,
+                     sizes.get((move.topic, move.partition), 0) * len(move.destinations) + sum(between.values()))
+
+
+def misplaced_of(plan, snapshot):
+    """(topic, partition) -> the brokers whose replica is not yet in the log dir the plan names (empty for a
+    move that names none)."""
+    logs = logs_of(snapshot["log_dirs"])
+    return {(m.topic, m.partition): misplaced(m, logs) if m.log_dirs else frozenset() for m in plan.moves}
 
 
 def classified(plan, snapshot, submitted, refusals):
     """(topic, partition) -> (state, reason) for every partition of the plan."""
     current = {(r["topic"], r["partition"]): r["replicas"] for r in snapshot["partitions"]}
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
-    return {key: classify(m, key in submitted, current.get(key), ongoing.get(key), refusals.get(key))
+    away = misplaced_of(plan, snapshot)
+    return {key: classify(m, key in submitted, current.get(key), ongoing.get(key), refusals.get(key), away[key])
             for m in plan.moves for key in [(m.topic, m.partition)]}
+
+
+def names_log_dirs(plan):
+    return any(m.log_dirs for m in plan.moves)
+
+
+def confirm_log_dirs(plan, snapshot):
+    """A plan naming log dirs decides from every alive broker's DescribeLogDirs (where its replicas are, which future
+    logs count against its limits): a poll missing one is a ClusterError, and the next step reads again."""
+    if not names_log_dirs(plan):
+        return
+    answered = {r["broker"] for r in snapshot["log_dirs_answered"]}
+    missing = sorted({b["broker"] for b in snapshot["brokers"] if b["alive"]} - answered)
+    if missing:
+        raise ClusterError(f"DescribeLogDirs of broker {missing[0]} missing: a plan naming log dirs not stepped")
+
+
+def dir_load(plan, snapshot, states):
+    """(topic, partition) -> {broker: bytes} of the moves between log dirs that count against the limits: every
+    future log in the cluster, and the plan's own partitions in flight whose copy has not started yet."""
+    logs = logs_of(snapshot["log_dirs"])
+    load = between_dirs(snapshot["log_dirs"])
+    for m in plan.moves:
+        key = (m.topic, m.partition)
+        if m.log_dirs and states[key][0] == PlanPartitionState.IN_FLIGHT and key not in load:
+            away, copying = misplaced(m, logs), copies(m, logs)
+            if away:
+                load[key] = {b: copying.get(b, 0) for b in away}
+    return load
+
+
+def _place(applier, plan, snapshot, states):
+    """Start the moves between log dirs of the plan's partitions in flight that are not copying yet (a wave
+    submitted by an advancer that stopped before it sent them, a new replica that did not exist then). One
+    AlterReplicaLogDirs without retries: what it does not start, the next step asks again."""
+    logs = logs_of(snapshot["log_dirs"])
+    wanted = {replica: d for m in plan.moves if m.log_dirs
+              and states[(m.topic, m.partition)][0] == PlanPartitionState.IN_FLIGHT
+              for replica, d in to_place(m, logs).items()}
+    if wanted:
+        applier.move_log_dirs(wanted)
 
 
 def refusals_of(waves):
@@ -161,6 +219,7 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     ledger = applier.ledger
     plan, snapshot, waves = _read_plan(read, ledger, request_id)
     confirm_gone(admin, plan, snapshot)
+    confirm_log_dirs(plan, snapshot)
     if any(w.state == OwnershipState.PENDING for w in waves):
         _settle_pending_waves(applier, waves, snapshot, now_ms)
         waves = _waves(ledger, plan)
@@ -168,10 +227,13 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     states = classified(plan, snapshot, _submitted(waves), refusals)
     left_alone, failed = _named(states, PlanPartitionState.LEFT_ALONE), _named(states, PlanPartitionState.FAILED)
     if plan.state == PlanState.CANCELLED:
-        cancelled = _cancel(applier, [key for key, (state, _) in states.items() if state == PlanPartitionState.IN_FLIGHT])
+        in_flight = [key for key, (state, _) in states.items() if state == PlanPartitionState.IN_FLIGHT]
+        idle = _not_copying(plan, snapshot, in_flight)
+        cancelled = _cancel(applier, [key for key in in_flight if key not in idle]) + idle
         actions = _sweep(admin, applier, waves)
         return Step(plan, _counts(states, cancelled=cancelled), cancelled=cancelled, left_alone=left_alone,
                     failed=failed, throttle_actions=actions, states=_bare(states), sizes=sizes_of(snapshot))
+    _place(applier, plan, snapshot, states)  # a paused plan's partitions in flight keep moving
     actions = _sweep(admin, applier, ())
     counts = _counts(states)  # as read before the sweep: every partition counted done had its throttles swept
     if plan.state != PlanState.DONE and settled(counts):
@@ -184,11 +246,14 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
         snapshot = read(sorted({m.topic for m in plan.moves}))
         confirm_gone(admin, plan, snapshot)
+        confirm_log_dirs(plan, snapshot)
         fresh = classified(plan, snapshot, _submitted(waves), refusals)
-    sizes = sizes_of(snapshot)
-    pending = [candidate(m, sizes) for m in plan.moves if fresh[(m.topic, m.partition)][0] == PlanPartitionState.PENDING]
+    sizes, logs = sizes_of(snapshot), logs_of(snapshot["log_dirs"])
+    pending = [candidate(m, sizes, logs) for m in plan.moves
+               if fresh[(m.topic, m.partition)][0] == PlanPartitionState.PENDING]
     ongoing = {(r["topic"], r["partition"]): r for r in snapshot["reassignments"]}
-    chosen = set(schedule(pending, load_of(ongoing, sizes, still_throttled(waves, snapshot)), plan.limits))
+    load = load_of(ongoing, sizes, still_throttled(waves, snapshot), dir_load(plan, snapshot, fresh))
+    chosen = set(schedule(pending, load, plan.limits))
     if not chosen:
         return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions, states=_bare(fresh),
                     sizes=sizes)
@@ -233,6 +298,17 @@ def _counts(states, cancelled=()):
     return dict(counts)
 
 
+def _not_copying(plan, snapshot, in_flight):
+    """The partitions of a cancelled plan in flight only for a move between log dirs that never started (at their
+    target, no future log): nothing to stop, so they count as cancelled. One whose future log copies is left to
+    finish: KIP-455 cancels reassignments, not moves between log dirs."""
+    current = {(r["topic"], r["partition"]): tuple(r["replicas"]) for r in snapshot["partitions"]}
+    moving = set(between_dirs(snapshot["log_dirs"])) | {(r["topic"], r["partition"]) for r in snapshot["reassignments"]}
+    away = misplaced_of(plan, snapshot)
+    targets = {(m.topic, m.partition): tuple(m.target) for m in plan.moves}
+    return tuple(k for k in in_flight if away[k] and k not in moving and current.get(k) == targets[k])
+
+
 def _cancel(applier, keys):
     """Cancel `keys` (KIP-455): those the cluster accepted (or that finished meanwhile) are returned."""
     if not keys:
@@ -253,7 +329,8 @@ def submit_wave(admin, applier, plan, moves, snapshot, now_ms, timeout_s):
     of exactly these moves (streaming.control.submission) -> (started moves, [(move, error)] refused). Raises
     (after rolling back) when setting throttles or the request failed."""
     records = applier.ledger.records()
-    setting = throttle_setting(moves, view_of(snapshot), [r for r in records if r.active], plan.throttle)
+    setting = throttle_setting(moves, view_of(snapshot), [r for r in records if r.active], plan.throttle,
+                               log_dir_moves(moves), plan.log_dir_throttle)
     record = Ownership(request_id=new_request_id([r.request_id for r in records] + [plan.request_id], now_ms),
                        state=OwnershipState.PENDING, created_ms=int(now_ms), updated_ms=int(now_ms), moves=tuple(moves),
                        entries=setting.entries, rates=setting.rate_claims, plan_id=plan.request_id)

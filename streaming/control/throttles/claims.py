@@ -49,14 +49,14 @@ def moves_for(file_moves, current_replicas, ongoing):
             sources = tuple(b for b in ongoing[key]["replicas"] if b not in adding)
         else:
             sources = tuple(current_replicas[key])
-        moves.append(Move(m.topic, m.partition, sources, tuple(m.replicas)))
+        named = m.log_dirs and any(d != ANY_LOG_DIR for d in m.log_dirs)
+        moves.append(Move(m.topic, m.partition, sources, tuple(m.replicas), tuple(m.log_dirs) if named else ()))
     return tuple(moves)
 
 
-def log_dir_moves(file_moves):
-    """(topic, partition, broker) -> log dir, for every replica the file puts into a named log dir."""
-    return {(m.topic, m.partition, b): d for m in file_moves if m.log_dirs
-            for b, d in zip(m.replicas, m.log_dirs) if d != ANY_LOG_DIR}
+def log_dir_moves(moves):
+    """(topic, partition, broker) -> log dir, for every replica `moves` (Move) put into a named log dir."""
+    return {(m.topic, m.partition, b): d for m in moves for b, d in m.named_dirs.items()}
 
 
 def wanted_entries(moves):
