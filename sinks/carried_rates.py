@@ -3,8 +3,9 @@
 A rate needs the batch's state (the rate window's samples), so the controller's own picture while a batch is late
 (docs/architecture.md "The controller") has no measured copy rate and, where the throttles do not give one, no ETA. Shown as they
 are, a move's rate and ETA would vanish from /metrics for as long as a batch is late (a slow Spark, a hung broker)
-and come back with the next batch: gaps in every dashboard panel and alert over them. Instead each row keeps the
-last batch's rate, and its ETA less the seconds between the two polls, until a batch measures them again.
+and come back with the next batch: gaps in every dashboard panel and alert over them. Instead each row in the same
+state as in the last batch keeps that batch's rate, and its ETA less the seconds between the two polls, until a batch
+measures them again; a row whose state changed (a broker that stopped answering) has none: nothing measured it.
 """
 
 from dataclasses import replace
@@ -38,6 +39,8 @@ def _carry(newer, older, keys_of, elapsed_s):
         return newer
     newer_keys, older_keys = keys_of(newer, older)
     at, found = lookup(older_keys, newer_keys)
+    if "state" in newer and "state" in older:  # a move whose state changed (a broker stopped answering): not measured
+        found &= newer["state"] == older["state"][at]
     columns = {}
     for name, counts_down in MEASURED:
         if name in newer and name in older:

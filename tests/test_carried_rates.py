@@ -8,9 +8,9 @@ from sinks.prometheus import Picture, SnapshotCollector
 from streaming.vocabulary.columns import from_rows
 
 
-def replica(topic="t", partition=0, broker=2, rate=None, eta=None, intra_broker=False):
+def replica(topic="t", partition=0, broker=2, rate=None, eta=None, intra_broker=False, state="COPYING"):
     return {"topic": topic, "partition": partition, "broker": broker, "intra_broker": intra_broker,
-            "state": "COPYING", "copy_rate": rate, "eta_seconds": eta}
+            "state": state, "copy_rate": rate, "eta_seconds": eta}
 
 
 def picture(rows, poll_s, rate=None, eta=None):
@@ -27,6 +27,8 @@ CASES = [
     pytest.param(replica(rate=5e5, eta=30.0, intra_broker=True), replica(), (None, None),
                  id="the-same-broker-between-log-dirs-is-another-move"),
     pytest.param(replica(), replica(), (None, None), id="nothing-measured-nothing-carried"),
+    pytest.param(replica(rate=5e5, eta=30.0), replica(state="BROKER_OFFLINE"), (None, None),
+                 id="a-move-whose-broker-stopped-answering-is-not-measured"),
 ]
 
 
