@@ -13,8 +13,10 @@ What StreamTokenizer does that matters for credentials:
 
 The SCRAM and PLAIN login modules carry a user name and a password; the OAUTHBEARER login module the client
 credentials of an OIDC token endpoint (`clientId`, `clientSecret`, `scope`) and, for an https endpoint, the
-trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there). Messages name
-option keys and the module class, never a value: a value may be a password.
+trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there); the Kerberos login
+module (GSSAPI) a keytab and principal, or the ticket cache (the options of the JDK's Krb5LoginModule that a client
+logging in without a prompt uses). Messages name option keys and the module class, never a value: a value may be
+a password.
 """
 
 from dataclasses import dataclass
@@ -24,11 +26,11 @@ from streaming.vocabulary.errors import BadInput
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 PASSWORD_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
-SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE)
+SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE, KERBEROS_MODULE)
 # Login modules operators use that this tool cannot log in with yet, by what they are.
 UNSUPPORTED_MODULES = {
-    "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
     "software.amazon.msk.auth.iam.IAMLoginModule": "AWS MSK IAM",
 }
 PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
@@ -36,7 +38,14 @@ PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModul
 # scope; the token endpoint's trust store as JAAS options).
 OAUTH_TRUST_OPTIONS = ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password")
 OAUTH_OPTIONS = ("clientId", "clientSecret", "scope", *OAUTH_TRUST_OPTIONS)
-MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS)
+# What Krb5LoginModule reads that a client logging in without a prompt uses (the JDK's Krb5LoginModule
+# documentation): a keytab and its principal, or the ticket cache; `serviceName` is Kafka's JAAS form of
+# sasl.kerberos.service.name. The others only tune the JDK's login and change nothing here.
+KERBEROS_OPTIONS = ("useKeyTab", "keyTab", "principal", "storeKey", "useTicketCache", "ticketCache", "serviceName",
+                    "doNotPrompt", "isInitiator", "refreshKrb5Config", "renewTGT", "debug")
+KERBEROS_FLAGS = ("useKeyTab", "storeKey", "useTicketCache", "doNotPrompt", "isInitiator", "refreshKrb5Config",
+                  "renewTGT", "debug")
+MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS, *KERBEROS_OPTIONS)
 CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
 ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 QUOTES = "\"'"
@@ -145,8 +154,8 @@ def _module_named(name):
 
 def parse(text):
     """The Login of a client `sasl.jaas.config` value. Anything Java would refuse, more than one module, a
-    module other than SCRAM, PLAIN or OAUTHBEARER, a SCRAM or PLAIN module without username or password, an
-    OAUTHBEARER module with an option it does not read: BadInput."""
+    module other than SCRAM, PLAIN, OAUTHBEARER or Kerberos, a SCRAM or PLAIN module without username or password,
+    an OAUTHBEARER or Kerberos module with an option it does not read, a Kerberos login that would prompt: BadInput."""
     tokens = list(_tokens(text))
     if not tokens:
         raise BadInput("is empty")
@@ -155,8 +164,8 @@ def parse(text):
     module = tokens[0].text
     if module not in SUPPORTED_MODULES:
         raise BadInput(f"login module {_module_named(module)} is not supported: use "
-                       f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN) or OAuthBearerLoginModule "
-                       f"(OAUTHBEARER); GSSAPI and AWS MSK IAM are not supported yet")
+                       f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN), OAuthBearerLoginModule "
+                       f"(OAUTHBEARER) or Krb5LoginModule (GSSAPI); AWS MSK IAM is not supported yet")
     if len(tokens) < 2 or tokens[1].kind != "word" or tokens[1].text.upper() not in CONTROL_FLAGS:
         raise BadInput(f"the control flag after {_module_named(module)} must be one of {', '.join(f.lower() for f in CONTROL_FLAGS)}")
     options, i = {}, 2
@@ -175,6 +184,8 @@ def parse(text):
         raise BadInput("holds more than one login module (a client takes exactly one)")
     if module == OAUTHBEARER_MODULE:
         return Login(module, _oauth_options(options))
+    if module == KERBEROS_MODULE:
+        return Login(module, _kerberos_options(options))
     if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
         raise BadInput("tokenauth=true (delegation token login) is not supported yet")
     missing = [k for k in ("username", "password") if k not in options]
@@ -193,6 +204,29 @@ def _oauth_options(options):
         if key not in OAUTH_OPTIONS:
             raise BadInput(f"OAuthBearerLoginModule option {_option_named(key)} is not supported (supported: "
                            f"{', '.join(OAUTH_OPTIONS)})")
+    return options
+
+
+def _kerberos_options(options):
+    """Krb5LoginModule's options for a login without a prompt: `useKeyTab=true` with `keyTab` and `principal`, or
+    `useTicketCache=true` (`ticketCache`: another cache than the default, `principal`: the one expected in it)."""
+    for key, value in options.items():
+        if key not in KERBEROS_OPTIONS:
+            raise BadInput(f"Krb5LoginModule option {_option_named(key)} is not supported (supported: "
+                           f"{', '.join(KERBEROS_OPTIONS)})")
+        if key in KERBEROS_FLAGS and value.lower() not in ("true", "false"):
+            raise BadInput(f"Krb5LoginModule option {key!r} must be true or false")
+    keytab, cache = (options.get(flag, "false").lower() == "true" for flag in ("useKeyTab", "useTicketCache"))
+    if keytab:
+        missing = [k for k in ("keyTab", "principal") if not options.get(k, "").strip()]
+        if missing:
+            raise BadInput(f"Krb5LoginModule with useKeyTab=true needs {' and '.join(missing)}")
+    elif not cache:
+        raise BadInput("Krb5LoginModule needs useKeyTab=true (with keyTab and principal) or useTicketCache=true: "
+                       "without either it would prompt for a password")
+    for key, needs in (("keyTab", "useKeyTab"), ("ticketCache", "useTicketCache")):
+        if key in options and options.get(needs, "false").lower() != "true":
+            raise BadInput(f"Krb5LoginModule option {key!r} needs {needs}=true")
     return options
 
 
