@@ -241,8 +241,8 @@ class KafkaClusterWriter:
                 door._producer = KafkaProducer(
                     client_id="reassign-monitor", enable_idempotence=True, acks="all", linger_ms=20,
                     compression_type="zstd", allow_auto_create_topics=False, request_timeout_ms=door._deadline_ms(),
-                    delivery_timeout_ms=int(max(door._timeout_s, DELIVERY_OUTLASTS_FENCING_S) * 1000)
-                    + door._deadline_ms() + 20, max_block_ms=int(door._timeout_s * 1000),
+                    delivery_timeout_ms=int(max(door._timeout_s, DELIVERY_OUTLASTS_FENCING_S) * 1000),
+                    max_block_ms=int(door._timeout_s * 1000),
                     bootstrap_timeout_ms=int(door._timeout_s * 1000), **settings)
             return door._producer
 
