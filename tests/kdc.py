@@ -14,6 +14,7 @@ from pathlib import Path
 REALM = "REASSIGN.TEST"
 BROKER_PRINCIPAL = f"kafka/localhost@{REALM}"  # kafka/<the host clients ask for>: 127.0.0.1 canonicalizes to localhost
 START_TIMEOUT_S = 20
+READY = "commencing operation"  # what krb5kdc logs once it listens
 
 
 class Kdc:
@@ -73,23 +74,29 @@ class Kdc:
         return result.stdout
 
     def start(self):
+        # krb5kdc binds its port with SO_REUSEPORT: a second KDC on a port in use starts, and shares the requests.
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past connections' TIME_WAIT, not a listener
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except OSError as error:
+                raise RuntimeError(f"the KDC's port 127.0.0.1:{self.port} is in use ({error.strerror})") from None
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_configs()
         self._run("kdb5_util", "create", "-s", "-r", self.realm, "-P", secrets.token_hex(16))
         self.process = subprocess.Popen(["krb5kdc", "-n", "-r", self.realm], env=self.env, stdin=subprocess.DEVNULL,
                                         stdout=(self.dir / "krb5kdc.out").open("w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT_S
+        # Ready when it says so in its log, after binding its port: a port that answers may be another KDC's.
+        log, deadline = self.dir / "kdc.log", time.monotonic() + START_TIMEOUT_S
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"krb5kdc exited: {(self.dir / 'krb5kdc.out').read_text()[-500:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                raise RuntimeError(f"krb5kdc exited: {log.read_text()[-500:] if log.exists() else ''}")
+            if log.exists() and READY in log.read_text():
                 return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"krb5kdc not listening on 127.0.0.1:{self.port} within {START_TIMEOUT_S} s")
-                time.sleep(0.1)
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"krb5kdc not ready on 127.0.0.1:{self.port} within {START_TIMEOUT_S} s")
+            time.sleep(0.1)
 
     def principal(self, name, keytab=None, expires=None):
         """Add `name` (a principal, the realm appended when it has none) with a random key and write its keytab to
