@@ -161,7 +161,7 @@ class SecureCluster(LocalCluster):
             f"    useKeyTab=true storeKey=true keyTab=\"{keytab}\" principal=\"{principal}\";\n"
             f"ssl.truststore.location={self.dir / 'tls' / 'ca.pem'}\nssl.truststore.type=PEM\n")
         config.chmod(0o600)
-        # No credential to reach the brokers: the KDC is the one that knows the principal.
+        # Nothing to wait for on the brokers: they learn of a Kerberos principal from its tickets, not from Kafka.
         wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         return config
 

@@ -31,8 +31,8 @@ def cache_name(login):
 
 
 def _reason(error):
-    """What MIT Kerberos said (its minor status: "Preauthentication failed", "Client's entry in database has
-    expired", ...), in one line; never a key (GSS messages carry none)."""
+    """What MIT Kerberos said (its minor status: "Decrypt integrity check failed" for a keytab of an old key,
+    "Client's entry in database has expired", ...), in one line; never a key (GSS messages carry none)."""
     minor = getattr(error, "minor_code", 0) and error.gen_message()
     text = (minor or str(error)).replace("\n", " ")
     return text.rsplit("Minor (", 1)[-1].split("): ", 1)[-1] if "Minor (" in text else text
