@@ -1,6 +1,7 @@
 # `make demo` and `make test` each install what they need, idempotently: the .venv, the Kafka jars
-# (from Maven Central), Debian's prometheus package (promtool and a real Prometheus for tests) and Debian's
-# podman, runc and mmdebstrap (the container image and its tests).
+# (from Maven Central), Debian's prometheus package (promtool and a real Prometheus for tests), Debian's
+# podman, runc and mmdebstrap (the container image and its tests) and Debian's MIT Kerberos (the secured test
+# cluster's KDC, and the headers the `gssapi` package builds against).
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -8,13 +9,14 @@ PY := $(VENV)/bin/python
 JARS := deploy/kafka/lib/.resolved
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test docs venv jars prometheus podman wheel image cluster-up cluster-down bench clean
+.PHONY: demo test docs venv jars prometheus podman kerberos wheel image cluster-up cluster-down bench clean
 
+# The `kerberos` extra (GSSAPI through kafka-python: the `gssapi` package, built from source against libkrb5-dev).
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml | kerberos
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,kerberos]'
 	touch $@
 
 jars: $(JARS)
@@ -27,6 +29,12 @@ $(JARS): deploy/kafka/pom.xml deploy/kafka/tiered-storage-pom.xml
 prometheus:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
+
+# MIT Kerberos: krb5-kdc and krb5-admin-server (krb5kdc, kdb5_util; kadmin.local: the test KDC, tests/kdc.py), krb5-user (kinit, klist: the
+# ticket-cache form of a GSSAPI client), libkrb5-dev (krb5-config and the headers `gssapi` builds against).
+kerberos:
+	@command -v krb5kdc >/dev/null && command -v kadmin.local >/dev/null && command -v kinit >/dev/null && command -v krb5-config >/dev/null || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev >/dev/null; }
 
 # runc: Debian's podman prefers crun, which cannot run containers on cgroups in hybrid mode (deploy/image/containers.conf).
 podman:

@@ -41,6 +41,11 @@
 # listener, validated by Kafka's own OAuthBearerValidatorCallbackHandler against that JWKS (a token's `sub` is the
 # principal); OAUTH_REAUTH_MS (default 0: off) sets connections.max.reauth.ms for OAUTHBEARER sessions (KIP-368).
 # The URLs are written into the nodes' configs: a CLUSTER_DIR made with other ones must be started afresh.
+#
+# KERBEROS_KEYTAB (with KERBEROS_PRINCIPAL and KERBEROS_KRB5_CONF) also enables GSSAPI on the SASL_SSL listener: the
+# brokers log in as KERBEROS_PRINCIPAL (kafka/<the host clients ask for>@REALM: service name kafka) from that keytab,
+# their JVM reading the realm's krb5.conf (-Djava.security.krb5.conf); a client principal primary@REALM is
+# User:primary (the default sasl.kerberos.principal.to.local.rules). Written into the nodes' configs, like the URLs.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,6 +95,8 @@ tiered() { [ "$tiered_storage" = 1 ]; }
 classpath() { if tiered; then echo "$lib/*:$tiered_lib/*"; else echo "$lib/*"; fi; }
 oauth_jwks_url=${OAUTH_JWKS_URL:-}
 oauth_enabled() { secured && [ -n "$oauth_jwks_url" ]; }
+kerberos_keytab=${KERBEROS_KEYTAB:-}
+kerberos_enabled() { secured && [ -n "$kerberos_keytab" ]; }
 
 resolve_jars() {
   ls "$lib"/kafka_2.13-*.jar >/dev/null 2>&1 && return
@@ -234,7 +241,7 @@ inter.broker.listener.name=SASL_SSL
 listener.security.protocol.map=SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SASL_PLAINTEXT
 listener.name.ssl.ssl.client.auth=required
 ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/\$1/,DEFAULT
-sasl.enabled.mechanisms=SCRAM-SHA-512$(if oauth_enabled; then printf ',OAUTHBEARER'; fi)
+sasl.enabled.mechanisms=SCRAM-SHA-512$(if oauth_enabled; then printf ',OAUTHBEARER'; fi)$(if kerberos_enabled; then printf ',GSSAPI'; fi)
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_password";
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
@@ -249,6 +256,14 @@ super.users=User:admin
 allow.everyone.if.no.acl.found=false
 EOF
   if oauth_enabled; then oauth_listener; fi
+  if kerberos_enabled; then kerberos_listener; fi
+}
+
+kerberos_listener() {
+  cat <<EOF
+listener.name.sasl_ssl.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="$kerberos_keytab" principal="${KERBEROS_PRINCIPAL:?KERBEROS_PRINCIPAL is needed with KERBEROS_KEYTAB}";
+sasl.kerberos.service.name=${KERBEROS_PRINCIPAL%%/*}
+EOF
 }
 
 oauth_listener() {
@@ -321,6 +336,7 @@ start_node() {
   local n=$1 dir=$cluster_dir/node$1 scram=() jvm=()
   # Kafka 4 fetches only the OAuth URLs a JVM property allows.
   if oauth_enabled; then jvm=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$oauth_jwks_url${OAUTH_TOKEN_URL:+,$OAUTH_TOKEN_URL}"); fi
+  if kerberos_enabled; then jvm+=("-Djava.security.krb5.conf=${KERBEROS_KRB5_CONF:?KERBEROS_KRB5_CONF is needed with KERBEROS_KEYTAB}"); fi
   if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
     java -cp "$(classpath)" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \

@@ -222,6 +222,9 @@ MSK_IAM_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.j
 MSK_OAUTH_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.jaas.config=org.apache.kafka.common."
                    "security.oauthbearer.OAuthBearerLoginModule required;\nsasl.login.callback.handler.class="
                    "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n")
+GSSAPI_LINES = ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\nsasl.jaas.config="
+                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab=\"/etc/k.keytab\" "
+                f"principal=\"{SECRET}@EXAMPLE.COM\";\n")
 BAD_CONFIGS = [
     # id, file (each must be refused without echoing SECRET)
     ("missing", MISSING),
@@ -239,6 +242,14 @@ BAD_CONFIGS = [
                              "org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=1234;\n"),
     ("jaas-kerberos", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config="
                       f"com.sun.security.auth.module.Krb5LoginModule required keyTab=\"/k\" principal=\"{SECRET}\";\n"),
+    # GSSAPI (docs/security.md "GSSAPI (Kerberos)"): every problem of the file said before any ticket is asked for
+    ("gssapi-keytab-not-a-keytab", GSSAPI_LINES.replace("/etc/k.keytab", "/etc/passwd")),
+    ("gssapi-keytab-is-a-directory", GSSAPI_LINES.replace("/etc/k.keytab", "/etc")),
+    ("gssapi-without-service-name", GSSAPI_LINES.replace("sasl.kerberos.service.name=kafka\n", "")),
+    ("gssapi-service-names-differ", GSSAPI_LINES.replace("useKeyTab=true", "serviceName=\"other\" useKeyTab=true")),
+    ("gssapi-would-prompt", GSSAPI_LINES.replace("useKeyTab=true keyTab=\"/etc/k.keytab\" ", "")),
+    ("gssapi-with-password", "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
+                             f"sasl.username=u\nsasl.password={SECRET}\n"),
     ("jaas-and-password", f"sasl.mechanism=PLAIN\nsasl.password={SECRET}\nsasl.jaas.config="
                           f"org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"{SECRET}\";\n"),
     ("unknown-key-typo", f"sasl.pasword={SECRET}\n"),

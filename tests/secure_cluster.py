@@ -1,8 +1,10 @@
 """A secured local cluster for tests (deploy/local-cluster.sh with SECURITY=sasl_ssl): SASL_SSL with
-SCRAM-SHA-512 and OAUTHBEARER (tokens of tests/oidc_issuer.py, started with the cluster and stopped with it),
-StandardAuthorizer, super user `admin`. Tests make principals of either mechanism holding exactly a list of
-streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
+SCRAM-SHA-512, OAUTHBEARER (tokens of tests/oidc_issuer.py) and GSSAPI (the MIT KDC of tests/kdc.py), the issuer and
+the KDC started with the cluster and stopped with it, StandardAuthorizer, super user `admin`. Tests make principals of
+any mechanism holding exactly a list of streaming.cluster.acls grants; everything targets 127.0.0.1 only."""
 
+import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -17,7 +19,9 @@ from kafka import KafkaAdminClient
 from streaming.cluster import oauth
 from streaming.vocabulary import client_config, jaas
 from streaming.cluster.acls import CLUSTER
+from tests.job_process import free_port
 from tests.kafka_fixtures import LocalCluster, wait_for
+from tests.kdc import BROKER_PRINCIPAL, Kdc
 from tests.oidc_issuer import AUDIENCE, OidcIssuer
 
 REAUTH_MS = 60_000  # connections.max.reauth.ms of OAUTHBEARER sessions: no longer than a token (60 s) lives
@@ -37,18 +41,27 @@ class SecureCluster(LocalCluster):
         self.admin_config = self.dir / "secrets" / "admin.properties"
         self._passwords = []  # of every principal made here, for the tests that grep outputs for them
         self.issuer = None
+        self.kdc = None
 
     @property
     def passwords(self):
-        """Every secret of this session: passwords, OAuth client secrets and every token issued."""
+        """Every secret of this session: passwords, OAuth client secrets, every token issued, and the keys of
+        every keytab (as klist -K shows them, in hex)."""
         return [*self._passwords, *(self.issuer.issued if self.issuer else ())]
 
     def up(self):
         self.issuer = OidcIssuer(tempfile.mkdtemp(prefix="oidc-issuer-")).start()
+        # The KDC's port: TEST_KDC_PORT, else any free one.
+        self.kdc = Kdc(tempfile.mkdtemp(prefix="kdc-"), int(os.environ.get("TEST_KDC_PORT") or free_port())).start()
+        _, broker_keytab = self.kdc.principal(BROKER_PRINCIPAL)
+        # The clients of this process (the commands run in it) and the processes it starts (the job) use its realm.
+        os.environ["KRB5_CONFIG"] = str(self.kdc.krb5_conf)
         self.env.update({"OAUTH_JWKS_URL": self.issuer.jwks_url, "OAUTH_TOKEN_URL": self.issuer.token_url,
                          "OAUTH_ISSUER": self.issuer.issuer, "OAUTH_AUDIENCE": AUDIENCE,
                          # Sessions end with their token (KIP-368): every OAUTHBEARER client re-authenticates.
-                         "OAUTH_REAUTH_MS": str(REAUTH_MS)})
+                         "OAUTH_REAUTH_MS": str(REAUTH_MS),
+                         "KERBEROS_KEYTAB": str(broker_keytab), "KERBEROS_PRINCIPAL": BROKER_PRINCIPAL,
+                         "KERBEROS_KRB5_CONF": str(self.kdc.krb5_conf)})
         # Fresh certificates, users and ACLs; a cluster left running knows another issuer's JWKS: started afresh.
         self.wipe()
         super().up()
@@ -60,6 +73,9 @@ class SecureCluster(LocalCluster):
         if self.issuer is not None:
             self.issuer.stop()
             shutil.rmtree(self.issuer.dir, ignore_errors=True)
+        if self.kdc is not None:
+            self.kdc.stop()
+            shutil.rmtree(self.kdc.dir, ignore_errors=True)
 
     @staticmethod
     def password(config_path):
@@ -76,11 +92,13 @@ class SecureCluster(LocalCluster):
         return AdminClient({**self.settings(), "log_level": 0})
 
     def principal(self, name, grants, directory, mechanism="SCRAM-SHA-512"):
-        """A principal User:`name` of `mechanism` (SCRAM-SHA-512 or OAUTHBEARER) holding exactly `grants`
+        """A principal User:`name` of `mechanism` (SCRAM-SHA-512, OAUTHBEARER or GSSAPI) holding exactly `grants`
         (streaming.cluster.acls.Grant), usable once authentication and every ACL are in effect. Returns the path of
         its client config (in `directory`)."""
         if mechanism == client_config.OAUTHBEARER:
             return self.oauth_principal(name, grants, directory)
+        if mechanism == client_config.GSSAPI:
+            return self.kerberos_principal(name, grants, directory)
         password = secrets.token_hex(16)
         self._passwords.append(password)
         admin = self.confluent_admin()
@@ -123,6 +141,28 @@ class SecureCluster(LocalCluster):
         config.chmod(0o600)
         wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
+        return config
+
+    def kerberos_principal(self, name, grants, directory, expires=None):
+        """A Kerberos principal `name`@REALM (User:`name`) of the KDC holding exactly `grants`, with its keytab and the
+        Java client's properties file for it (docs/security.md "GSSAPI (Kerberos)"); `expires`: a date after which
+        the KDC refuses it."""
+        principal, keytab = self.kdc.principal(name, Path(directory) / f"{name}.keytab", expires)
+        self._passwords.extend(keytab_keys(keytab, self.kdc.env))
+        admin = self.confluent_admin()
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        if bindings:
+            for future in admin.create_acls(bindings).values():
+                future.result(15)
+        config = Path(directory) / f"{name}.properties"
+        config.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
+            f"sasl.jaas.config={jaas.KERBEROS_MODULE} required \\\n"
+            f"    useKeyTab=true storeKey=true keyTab=\"{keytab}\" principal=\"{principal}\";\n"
+            f"ssl.truststore.location={self.dir / 'tls' / 'ca.pem'}\nssl.truststore.type=PEM\n")
+        config.chmod(0o600)
+        # Nothing to wait for on the brokers: they learn of a Kerberos principal from its tickets, not from Kafka.
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         return config
 
     @property
@@ -170,6 +210,12 @@ class SecureCluster(LocalCluster):
         self.delete_topics([name])
         admin = self.confluent_admin()
         wait_for(lambda: name not in admin.list_topics(timeout=10).topics, 30, message=f"topic {name} deleted")
+
+
+def keytab_keys(keytab, env):
+    """The keys in `keytab`, in hex, as `klist -K` shows them: secrets no output may hold."""
+    listed = subprocess.run(["klist", "-k", "-K", str(keytab)], env=env, capture_output=True, text=True, check=True)
+    return [key.lower() for key in re.findall(r"\(0x([0-9a-fA-F]+)\)", listed.stdout)]
 
 
 def _binding(principal, grant):

@@ -51,13 +51,19 @@ JAAS_CASES = {
                         "unsecured OAUTHBEARER tokens"),
     "oauth-unknown-option": (f'{jaas.OAUTHBEARER_MODULE} required clientId="c" {SECRET}="x";',
                              "option (an option) is not supported"),
-    "kerberos": ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k";',
-                 "Krb5LoginModule (GSSAPI (Kerberos)) is not supported"),
     "msk-iam-unknown-option": (f'{jaas.MSK_IAM_MODULE} required awsProfileName="p" {SECRET}="x";',
                                "IAMLoginModule option (an option) is not supported"),
     "msk-iam-role-keys": (f'{jaas.MSK_IAM_MODULE} required awsRoleArn="arn:aws:iam::123456789012:role/r" '
                           f'awsRoleAccessKeyId="AKIA" awsRoleSecretAccessKey="{SECRET}";',
                           "awsRoleAccessKeyId is not supported: keep AWS keys out of this file"),
+    "kerberos-keytab-without-principal": (f'{jaas.KERBEROS_MODULE} required useKeyTab=true keyTab="/k";',
+                                          "useKeyTab=true needs principal"),
+    "kerberos-would-prompt": (f'{jaas.KERBEROS_MODULE} required principal="{SECRET}";', "would prompt for a password"),
+    "kerberos-unknown-option": (f'{jaas.KERBEROS_MODULE} required useTicketCache=true {SECRET}="x";',
+                                "option (an option) is not supported"),
+    "kerberos-flag-not-boolean": (f'{jaas.KERBEROS_MODULE} required useKeyTab="{SECRET}";', "must be true or false"),
+    "kerberos-keytab-without-use": (f'{jaas.KERBEROS_MODULE} required useTicketCache=true keyTab="/k";',
+                                    "'keyTab' needs useKeyTab=true"),
     "secret-as-module": (f'{SECRET}LoginModul required username="u" password="p";', "an unknown login module"),
 }
 
@@ -153,8 +159,9 @@ REFUSALS = {  # id: (file text, fragments of the message)
     "jaas-and-username": (f'sasl.mechanism=PLAIN\nsasl.username=u\nsasl.jaas.config={PLAIN} required username="u" '
                           f'password="{SECRET}";\n', ("line 3", "both give the credentials")),
     "jaas-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=com.sun.security.auth.module."
-                    f"Krb5LoginModule required keyTab=\"{SECRET}\";\n", ("line 3", "GSSAPI", "not supported yet")),
-    "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("line 2", "GSSAPI (Kerberos) is not supported yet")),
+                    f"Krb5LoginModule required useTicketCache=true principal=\"{SECRET}\";\n",
+                    ("line 3", "Krb5LoginModule does not fit sasl.mechanism PLAIN")),
+    "mechanism-gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", ("needs sasl.jaas.config with Krb5LoginModule",)),
     "mechanism-msk-iam-without-client-handler": ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.jaas.config="
                                                  "software.amazon.msk.auth.iam.IAMLoginModule required;\n",
                                                  ("needs sasl.client.callback.handler.class=software.amazon.msk.auth."
@@ -496,3 +503,79 @@ def test_the_msk_iam_files_of_the_docs_are_read_as_they_say(tmp_path):
     files = [block for block in section.split("```")[1::2] if "software.amazon.msk" in block]
     forms = [config(tmp_path, text.lstrip("\n"), f"{n}.properties").msk_iam.form for n, text in enumerate(files)]
     assert forms == ["AWS_MSK_IAM", "OAUTHBEARER"]
+
+
+# -- GSSAPI (Kerberos): the Java client's properties, a keytab and principal or the ticket cache --
+
+KERBEROS_HEAD = "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n"
+
+
+def kerberos_file(options, service="sasl.kerberos.service.name=kafka\n"):
+    return KERBEROS_HEAD + service + f"sasl.jaas.config={jaas.KERBEROS_MODULE} required {options};\n"
+
+
+@pytest.fixture
+def keytab(tmp_path):
+    """A file that starts as an MIT keytab does (format version 2); its keys are never read here."""
+    path = tmp_path / "client.keytab"
+    path.write_bytes(b"\x05\x02" + SECRET.encode())
+    return str(path)
+
+
+KERBEROS_CASES = {  # id: (JAAS options with {keytab}, the service name line, expected KerberosLogin fields)
+    "keytab": ('useKeyTab=true storeKey=true keyTab="{keytab}" principal="monitor@EXAMPLE.COM"', None,
+               {"service_name": "kafka", "principal": "monitor@EXAMPLE.COM", "keytab": "{keytab}", "ticket_cache": None}),
+    "keytab-service-in-jaas": ('useKeyTab=true keyTab="{keytab}" principal="m/host@R" serviceName="kafka-prod"', "",
+                               {"service_name": "kafka-prod", "principal": "m/host@R"}),
+    "ticket-cache": ("useTicketCache=true", None, {"principal": None, "keytab": None, "ticket_cache": None}),
+    "ticket-cache-named": ('useTicketCache=true ticketCache="/tmp/krb5cc_ops" principal="ops@R" renewTGT=true', None,
+                           {"principal": "ops@R", "ticket_cache": "/tmp/krb5cc_ops"}),
+}
+
+
+@pytest.mark.parametrize("case_id", list(KERBEROS_CASES))
+def test_kerberos_files(tmp_path, keytab, case_id):
+    options, service, expected = KERBEROS_CASES[case_id]
+    text = kerberos_file(options.format(keytab=keytab), *(() if service is None else (service,)))
+    found = config(tmp_path, text)
+    assert found.settings == {"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}
+    assert {k: getattr(found.kerberos, k) for k in expected} == {
+        k: v.format(keytab=keytab) if isinstance(v, str) else v for k, v in expected.items()}
+    assert not found.uses_librdkafka  # the prebuilt wheels have no GSSAPI: kafka-python serves every path
+    assert client_config.kafka_python_settings(found)["sasl_kerberos_service_name"] == found.kerberos.service_name
+
+
+def test_kerberos_principal_is_its_primary():
+    assert [client_config.kerberos_user(p) for p in ("ops@R", "kafka/host.example.com@R", "ops")] == \
+        ["ops", "kafka", "ops"]
+
+
+def test_java_kerberos_tuning_keys_are_ignored(tmp_path, keytab):
+    found = config(tmp_path, kerberos_file(f'useKeyTab=true keyTab="{keytab}" principal="m@R"')
+                   + "sasl.kerberos.min.time.before.relogin=60000\n")
+    assert [key for key, _ in found.ignored] == ["sasl.kerberos.min.time.before.relogin"]
+
+
+KERBEROS_REFUSALS = {  # id: (file text with {keytab}, fragments of the message)
+    "no-service-name": (kerberos_file('useKeyTab=true keyTab="{keytab}" principal="m@R"', ""),
+                        ("needs sasl.kerberos.service.name",)),
+    "service-names-differ": (kerberos_file('useKeyTab=true keyTab="{keytab}" principal="m@R" serviceName="other"'),
+                             ("line 3", "differ")),
+    "keytab-missing": (kerberos_file('useKeyTab=true keyTab="/nonexistent/k.keytab" principal="m@R"'),
+                       ("line 4", "keyTab /nonexistent/k.keytab", "No such file")),
+    "keytab-not-a-keytab": (kerberos_file('useKeyTab=true keyTab="/etc/passwd" principal="m@R"'),
+                            ("line 4", "is not a Kerberos keytab file")),
+    "with-sasl-password": (KERBEROS_HEAD + f"sasl.kerberos.service.name=kafka\nsasl.username=u\nsasl.password={SECRET}\n",
+                           ("line 4", "GSSAPI takes no sasl.username or sasl.password")),
+    "service-key-with-scram": ("sasl.mechanism=SCRAM-SHA-512\nsasl.username=u\nsasl.password=p\n"
+                               "sasl.kerberos.service.name=kafka\n", ("line 4", "GSSAPI only")),
+    "module-and-mechanism-differ": (kerberos_file("useTicketCache=true").replace("GSSAPI", "SCRAM-SHA-512"),
+                                    ("line 4", "does not fit sasl.mechanism SCRAM-SHA-512")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(KERBEROS_REFUSALS))
+def test_kerberos_refusals(tmp_path, keytab, case_id):
+    text, fragments = KERBEROS_REFUSALS[case_id]
+    message = refusal(tmp_path, text.format(keytab=keytab))
+    assert all(f in message for f in fragments), message

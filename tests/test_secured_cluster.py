@@ -1,8 +1,8 @@
-"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512 and OAUTHBEARER,
+"""Every command and the streaming job against a secured cluster (SASL_SSL, SCRAM-SHA-512, OAUTHBEARER and GSSAPI,
 StandardAuthorizer), each run as a principal of each mechanism holding exactly the grants of streaming.cluster.acls
 (the tables of docs/security.md "Kafka ACLs"), every grant proven needed by dropping it, connection failures named,
-and no password, client secret or token in any output channel. AWS MSK IAM's tokens reach the brokers as OAUTHBEARER
-(refused here: the cluster validates OIDC tokens)."""
+and no password, client secret, token or keytab key in any output channel. AWS MSK IAM's tokens reach the brokers
+as OAUTHBEARER (refused here: the cluster validates OIDC tokens)."""
 
 import base64
 import subprocess
@@ -29,8 +29,8 @@ from streaming.vocabulary.states import OwnershipState
 
 FAST, SLOW = 50_000_000, 100_000  # B/s: a 2 MB move done in a moment, or lasting ~20 s
 # The SASL mechanisms every command and the job are proven with, as a principal of each.
-SCRAM, OAUTHBEARER = "SCRAM-SHA-512", client_config.OAUTHBEARER
-MECHANISMS = (SCRAM, OAUTHBEARER)
+SCRAM, OAUTHBEARER, GSSAPI = "SCRAM-SHA-512", client_config.OAUTHBEARER, client_config.GSSAPI
+MECHANISMS = (SCRAM, OAUTHBEARER, GSSAPI)
 
 
 def principal_name(mechanism, name):
@@ -447,7 +447,8 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--debug")
     # The job takes the operator's Java-form file: SCRAM in sasl.jaas.config with a JKS trust store, read (through
-    # keytool) by the driver and by each executor's poll; or OAUTHBEARER, each process fetching its own tokens.
+    # keytool) by the driver and by each executor's poll; or OAUTHBEARER, each process fetching its own tokens; or
+    # GSSAPI, each process logging in from the keytab (kafka-python's producer in place of librdkafka's).
     monitor = cluster.principal(principal_name(mechanism, "job-monitor"),
                                 acls.grants("run", progress_topic=job.progress_topic), tmp_path, mechanism)
     job_config = scram_java_form(cluster, monitor, "JKS", tmp_path) if mechanism == SCRAM else monitor
@@ -468,7 +469,8 @@ def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_clu
                  message="removals counted")
         metrics = _metrics_text(job)
         log = job.log()
-        _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path)
+        if mechanism == SCRAM:  # what a job without Alter does with a plan is the same for every mechanism
+            _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path)
     finally:
         job.stop()
     assert "not authorized" not in log.lower(), log[-3000:]  # before the plan: nothing refused
@@ -639,3 +641,30 @@ def test_msk_iam_token_reaches_the_broker_as_oauthbearer(secure_cluster, tmp_pat
     signed_url = base64.urlsafe_b64encode(b"https://kafka.us-east-1.amazonaws.com/").decode()[:24]
     for leak in (aws_environment.SECRET_KEY, "X-Amz-Signature", signed_url):
         assert leak not in out + err, leak
+
+
+# -- GSSAPI: a keytab the KDC no longer takes and an expired principal, each named (the other refusals of the KDC:
+# tests/test_kerberos_login.py) --
+
+KERBEROS_FAILURES = {  # id: (what is done to the principal, fragments of the one error line)
+    "keytab-of-an-old-key": (lambda cluster, name: cluster.kdc.new_key(name),
+                             ("Kerberos login as kerberos-conn-keytab-of-an-old-key@", "failed")),
+    "expired-principal": (None, ("Kerberos login as kerberos-conn-expired-principal@", "expired")),
+}
+
+
+@pytest.mark.parametrize("case_id", list(KERBEROS_FAILURES))
+def test_cli_names_kerberos_failure(secure_cluster, tmp_path, case_id):
+    change, fragments = KERBEROS_FAILURES[case_id]
+    name = f"kerberos-conn-{case_id}"
+    config = secure_cluster.kerberos_principal(name, acls.grants("progress"), tmp_path,
+                                               expires="2001-01-01" if change is None else None)
+    if change is not None:
+        change(secure_cluster, name)
+    started = time.monotonic()
+    code, out, err = run_cli("progress", "--bootstrap-server", secure_cluster.bootstrap, "--command-config", config,
+                             "--timeout", TIMEOUT_S)
+    assert time.monotonic() - started < 2 * TIMEOUT_S + 2
+    assert code == 3, err
+    assert_one_error_line(err, *fragments)
+    assert_no_password(secure_cluster, {"stdout": out, "stderr": err})

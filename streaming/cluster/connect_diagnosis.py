@@ -10,7 +10,9 @@ module asks the questions one at a time, each bounded by what is left of `timeou
    configured, does the port expect TLS (a handshake succeeds)?     yes -> TlsFailed
 3. SASL: does the broker accept the credentials? Asked through      no  -> AuthenticationFailed (names
    librdkafka, which reports the broker's authentication error             the principal and mechanism)
-   at once instead of timing out.
+   at once instead of timing out. GSSAPI, which librdkafka cannot speak here, is not asked again: its
+   tickets, the broker's service ticket included, were got before the first bootstrap
+   (streaming.cluster.kerberos), which said any refusal by the KDC.
 Nothing found: Unreachable, saying every step succeeded.
 
 Only the user name, mechanism, protocol and file paths of the command config are ever named; the
@@ -54,7 +56,7 @@ def diagnose(bootstrap, config, timeout_s):
                            f"({'; '.join(refusals)})")
 
     problem = _tls_problem(reachable, config, protocol, deadline)
-    if problem is None and protocol in SASL_PROTOCOLS:
+    if problem is None and protocol in SASL_PROTOCOLS and config.uses_librdkafka:
         problem = _sasl_problem(bootstrap, config, deadline)
     return problem or Unreachable(
         f"connecting to {bootstrap}: no usable answer within the timeout, although TCP"

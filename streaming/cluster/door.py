@@ -50,7 +50,7 @@ import threading
 import time
 from collections import Counter, deque
 
-from streaming.cluster import acls, held, oauth
+from streaming.cluster import acls, held, kerberos, oauth
 from streaming.cluster.connecting import bounded_client
 from streaming.cluster.held import HeldNodes
 from streaming.cluster.metadata import from_response
@@ -104,6 +104,15 @@ def _close_quietly(client):
             pass
 
 
+def close_within(client, timeout_s):
+    """Close a kafka-python producer, sending what is pending within `timeout_s`, quietly (as _close_quietly)."""
+    if client is not None:
+        try:
+            client.close(timeout=timeout_s)
+        except Exception:  # a client that failed may fail to close; it is dropped either way
+            pass
+
+
 def config_acl_resource(is_broker, name):
     """The ACL resource a config authorizes on: broker configs on the Cluster, a topic's on the topic."""
     return "Cluster" if is_broker else f"Topic {name}"
@@ -132,8 +141,9 @@ def failure_hold(error, closed_by_door, collateral=False):
 
 class Door:
     """The clients (kafka-python, and confluent-kafka's admin client, producer and a reader, each made on
-    first use) and the call path. Construction reads the command config once and bootstraps (bounded by
-    `timeout_s`). `log(line)`: where the door says which node it holds and when it answers again (None:
+    first use; with GSSAPI, which librdkafka cannot speak here, kafka-python's in their place) and the call path.
+    Construction reads the command config once, logs in (OAUTHBEARER's first token, Kerberos tickets) and bootstraps
+    (bounded by `timeout_s`). `log(line)`: where the door says which node it holds and when it answers again (None:
     nowhere; the job logs them)."""
 
     def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
@@ -176,6 +186,7 @@ class Door:
         self._retired = {}  # id -> a client dropped while requests used it: closed when the last one ends
         self._confluent = None
         self._producer = None
+        self._kerberos_principal = None  # GSSAPI: the principal logged in as (streaming.cluster.kerberos)
         self._fatal = None
         self._reader = None
         self._first_connect()
@@ -238,6 +249,9 @@ class Door:
         started = time.monotonic()
         if self._tokens is not None:
             self._tokens.current()
+        if self._config.kerberos is not None:
+            self._kerberos_principal = kerberos.log_in(self._config.kerberos, self._bootstrap.split(",")[0]
+                                                       .strip().rpartition(":")[0].strip("[]"))
         try:
             self._connect(budget_s=self._timeout_s * BOOTSTRAP_SHARE)
         except Exception as error:
@@ -628,7 +642,8 @@ class Door:
         if self._config.msk_iam is not None:
             return (f"the AWS identity of {self._config.msk_iam.credentials_source} lacks "
                     f"{acls.msk_iam_action(operation, resource)} on {resource} (Kafka's {operation})")
-        principal = client_config.principal_of(self._config) or (self._tokens and self._tokens.principal())
+        principal = (client_config.principal_of(self._config) or (self._tokens and self._tokens.principal())
+                     or (self._kerberos_principal and f"User:{client_config.kerberos_user(self._kerberos_principal)}"))
         return f"{principal or 'this client principal'} lacks {operation} on {resource}"
 
     def _named(self, error, needs):
@@ -700,6 +715,9 @@ class Door:
         with self._lock:
             producer, self._producer = self._producer, None
         if producer is not None:
-            producer.flush(self._timeout_s)
+            if self._config.uses_librdkafka:
+                producer.flush(self._timeout_s)
+            else:  # kafka-python's: close() sends what is pending within the timeout and stops its I/O thread
+                close_within(producer, self._timeout_s)
         self._drop()
 

@@ -5,11 +5,15 @@ is harmless; the cluster writes answer, per item, None or Kafka's refusal.
 `KafkaClusterWriter` is a type of its own over the door's clients and call path (streaming.cluster.door), and it
 is made only with the write grant (streaming.cluster.grant), which only streaming.control.applier imports
 (pyproject.toml's contract "One writer"): a module that holds the door reads, and only the applier writes.
+
+The project's topics are created and written through librdkafka (confluent-kafka's admin client and idempotent
+producer), or, for a config librdkafka cannot log in with (GSSAPI: client_config.ClientConfig.uses_librdkafka),
+through kafka-python's, with the same settings: idempotent, acks=all, zstd, the door's request deadline.
 """
 
 import time
 
-from streaming.cluster.door import QUIET_LIBRDKAFKA, config_acl_resource
+from streaming.cluster.door import QUIET_LIBRDKAFKA, close_within, config_acl_resource
 from streaming.cluster.grant import WRITE_GRANT
 from streaming.cluster.own_topics import DELIVERY_OUTLASTS_FENCING_S
 from streaming.vocabulary.config_keys import (APPEND, DELETE, OPS, SET, TOPIC, appends_lead_with_a_comma,
@@ -178,8 +182,12 @@ class KafkaClusterWriter:
                     return False
                 return True
 
-            created = door._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
-                                           needs=("Create", f"Topic {name}"))
+            if door._config.uses_librdkafka:
+                created = door._confluent_call(CREATE_TOPICS, create, doing=f"creating topic {name}",
+                                               needs=("Create", f"Topic {name}"))
+            else:
+                created = door._call(CREATE_TOPICS, lambda kafka: _created(kafka, topic, door._deadline_ms()),
+                                     doing=f"creating topic {name}", needs=("Create", f"Topic {name}"))
         self._await_leaders(name, metadata)
         return created
 
@@ -198,6 +206,8 @@ class KafkaClusterWriter:
         from confluent_kafka import Producer
 
         door = self._door
+        if not door._config.uses_librdkafka:
+            return self._kafka_python_producer()
         with door._lock:
             if door._producer is None:
                 door._fatal = None
@@ -218,6 +228,42 @@ class KafkaClusterWriter:
                                            "message.timeout.ms": int(max(door._timeout_s, DELIVERY_OUTLASTS_FENCING_S)
                                                                      * 1000)})
             return door._producer
+
+    def _kafka_python_producer(self):
+        """kafka-python's producer, with the settings of librdkafka's above (`_producer_client`)."""
+        from kafka import KafkaProducer
+
+        door = self._door
+        with door._lock:
+            if door._producer is None:
+                settings = {k: v for k, v in door._client_settings(door._timeout_s).items()
+                            if k not in ("request_timeout_ms", "bootstrap_timeout_ms")}
+                door._producer = KafkaProducer(
+                    client_id="reassign-monitor", enable_idempotence=True, acks="all", linger_ms=20,
+                    compression_type="zstd", allow_auto_create_topics=False, request_timeout_ms=door._deadline_ms(),
+                    delivery_timeout_ms=int(max(door._timeout_s, DELIVERY_OUTLASTS_FENCING_S) * 1000),
+                    max_block_ms=int(door._timeout_s * 1000),
+                    bootstrap_timeout_ms=int(door._timeout_s * 1000), **settings)
+            return door._producer
+
+    def _produce_with_kafka_python(self, producer, topic, keyed_values, timeout_s):
+        """`produce` through kafka-python's producer: every record acknowledged, or our exception for the first
+        that was not."""
+        door = self._door
+        try:
+            sent = [producer.send(topic, key=key.encode("utf-8"), value=value) for key, value in keyed_values]
+            door._count()
+            producer.flush(timeout=timeout_s or door._timeout_s)
+            failed = next((future.exception for future in sent if future.failed()), None)
+        except Exception as error:  # a timeout, a refused InitProducerId, a closed client
+            failed = error
+        if failed is not None:
+            with door._lock:  # a producer that failed may be unable to send again: the next write makes another
+                producer, door._producer = door._producer, None
+            close_within(producer, door._timeout_s)
+            raise door._named(from_kafka_error(failed, f"writing to {topic}"), ("Write", f"Topic {topic}"))
+        if not all(future.is_done for future in sent):
+            raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
 
     def _client_error(self, error):
         if error.fatal():
@@ -240,6 +286,8 @@ class KafkaClusterWriter:
         from confluent_kafka import KafkaException
 
         producer = self._producer_client()
+        if not self._door._config.uses_librdkafka:
+            return self._produce_with_kafka_python(producer, topic, keyed_values, timeout_s)
         failures = []
 
         def delivered(error, _message):
@@ -266,6 +314,20 @@ class KafkaClusterWriter:
             raise self._produce_failure(failures[0] if failures else self._door._fatal, topic)
         if unsent != 0:
             raise from_kafka_error(TimeoutError("not acknowledged in time"), f"writing to {topic}")
+
+
+def _created(kafka, topic, timeout_ms):
+    """CreateTopics of the confluent-kafka NewTopic `topic` through kafka-python's admin client: True when this call
+    created it, False when it existed (another instance won the race)."""
+    from kafka.errors import TopicAlreadyExistsError
+
+    try:
+        kafka.create_topics({topic.topic: {"num_partitions": topic.num_partitions,
+                                           "replication_factor": topic.replication_factor, "configs": topic.config}},
+                            timeout_ms=timeout_ms)
+    except TopicAlreadyExistsError:
+        return False
+    return True
 
 
 def _led(topic):

@@ -25,6 +25,11 @@ AWS MSK IAM is read in both forms AWS documents (docs/security.md "AWS MSK IAM")
 AWS's IAMLoginModule and IAMClientCallbackHandler, and OAUTHBEARER with IAMOAuthBearerLoginCallbackHandler. Both
 become one MskIamLogin and `sasl.mechanism=OAUTHBEARER` for the clients: the Python clients speak MSK IAM only
 through OAUTHBEARER, which MSK's IAM listeners accept from every client; streaming.cluster.msk_iam signs the tokens.
+GSSAPI (Kerberos) is read as Kafka's Java client configures it (docs/security.md "GSSAPI (Kerberos)"):
+`sasl.kerberos.service.name` (or the JAAS option `serviceName`) and the Krb5LoginModule's keytab and principal, or
+the ticket cache, into one KerberosLogin; streaming.cluster.kerberos gets the tickets. Only kafka-python speaks
+GSSAPI here (the prebuilt confluent-kafka wheels have no GSSAPI): `uses_librdkafka` says which library a config
+allows.
 """
 
 import os
@@ -63,6 +68,9 @@ SCOPE_KEY = "sasl.oauthbearer.scope"  # ... of scope
 URL_ENCODE_KEY = "sasl.oauthbearer.header.urlencode"
 SUB_CLAIM_KEY = "sasl.oauthbearer.sub.claim.name"
 REFRESH_FACTOR_KEY = "sasl.login.refresh.window.factor"
+# GSSAPI, as Kafka's Java client takes it (Kafka's docs, "Authentication using SASL/Kerberos").
+KERBEROS_SERVICE_KEY = "sasl.kerberos.service.name"
+GSSAPI = "GSSAPI"
 LOGIN_TIMEOUT_KEYS = ("sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms")
 OAUTH_KEYS = (TOKEN_ENDPOINT_KEY, LOGIN_HANDLER_KEY, CLIENT_ID_KEY, CLIENT_SECRET_KEY, SCOPE_KEY, URL_ENCODE_KEY,
               SUB_CLAIM_KEY, REFRESH_FACTOR_KEY, *LOGIN_TIMEOUT_KEYS)
@@ -103,18 +111,21 @@ JAVA_ONLY = ("request.timeout.ms", "default.api.timeout.ms", "retries", "retry.b
              "sasl.login.retry.backoff.ms", "sasl.login.retry.backoff.max.ms", "sasl.login.refresh.window.jitter",
              "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
              "sasl.oauthbearer.scope.claim.name")
-KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *OAUTH_KEYS, *MSK_IAM_KEYS, *JAVA_ONLY)
+JAVA_ONLY += ("sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+              "sasl.kerberos.min.time.before.relogin")
+KNOWN_KEYS = (*PLAIN_KEYS, HOSTNAME_KEY, *PEM_FILE_KEYS, *JAVA_FORM_KEYS, *OAUTH_KEYS, *MSK_IAM_KEYS, KERBEROS_SERVICE_KEY,
+              *JAVA_ONLY)
 
 # Values that are names, not secrets: checked here so a typo is bad input, not a refused connection.
 ALLOWED_VALUES = {
     "security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER, AWS_MSK_IAM),
+    "sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", OAUTHBEARER, AWS_MSK_IAM, GSSAPI),
     URL_ENCODE_KEY: ("true", "false"),
 }
-# Mechanisms operators use that this tool cannot log in with yet, refused by name.
-NOT_YET_MECHANISMS = {"GSSAPI": "GSSAPI (Kerberos)"}
-# The mechanism each token login module is for (password modules fit any password mechanism).
-TOKEN_MODULE_MECHANISMS = {jaas.OAUTHBEARER_MODULE: OAUTHBEARER, jaas.MSK_IAM_MODULE: AWS_MSK_IAM}
+# The login module each mechanism takes in sasl.jaas.config (SCRAM and PLAIN: jaas.PASSWORD_MODULES).
+MECHANISM_MODULES = {OAUTHBEARER: jaas.OAUTHBEARER_MODULE, AWS_MSK_IAM: jaas.MSK_IAM_MODULE, GSSAPI: jaas.KERBEROS_MODULE}
+# The first bytes of an MIT keytab file (format versions 1 and 2), as the JDK and MIT Kerberos read it.
+KEYTAB_MAGICS = (b"\x05\x01", b"\x05\x02")
 # Java's meaning: empty turns hostname verification off, https (its default) on; librdkafka's `none` is off.
 HOSTNAME_VERIFICATION = {"": "none", "none": "none", "https": "https"}
 DEFAULT_STORE_TYPE = "JKS"  # Java's default for ssl.truststore.type and ssl.keystore.type
@@ -167,16 +178,34 @@ class MskIamLogin:
 
 
 @dataclass(frozen=True)
+class KerberosLogin:
+    """GSSAPI's login: the broker's service name (`<service_name>/<broker host>@REALM` is its principal), and the
+    client's `principal` with its `keytab` (a path), or the ticket cache (`ticket_cache`: a path, None for Kerberos'
+    default; `principal` None: whichever the cache holds)."""
+    service_name: str
+    principal: str | None = None
+    keytab: str | None = None
+    ticket_cache: str | None = None
+
+
+@dataclass(frozen=True)
 class ClientConfig:
     """What a `--command-config` file says: `settings` (keys of CLIENT_SETTINGS), where the trusted
     certificates came from as the operator wrote it (`trust_origin`, for messages), the Java-only keys
-    ignored, as (key, line), and the token login of OAUTHBEARER (`oauth`) or AWS MSK IAM (`msk_iam`), None for
-    other mechanisms."""
+    ignored, as (key, line), the token login of OAUTHBEARER (`oauth`) or AWS MSK IAM (`msk_iam`), None for other
+    mechanisms, and GSSAPI's (`kerberos`)."""
     settings: dict = field(default_factory=dict)
     trust_origin: str | None = None
     ignored: tuple = ()
     oauth: OAuthLogin | None = None
     msk_iam: MskIamLogin | None = None
+    kerberos: KerberosLogin | None = None
+
+    @property
+    def uses_librdkafka(self):
+        """Whether librdkafka (confluent-kafka) can log in with this config: its prebuilt wheels have no GSSAPI,
+        so a GSSAPI config is served by kafka-python alone (docs/security.md "GSSAPI (Kerberos)")."""
+        return self.kerberos is None
 
     @property
     def protocol(self):
@@ -248,8 +277,6 @@ def _raw(lines):
             value = _unescaped(value)
         except BadInput as error:
             raise BadInput(f"line {number}: {key}: {error}") from error
-        if key == "sasl.mechanism" and value in NOT_YET_MECHANISMS:
-            raise BadInput(f"line {number}: sasl.mechanism {NOT_YET_MECHANISMS[value]} is not supported yet")
         if key in ALLOWED_VALUES and value not in ALLOWED_VALUES[key]:
             raise BadInput(f"line {number}: {key} must be one of {', '.join(ALLOWED_VALUES[key])}")
         raw[key] = (value, number)
@@ -288,9 +315,8 @@ def _sasl(lines):
         if both:
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config and {' and '.join(both)} both give the credentials: keep one")
         login = lines.checked("sasl.jaas.config", lambda: _jaas(lines.get("sasl.jaas.config")))
-        mechanism = settings.get("sasl.mechanism")
-        if TOKEN_MODULE_MECHANISMS.get(login.module) != mechanism and (
-                login.module in TOKEN_MODULE_MECHANISMS or mechanism in TOKEN_MODULE_MECHANISMS.values()):
+        wanted = MECHANISM_MODULES.get(settings.get("sasl.mechanism"))
+        if (login.module in MECHANISM_MODULES.values() or wanted is not None) and login.module != wanted:
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {login.module.rsplit('.', 1)[-1]} does not fit "
                                              f"sasl.mechanism {mechanism or '(none)'}")
         if login.module in jaas.PASSWORD_MODULES:
@@ -299,15 +325,15 @@ def _sasl(lines):
         settings.update({k: lines.get(k) for k in ("sasl.username", "sasl.password") if k in lines})
     if settings.get("security.protocol", "").startswith("SASL_") and "sasl.mechanism" not in settings:
         raise BadInput("security.protocol SASL_* needs sasl.mechanism")
-    if settings.get("sasl.mechanism") in TOKEN_MODULE_MECHANISMS.values():
-        mechanism = settings["sasl.mechanism"]
-        module = next(m for m, of in TOKEN_MODULE_MECHANISMS.items() if of == mechanism).rsplit(".", 1)[-1]
+    mechanism = settings.get("sasl.mechanism")
+    if mechanism in MECHANISM_MODULES:
         if "sasl.username" in settings or "sasl.password" in settings:
             lines.refuse("sasl.username" if "sasl.username" in lines else "sasl.password",
-                         f"sasl.mechanism {mechanism} takes no sasl.username or sasl.password (its credentials are "
-                         f"named in sasl.jaas.config)")
+                         f"sasl.mechanism {mechanism} takes no sasl.username or sasl.password (the credentials go "
+                         f"in sasl.jaas.config)")
         if login is None:
-            raise BadInput(f"sasl.mechanism {mechanism} needs sasl.jaas.config with {module}")
+            raise BadInput(f"sasl.mechanism {mechanism} needs sasl.jaas.config with "
+                           f"{MECHANISM_MODULES[mechanism].rsplit('.', 1)[-1]}")
     elif "sasl.mechanism" in settings and not {"sasl.username", "sasl.password"} <= set(settings):
         raise BadInput("sasl.mechanism needs sasl.jaas.config (or sasl.username and sasl.password)")
     return settings, login
@@ -445,6 +471,39 @@ def _oauth(lines, login):
                       lines.get(SUB_CLAIM_KEY, DEFAULT_SUB_CLAIM), *(_timeout_s(lines, k) for k in LOGIN_TIMEOUT_KEYS))
 
 
+def _kerberos(lines, login):
+    """The KerberosLogin of a GSSAPI config (None for other mechanisms, which may not set its key). The keytab must
+    be a readable keytab file now (bad input), not a refused login later; its keys are not read here."""
+    if login is None or login.module != jaas.KERBEROS_MODULE:
+        if KERBEROS_SERVICE_KEY in lines:
+            lines.refuse(KERBEROS_SERVICE_KEY, f"{KERBEROS_SERVICE_KEY} is for sasl.mechanism GSSAPI only")
+        return None
+    options = login.options
+    service, in_jaas = lines.get(KERBEROS_SERVICE_KEY, "").strip(), options.get("serviceName", "").strip()
+    if service and in_jaas and service != in_jaas:  # Kafka's client refuses the two when they differ, too
+        lines.refuse(KERBEROS_SERVICE_KEY, f"{KERBEROS_SERVICE_KEY} and sasl.jaas.config's serviceName differ: keep one")
+    if not (service or in_jaas):
+        raise BadInput(f"sasl.mechanism GSSAPI needs {KERBEROS_SERVICE_KEY} (the primary of the brokers' Kerberos "
+                       f"principal, usually kafka)")
+    principal = options.get("principal", "").strip() or None
+    if options.get("useKeyTab", "false").lower() == "true":
+        keytab = options["keyTab"]
+        lines.checked("sasl.jaas.config", lambda: _readable_keytab(keytab))
+        return KerberosLogin(service or in_jaas, principal, keytab)
+    return KerberosLogin(service or in_jaas, principal, ticket_cache=options.get("ticketCache", "").strip() or None)
+
+
+def _readable_keytab(path):
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(2)
+    except OSError as error:
+        raise BadInput(f"Krb5LoginModule's keyTab {shown(path, 200)}: {error.strerror or type(error).__name__}"
+                       ) from None
+    if magic not in KEYTAB_MAGICS:
+        raise BadInput(f"Krb5LoginModule's keyTab {shown(path, 200)} is not a Kerberos keytab file")
+
+
 def _one_of(lines, login, option, key):
     """A credential given as the JAAS option `option` or as the property `key` (Kafka 4.1), not both."""
     if option in login.options and key in lines:
@@ -538,6 +597,7 @@ def _parse(lines):
     msk_iam = _msk_iam(given, login)
     if msk_iam is not None:  # the Python clients speak MSK IAM as OAUTHBEARER, with the tokens msk_iam signs
         sasl["sasl.mechanism"] = OAUTHBEARER
+    kerberos = _kerberos(given, login)
     settings = {**sasl, **_hostname_verification(given)}
     ca_pem, origin = _trust(given)
     if ca_pem is not None:
@@ -550,7 +610,7 @@ def _parse(lines):
     if login is not None:
         line = given.raw["sasl.jaas.config"][1]
         ignored += tuple((f"sasl.jaas.config's {o}", line) for o in login.options if o in jaas.AWS_TUNING_OPTIONS)
-    config = ClientConfig(settings, origin, ignored, oauth, msk_iam)
+    config = ClientConfig(settings, origin, ignored, oauth, msk_iam, kerberos)
     if identity is not None:  # the key must belong to the certificate: found now, not as a refused handshake
         key = "ssl.keystore.location" if "ssl.keystore.location" in given else "ssl.certificate.location"
         given.checked(key, lambda: _loaded(config))
@@ -605,6 +665,8 @@ def ssl_context(config):
 
 def kafka_python_settings(config):
     settings = {CLIENT_SETTINGS[k][0]: v for k, v in config.settings.items() if CLIENT_SETTINGS[k][0]}
+    if config.kerberos is not None:
+        settings["sasl_kerberos_service_name"] = config.kerberos.service_name
     if config.protocol in ("SSL", "SASL_SSL"):
         settings["ssl_context"] = ssl_context(config)
     return settings
@@ -616,6 +678,15 @@ def confluent_settings(config, bootstrap_servers):
 
 def principal_of(config):
     """`User:NAME` of the SASL user, or None (plaintext, TLS without SASL, OAUTHBEARER: the broker decides; an
-    OAUTHBEARER principal is its token's subject, streaming.cluster.oauth)."""
+    OAUTHBEARER principal is its token's subject, streaming.cluster.oauth). A Kerberos principal's name is its
+    primary (`kerberos_user`)."""
     name = config.settings.get("sasl.username")
+    if name is None and config.kerberos is not None and config.kerberos.principal:
+        name = kerberos_user(config.kerberos.principal)
     return f"User:{name}" if name else None
+
+
+def kerberos_user(principal):
+    """The user name the brokers' default sasl.kerberos.principal.to.local.rules (DEFAULT) give `principal`
+    (`primary[/instance]@REALM`): its primary (Kafka's docs, "Authentication using SASL/Kerberos")."""
+    return principal.split("@", 1)[0].split("/", 1)[0]

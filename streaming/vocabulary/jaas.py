@@ -16,8 +16,9 @@ credentials of an OIDC token endpoint (`clientId`, `clientSecret`, `scope`) and,
 trust store of its CA as `ssl.truststore.*` options (Kafka's JaasOptionsUtils reads them there), or, in AWS MSK
 IAM's OAUTHBEARER form, the AWS options of AWS's IAMLoginModule (`awsProfileName`, `awsRoleArn`, ...: AWS's
 aws-msk-iam-auth library reads them from either module). Which of the two an OAUTHBEARER module is, is the login
-callback handler's to say (streaming.vocabulary.client_config). Messages name option keys and the module class,
-never a value: a value may be a password.
+callback handler's to say (streaming.vocabulary.client_config). The Kerberos login module (GSSAPI) takes a keytab
+and principal, or the ticket cache (the options of the JDK's Krb5LoginModule that a client logging in without a
+prompt uses). Messages name option keys and the module class, never a value: a value may be a password.
 """
 
 from dataclasses import dataclass
@@ -28,12 +29,9 @@ SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 MSK_IAM_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"  # AWS's aws-msk-iam-auth, mechanism AWS_MSK_IAM
+KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 PASSWORD_MODULES = (SCRAM_MODULE, PLAIN_MODULE)
-SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE, MSK_IAM_MODULE)
-# Login modules operators use that this tool cannot log in with yet, by what they are.
-UNSUPPORTED_MODULES = {
-    "com.sun.security.auth.module.Krb5LoginModule": "GSSAPI (Kerberos)",
-}
+SUPPORTED_MODULES = (*PASSWORD_MODULES, OAUTHBEARER_MODULE, MSK_IAM_MODULE, KERBEROS_MODULE)
 PASSWORD_OPTIONS = ("username", "password", "tokenauth")  # what ScramLoginModule and PlainLoginModule read
 # What OAuthBearerLoginModule's client-credentials login reads (Kafka's docs, "OAUTHBEARER": clientId, clientSecret,
 # scope; the token endpoint's trust store as JAAS options).
@@ -49,7 +47,15 @@ AWS_OPTIONS = (AWS_PROFILE_OPTION, AWS_ROLE_OPTION, AWS_SESSION_NAME_OPTION, AWS
 AWS_TUNING_OPTIONS = ("awsDebugCreds", "awsMaxRetries", "awsMaxBackOffTimeMs")
 # The role's own static keys in the file: refused (a secret key in the file, where a profile does better).
 AWS_KEY_OPTIONS = ("awsRoleAccessKeyId", "awsRoleSecretAccessKey", "awsRoleSessionToken")
-MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS, *AWS_OPTIONS, *AWS_TUNING_OPTIONS, *AWS_KEY_OPTIONS)
+# What Krb5LoginModule reads that a client logging in without a prompt uses (the JDK's Krb5LoginModule
+# documentation): a keytab and its principal, or the ticket cache; `serviceName` is Kafka's JAAS form of
+# sasl.kerberos.service.name. The others only tune the JDK's login and change nothing here.
+KERBEROS_OPTIONS = ("useKeyTab", "keyTab", "principal", "storeKey", "useTicketCache", "ticketCache", "serviceName",
+                    "doNotPrompt", "isInitiator", "refreshKrb5Config", "renewTGT", "debug")
+KERBEROS_FLAGS = ("useKeyTab", "storeKey", "useTicketCache", "doNotPrompt", "isInitiator", "refreshKrb5Config",
+                  "renewTGT", "debug")
+MODULE_OPTIONS = (*PASSWORD_OPTIONS, *OAUTH_OPTIONS, *AWS_OPTIONS, *AWS_TUNING_OPTIONS, *AWS_KEY_OPTIONS,
+                  *KERBEROS_OPTIONS)
 CONTROL_FLAGS = ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL")
 ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 QUOTES = "\"'"
@@ -151,15 +157,14 @@ def _escape(text, i):
 def _module_named(name):
     """How a refused module is named: its class only when it looks like one (a typo's text could be a secret)."""
     short = name.rsplit(".", 1)[-1]  # the class without its package: one line, no Java-looking path
-    if name in UNSUPPORTED_MODULES:
-        return f"{short} ({UNSUPPORTED_MODULES[name]})"
     return short if short.endswith("LoginModule") else "an unknown login module"
 
 
 def parse(text):
     """The Login of a client `sasl.jaas.config` value. Anything Java would refuse, more than one module, a
-    module other than SCRAM, PLAIN, OAUTHBEARER or AWS's IAMLoginModule, a SCRAM or PLAIN module without username
-    or password, an OAUTHBEARER or IAM module with an option it does not read: BadInput."""
+    module other than SCRAM, PLAIN, OAUTHBEARER, AWS's IAMLoginModule or Kerberos, a SCRAM or PLAIN module without
+    username or password, an OAUTHBEARER, IAM or Kerberos module with an option it does not read, a Kerberos login
+    that would prompt: BadInput."""
     tokens = list(_tokens(text))
     if not tokens:
         raise BadInput("is empty")
@@ -169,7 +174,7 @@ def parse(text):
     if module not in SUPPORTED_MODULES:
         raise BadInput(f"login module {_module_named(module)} is not supported: use "
                        f"ScramLoginModule (SCRAM-SHA-256/512), PlainLoginModule (PLAIN), OAuthBearerLoginModule "
-                       f"(OAUTHBEARER) or IAMLoginModule (AWS MSK IAM); GSSAPI is not supported yet")
+                       f"(OAUTHBEARER), IAMLoginModule (AWS MSK IAM) or Krb5LoginModule (GSSAPI)")
     if len(tokens) < 2 or tokens[1].kind != "word" or tokens[1].text.upper() not in CONTROL_FLAGS:
         raise BadInput(f"the control flag after {_module_named(module)} must be one of {', '.join(f.lower() for f in CONTROL_FLAGS)}")
     options, i = {}, 2
@@ -190,6 +195,8 @@ def parse(text):
         return Login(module, _oauth_options(options))
     if module == MSK_IAM_MODULE:
         return Login(module, _known_options(options, "IAMLoginModule", AWS_OPTIONS + AWS_TUNING_OPTIONS))
+    if module == KERBEROS_MODULE:
+        return Login(module, _kerberos_options(options))
     if options.get("tokenauth", "").lower() == "true":  # the clients here send no SCRAM token extension
         raise BadInput("tokenauth=true (delegation token login) is not supported yet")
     missing = [k for k in ("username", "password") if k not in options]
@@ -217,6 +224,29 @@ def _known_options(options, module, supported):
                            f"the environment or the host's role gives them)")
         if key not in supported:
             raise BadInput(f"{module} option {_option_named(key)} is not supported (supported: {', '.join(supported)})")
+    return options
+
+
+def _kerberos_options(options):
+    """Krb5LoginModule's options for a login without a prompt: `useKeyTab=true` with `keyTab` and `principal`, or
+    `useTicketCache=true` (`ticketCache`: another cache than the default, `principal`: the one expected in it)."""
+    for key, value in options.items():
+        if key not in KERBEROS_OPTIONS:
+            raise BadInput(f"Krb5LoginModule option {_option_named(key)} is not supported (supported: "
+                           f"{', '.join(KERBEROS_OPTIONS)})")
+        if key in KERBEROS_FLAGS and value.lower() not in ("true", "false"):
+            raise BadInput(f"Krb5LoginModule option {key!r} must be true or false")
+    keytab, cache = (options.get(flag, "false").lower() == "true" for flag in ("useKeyTab", "useTicketCache"))
+    if keytab:
+        missing = [k for k in ("keyTab", "principal") if not options.get(k, "").strip()]
+        if missing:
+            raise BadInput(f"Krb5LoginModule with useKeyTab=true needs {' and '.join(missing)}")
+    elif not cache:
+        raise BadInput("Krb5LoginModule needs useKeyTab=true (with keyTab and principal) or useTicketCache=true: "
+                       "without either it would prompt for a password")
+    for key, needs in (("keyTab", "useKeyTab"), ("ticketCache", "useTicketCache")):
+        if key in options and options.get(needs, "false").lower() != "true":
+            raise BadInput(f"Krb5LoginModule option {key!r} needs {needs}=true")
     return options
 
 
