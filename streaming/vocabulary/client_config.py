@@ -318,7 +318,7 @@ def _sasl(lines):
         wanted = MECHANISM_MODULES.get(settings.get("sasl.mechanism"))
         if (login.module in MECHANISM_MODULES.values() or wanted is not None) and login.module != wanted:
             lines.refuse("sasl.jaas.config", f"sasl.jaas.config's {login.module.rsplit('.', 1)[-1]} does not fit "
-                                             f"sasl.mechanism {mechanism or '(none)'}")
+                                             f"sasl.mechanism {settings.get('sasl.mechanism') or '(none)'}")
         if login.module in jaas.PASSWORD_MODULES:
             settings.update({"sasl.username": login.username, "sasl.password": login.password})
     else:
