@@ -106,15 +106,11 @@ class SecureCluster(LocalCluster):
                                               password.encode())
         for future in admin.alter_user_scram_credentials([upsert]).values():
             future.result(15)
-        bindings = [_binding(f"User:{name}", g) for g in grants]
-        if bindings:
-            for future in admin.create_acls(bindings).values():
-                future.result(15)
+        self._grant(admin, name, grants)
         config = Path(directory) / f"{name}.properties"
         config.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={name}\n"
                           f"sasl.password={password}\nssl.ca.location={self.dir / 'tls' / 'ca.pem'}\n")
         config.chmod(0o600)
-        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
         return config
 
@@ -125,10 +121,7 @@ class SecureCluster(LocalCluster):
         secret = self.issuer.register(name)
         self._passwords.append(secret)
         admin = self.confluent_admin()
-        bindings = [_binding(f"User:{name}", g) for g in grants]
-        if bindings:
-            for future in admin.create_acls(bindings).values():
-                future.result(15)
+        self._grant(admin, name, grants)
         config = Path(directory) / f"{name}.properties"
         config.write_text(
             "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
@@ -139,7 +132,6 @@ class SecureCluster(LocalCluster):
             f"    ssl.truststore.location=\"{self.issuer.ca_pem}\" ssl.truststore.type=\"PEM\";\n"
             f"ssl.truststore.location={self.dir / 'tls' / 'ca.pem'}\nssl.truststore.type=PEM\n")
         config.chmod(0o600)
-        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
         wait_for(lambda: self._authenticates(config), 15, message=f"{name} to authenticate on every broker")
         return config
 
@@ -150,10 +142,7 @@ class SecureCluster(LocalCluster):
         principal, keytab = self.kdc.principal(name, Path(directory) / f"{name}.keytab", expires)
         self._passwords.extend(keytab_keys(keytab, self.kdc.env))
         admin = self.confluent_admin()
-        bindings = [_binding(f"User:{name}", g) for g in grants]
-        if bindings:
-            for future in admin.create_acls(bindings).values():
-                future.result(15)
+        self._grant(admin, name, grants)
         config = Path(directory) / f"{name}.properties"
         config.write_text(
             "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
@@ -161,8 +150,7 @@ class SecureCluster(LocalCluster):
             f"    useKeyTab=true storeKey=true keyTab=\"{keytab}\" principal=\"{principal}\";\n"
             f"ssl.truststore.location={self.dir / 'tls' / 'ca.pem'}\nssl.truststore.type=PEM\n")
         config.chmod(0o600)
-        # Nothing to wait for on the brokers: they learn of a Kerberos principal from its tickets, not from Kafka.
-        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        # No authentication to wait for on the brokers: they learn of a Kerberos principal from its tickets.
         return config
 
     @property
@@ -181,11 +169,16 @@ class SecureCluster(LocalCluster):
                       "-CAcreateserial", "-days", "2", "-out", str(crt)]):
             subprocess.run(argv, check=True, capture_output=True)
         admin = self.confluent_admin()
-        bindings = [_binding(f"User:{name}", g) for g in grants]
-        for future in admin.create_acls(bindings).values():
-            future.result(15)
-        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
+        self._grant(admin, name, grants)
         return crt, key
+
+    def _grant(self, admin, name, grants):
+        """User:`name` granted exactly `grants`, once the cluster lists them."""
+        bindings = [_binding(f"User:{name}", g) for g in grants]
+        if bindings:
+            for future in admin.create_acls(bindings).values():
+                future.result(15)
+        wait_for(lambda: self._acl_count(admin, name) >= len(bindings), 15, message=f"the ACLs of {name}")
 
     @staticmethod
     def _acl_count(admin, name):
