@@ -31,6 +31,11 @@ def job(polling_job):
 def throttled_move(cluster, topic, source, destination, megabytes, rate=RATE):
     """A one-partition topic on `source` with real data, moved to [source, destination] under throttles."""
     cluster.create_topic(topic, {0: [source]}, megabytes=megabytes)
+    start_throttled_move(cluster, topic, source, destination, rate)
+
+
+def start_throttled_move(cluster, topic, source, destination, rate=RATE):
+    """Partition 0 of `topic` (on `source`) moved to [source, destination] under throttles."""
     cluster.set_configs({topic: {"leader.replication.throttled.replicas": f"0:{source}",
                                  "follower.replication.throttled.replicas": f"0:{destination}"}},
                         {source: {"leader.replication.throttled.rate": rate},

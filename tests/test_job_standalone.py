@@ -13,7 +13,7 @@ from kafka import TopicPartition
 
 from tests.job_process import JobProcess, free_port
 from tests.kafka_fixtures import wait_for
-from tests.test_job_cluster import clear_throttles, throttled_move
+from tests.test_job_cluster import clear_throttles, start_throttled_move
 
 pytestmark = pytest.mark.cluster
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -38,14 +38,15 @@ def test_job_runs_on_a_standalone_master(cluster, tmp_path):
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
                      "--master", f"spark://127.0.0.1:{port}", "--throttle-cleanup", "off")
     try:
-        # Slow enough (~400 s; cancelled below) to still run at the first poll however long Spark takes to start
-        # on a loaded machine (the first batch came after 150 s, and the move's 200 s had run out); written while
-        # the master and worker start.
-        throttled_move(cluster, topic, 1, 3, megabytes=8, rate=20_000)
+        # Written while the master and worker start; moved once Spark runs, however long it took to start on a
+        # loaded machine (a move started first had ended before the first batch: 8 MB in 92 s, Kafka's floor of one
+        # 1 MB fetch per quota window beating a 20 KB/s rate). About 200 s at 100 KB/s: cancelled below.
+        cluster.create_topic(topic, {0: [1]}, megabytes=20)
         wait_for(lambda: "Successfully registered with master" in (tmp_path / "worker.log").read_text(), 60,
                  message="the worker to register")
         job.start()
         job.wait_first_batch(interval_s=1, message="the first batch on the standalone cluster")
+        start_throttled_move(cluster, topic, 1, 3, rate=100_000)
         labels = {"topic": topic, "partition": 0, "broker": 3}
         wait_for(lambda: job.metric("kafka_reassignment_replica_progress_ratio", **labels) is not None, 60,
                  interval_s=1, message="replica progress computed on the standalone cluster")
