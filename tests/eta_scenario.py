@@ -1,5 +1,6 @@
 """Three partitions of different sizes moving into one broker under one throttle, and how far the ETAs the
-job reported were from the real remaining time. Shared by tests/test_eta_cluster.py and bench/eta.py.
+job reported were from the real remaining time. Shared by tests/test_job_cluster.py and bench/eta.py; its bound
+and `copying_etas` judge the ETAs of the tests of moves between log dirs and of tiered storage too.
 
 Each partition is a one-partition topic on broker SOURCE gaining a replica on DESTINATION; the leader rate
 on SOURCE and the follower rate on DESTINATION are both RATE, every move listed in the topics' throttled
@@ -108,6 +109,18 @@ def judged(records, finished):
     return out
 
 
+def copying_etas(records, finished):
+    """[(actual remaining s, ETA)] of one move's records written while it copied, past JUDGED_FROM, before its end
+    (`finished`, Unix seconds): the ETAs a move between log dirs is judged by."""
+    return [(finished - r["ts_ms"] / 1000.0, r["eta_seconds"]) for r in records
+            if r["state"] == "COPYING" and (r["progress"] or 0) >= JUDGED_FROM and r["ts_ms"] / 1000.0 < finished]
+
+
+def within_bound(actual, eta):
+    """Whether an ETA is within the bound of the actual remaining seconds (module docstring)."""
+    return eta is not None and abs(eta - actual) <= max(BOUND_SHARE * actual, BOUND_FLOOR_S)
+
+
 def errors(rows, column):
     """(relative errors, number within the bound, number judged, nulls) of one ETA column (2: new, 3: old)."""
     relative, within, nulls = [], 0, 0
@@ -117,7 +130,7 @@ def errors(rows, column):
             nulls += 1
             continue
         relative.append(abs(eta - actual) / actual)
-        within += abs(eta - actual) <= max(BOUND_SHARE * actual, BOUND_FLOOR_S)
+        within += within_bound(actual, eta)
     return relative, within, len(rows), nulls
 
 

@@ -218,13 +218,9 @@ def test_a_move_between_log_dirs_shows_progress_and_its_rate_goes(compat, tmp_pa
 
         written = wait_for(records, 30, message="the COMPLETED record of the move between log dirs")
         assert sum(r["state"] == "COMPLETED" for r in written) == 1, [r["state"] for r in written]
-        judged = [(watch.finished - r["ts_ms"] / 1000.0, r["eta_seconds"]) for r in written
-                  if r["state"] == "COPYING" and (r["progress"] or 0) >= eta.JUDGED_FROM
-                  and r["ts_ms"] / 1000.0 < watch.finished]
+        judged = eta.copying_etas(written, watch.finished)
         assert judged, [(r["state"], r["progress"]) for r in written]
-        for actual, estimate in judged:
-            assert estimate is not None and abs(estimate - actual) <= max(eta.BOUND_SHARE * actual,
-                                                                          eta.BOUND_FLOOR_S), judged
+        assert all(eta.within_bound(actual, estimate) for actual, estimate in judged), judged
         figure(compat, log_dir_move_ratio_mid_move=ratio, log_dir_rate_gone_s=round(removal_s, 2),
                log_dir_etas=[(round(a, 1), round(e, 1)) for a, e in judged], log_dir_test_s=time.monotonic() - started)
     finally:

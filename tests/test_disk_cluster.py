@@ -163,13 +163,9 @@ def test_a_move_between_log_dirs_shows_progress_eta_and_completes_once(disk_clus
                            message="the COMPLETED record")
         assert sum(r["state"] == "COMPLETED" for r in records) == 1, [r["state"] for r in records]
         # Every ETA the job wrote once the move passed a quarter of its bytes, against the real end.
-        judged = [(watch.finished - r["ts_ms"] / 1000.0, r["eta_seconds"]) for r in records
-                  if r["state"] == "COPYING" and (r["progress"] or 0) >= eta.JUDGED_FROM
-                  and r["ts_ms"] / 1000.0 < watch.finished]
+        judged = eta.copying_etas(records, watch.finished)
         assert judged, [(r["state"], r["progress"]) for r in records]
-        for actual, estimate in judged:
-            assert estimate is not None and abs(estimate - actual) <= max(eta.BOUND_SHARE * actual,
-                                                                          eta.BOUND_FLOOR_S), judged
+        assert all(eta.within_bound(actual, estimate) for actual, estimate in judged), judged
         reassignment = [v for k, v in read_topic(job.bootstrap, job.progress_topic)
                         if k == f"reassignment:{request_id}"]
         assert reassignment
