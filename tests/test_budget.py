@@ -37,6 +37,15 @@ CASES = [
     ("unthrottled-budget-runs-at-the-observed-total", {},
      [move("a", 1.5, (U3,), observed=100e3), move("b", 3, (U3,), observed=200e3)], {"a": 10.0, "b": 15.0}),
     ("unthrottled-without-an-observed-rate-is-unknown", {}, [move("a", 1, (U3,))], {"a": None}),
+    # Kafka's alter-log-dirs throttle copies about 90 % of its rate, less on a loaded broker: moves that measure a
+    # throttled budget alone (no other budget, every one with a rate) and copy less than it set its rate.
+    ("moves-alone-on-a-throttle-copying-less-set-its-rate", {F3: 300e3},
+     [move("a", 1.5, observed=100e3), move("b", 3, observed=50e3)], {"a": 20.0, "b": 30.0}),
+    ("copying-more-than-the-throttle-counts-the-throttle", {F3: 300e3}, [move("a", 3, observed=900e3)], {"a": 10.0}),
+    ("a-move-on-two-budgets-measures-neither", {F3: 300e3, L1: 1e6}, [move("a", 3, (F3, L1), observed=100e3)],
+     {"a": 10.0}),
+    ("a-move-without-a-rate-leaves-the-throttle", {F3: 300e3}, [move("a", 3, observed=100e3), move("b", 3)],
+     {"a": 20.0, "b": 20.0}),
     ("tightest-budget-binds", {F3: 300e3, L1: 1e6}, [move("a", 1, (F3, L1)), move("b", 1), move("c", 1)],
      {"a": 10.0, "b": 10.0, "c": 10.0}),
     ("a-freed-share-goes-to-the-moves-on-that-budget", {F3: 300e3, L1: 150e3, L2: 300e3},

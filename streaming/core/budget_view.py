@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streaming.core.budget import (ALTER_LOG_DIRS, DIRECTIONS, FOLLOWER, LEADER, BudgetKey, Move, effective_throttle,
+from streaming.core.budget import (ALTER_LOG_DIRS, DIRECTIONS, FOLLOWER, LEADER, BudgetKey, Move, budget_rate,
                                    run)
 from streaming.vocabulary.columns import (bytes_left, finished, from_rows, lookup, member, partition_ids, replica_keys,
                                          unique, unique_inverse)
@@ -147,16 +147,20 @@ def model(rows, topic_throttles, broker_throttles, now_ms):
     sets, set_of_move = unique_inverse(first_at * (len(codes) + 1) + np.where(has_second, second_at + 1, 0))
     budget_sets = [tuple(sorted(b for b in (code // (len(codes) + 1), code % (len(codes) + 1) - 1) if b >= 0))
                    for code in sets.tolist()]
-    # An unthrottled budget runs at the sum of its moves' observed rates (unknown when none is known or it is 0).
+    # Per budget: its moves' observed total, and whether they measure it alone (budget.budget_rate).
     observed = rows["copy_rate"][moving] if "copy_rate" in rows else np.full(len(moving), np.nan)
     flowing = np.where(~np.isnan(observed) & (observed > 0), observed, 0.0)
-    summed = np.bincount(first_at, weights=flowing, minlength=len(codes)) + np.bincount(
-        np.where(has_second, second_at, 0), weights=np.where(has_second, flowing, 0.0), minlength=len(codes))
+
+    def per_budget(values):
+        return np.bincount(first_at, weights=values, minlength=len(codes)) + np.bincount(
+            np.where(has_second, second_at, 0), weights=np.where(has_second, values, 0.0), minlength=len(codes))
+
+    summed = per_budget(flowing)
+    alone = per_budget(((flowing == 0) | has_second).astype(np.float64)) == 0
     configured = np.array([throttles.rates.get(key, np.nan) for key in budgets], dtype=np.float64)
-    throttled = np.array([key.throttled for key in budgets], dtype=bool)
-    effective = np.array([np.nan if np.isnan(rate) else effective_throttle(rate) for rate in configured.tolist()],
-                         dtype=np.float64)
-    rates = np.where(throttled, effective, np.where(summed > 0, summed, np.nan))
+    rates = np.array([np.nan if rate is None else rate for rate in (
+        budget_rate(throttles.rates.get(key) if key.throttled else None, total, measured_alone)
+        for key, total, measured_alone in zip(budgets, summed.tolist(), alone.tolist()))], dtype=np.float64)
     growth = rows["leader_rate"][moving] if "leader_rate" in rows else np.zeros(len(moving))
     at_s, share, binding, never, users = run(remaining[moving], np.nan_to_num(growth, nan=0.0), budget_sets,
                                              set_of_move, rates, now_ms / 1000.0)
