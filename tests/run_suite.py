@@ -16,7 +16,7 @@ import sys
 from streaming.vocabulary.errors import EXIT_INTERRUPTED
 from tests.kafka_fixtures import ROOT, shared_cluster
 
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15")
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=40")
 BESIDE, SHOWN = "faults-and-versions", "others"
 BESIDE_LOG = ROOT / ".local-cluster" / f"{BESIDE}.log"
 
