@@ -168,7 +168,7 @@ def _labels(labels, where):
     for name, value in labels.items():
         if not LABEL_NAME.fullmatch(name) or name in RESERVED_LABELS:
             raise BadInput(f"{where}: {shown(name)!r} is not a label name (letters, digits and '_', not starting with "
-                           f"a digit or '__'; not {', '.join(sorted(RESERVED_LABELS))})")
+                           f"a digit or '__'; {', '.join(sorted(RESERVED_LABELS))} is the cluster's name)")
         if not isinstance(value, str) or len(value) > MAX_LABEL_VALUE_LENGTH:
             raise BadInput(f"{where}.{name}: must be a string of at most {MAX_LABEL_VALUE_LENGTH} characters")
     return dict(labels)
