@@ -174,3 +174,36 @@ def test_a_bad_client_file_names_the_fleet_file_and_cluster(tmp_path, keys, name
     assert err.startswith(start) and err.count("\n") == 1 and SECRET not in err, err
     rest = err[len(start):].rstrip("\n")
     assert rest.startswith(problem[:-3]) if problem.endswith("...") else rest == problem, rest
+
+
+TOGETHER = [
+    # id, the cluster's run flags, the command line's, the error line after "reassign-monitor run: error: "
+    ("the-files-bound-without-auto", 'throttle-min = "1MB"', (),
+     "@CLUSTER: run: --throttle-min needs --throttle auto"),
+    ("the-files-auto-with-a-dry-run-given", 'throttle = "auto"\nthrottle-min = "1MB"\nthrottle-max = "10MB"', ("--dry-run",),
+     "@CLUSTER: run: --throttle auto changes rates and restores them at completion: it needs --throttle-cleanup owned "
+     "and no --dry-run"),
+    ("the-command-lines-own-problem", 'trigger-interval = "5s"', ("--throttle-min", "1MB"),
+     "--throttle-min needs --throttle auto"),
+    ("good-together", 'throttle = "auto"\nthrottle-max = "10MB"', ("--throttle-min", "1MB"), None),
+]
+
+
+@pytest.mark.parametrize("flags, extra, line", [pytest.param(f, e, line, id=i) for i, f, e, line in TOGETHER])
+def test_run_flags_that_do_not_go_together(tmp_path, flags, extra, line, capsys, monkeypatch):
+    path = tmp_path / "fleet.toml"
+    path.write_text(f'[clusters.a]\nbootstrap-servers = "{SERVERS}"\n[clusters.a.run]\n{flags}\n')
+    started = []
+
+    def preflight(config):  # run's checks before Spark: reached only with flags that go together
+        started.append(config)
+        raise Unreachable("the test's preflight: stopped here")
+
+    monkeypatch.setattr(run_command, "preflight", preflight)
+    code, _ = reached(["run", "--clusters", str(path), "--cluster", "a", *extra])
+    err = capsys.readouterr().err
+    if line is None:
+        assert code == EXIT_CLUSTER and started[0].steering is not None, err
+    else:
+        assert (code, started) == (EXIT_BAD_INPUT, [])
+        assert err == f"reassign-monitor run: error: {line.replace('@CLUSTER', f'--clusters {path}: cluster a')}\n"

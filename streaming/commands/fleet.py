@@ -12,6 +12,7 @@ import os
 
 from streaming.commands import flags
 from streaming.vocabulary import fleet_file
+from streaming.vocabulary.fleet_file import RUN
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
 from streaming.vocabulary.operator_file import read_text
@@ -102,9 +103,28 @@ def chosen(args, argv, parser):
         if args.command == "run":
             raise BadInput(NO_FLEET_JOB)
         raise BadInput("--clusters needs --cluster NAME: which cluster of the file")
+    named = f"--clusters {shown(args.clusters, 200)}: cluster {args.cluster}"
     cluster = load(args.clusters, args.cluster, run_parser(parser))
     if args.command == "run" and cluster.run_flags:
+        alone = args
         args = parser.parse_args([argv[0], *_tokens(cluster.run_flags), *argv[1:]])
+        _check_run_flags_together(args, alone, named)
     args.bootstrap_server, args.command_config = cluster.bootstrap_servers, cluster.command_config
-    args.config_source = f"--clusters {shown(args.clusters, 200)}: cluster {cluster.name}: {cluster.config_key}"
+    args.config_source = f"{named}: {cluster.config_key}"
     return args
+
+
+def _check_run_flags_together(args, alone, named):
+    """Flags that are good one by one may not go together (--throttle-min without --throttle auto): when the
+    cluster's flags make the job's flags refused, the line names the cluster; the command line's own problems
+    are said by `run` as they are without a fleet file."""
+    from streaming.commands.run import config_from
+
+    try:
+        config_from(args)
+    except BadInput as error:
+        try:
+            config_from(alone)
+        except BadInput:
+            return
+        raise BadInput(f"{named}: {RUN}: {error}") from None
