@@ -11,11 +11,11 @@ import argparse
 import os
 
 from streaming.commands import flags
-from streaming.vocabulary import fleet_file
-from streaming.vocabulary.fleet_file import RUN
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput, reading_input
-from streaming.vocabulary.operator_file import read_text
+
+# streaming.vocabulary.fleet_file (and tomllib) load only when --clusters is given: every command builds this
+# parser, and the one-cluster form should not wait for them.
 
 CONFIG_FLAG = "--command-config"  # how messages name the client file of the one-cluster form
 NO_FLEET_JOB = ("--clusters without --cluster would watch every cluster of the file in one job, which does not exist "
@@ -40,6 +40,8 @@ def _bootstrap_servers(text):
 
 def checks(run_parser):
     """The fleet file's checks: --bootstrap-server's parser, and `run_parser`'s parser of each flag."""
+    from streaming.vocabulary import fleet_file
+
     return fleet_file.Checks(servers=_bootstrap_servers, run_flag=_run_flag_check(run_parser))
 
 
@@ -84,6 +86,9 @@ def run_parser(parser):
 def load(path, name, run_parser):
     """The cluster `name` of the fleet file at `path`; anything wrong with the file (all of it, whichever cluster
     is named) or an unknown name: one BadInput naming the file."""
+    from streaming.vocabulary import fleet_file
+    from streaming.vocabulary.operator_file import read_text
+
     with reading_input(f"--clusters {shown(path, 200)}"):
         text = read_text(path, fleet_file.MAX_FILE_BYTES)
         return fleet_file.parse(text, os.path.dirname(path), checks(run_parser)).cluster(name)
@@ -119,6 +124,7 @@ def _check_run_flags_together(args, alone, named):
     cluster's flags make the job's flags refused, the line names the cluster; the command line's own problems
     are said by `run` as they are without a fleet file."""
     from streaming.commands.run import config_from
+    from streaming.vocabulary.fleet_file import RUN
 
     try:
         config_from(args)
