@@ -2,7 +2,11 @@
 parsers as its checks (streaming.commands.fleet.checks): a table of good files and what they give, a table of bad
 ones and the one message each gets."""
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streaming.cli import build_parser
 from streaming.commands import fleet
@@ -145,3 +149,50 @@ def test_every_key_is_parsed_from_the_one_table():
     tables = {key.table for key in fleet_file.KEYS}
     assert tables == {fleet_file.CLUSTER_TABLE, fleet_file.PROFILE_TABLE, fleet_file.RUN_TABLE}
     assert [k.name for k in fleet_file.KEYS if k.required] == [fleet_file.SERVERS, fleet_file.COMMAND_CONFIG]
+
+
+# --- any document: a Fleet or one BadInput, never another exception ------------------------------------------------
+
+def toml_value(value):
+    """`value` as a TOML inline value (json's strings are TOML's basic strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
+scalars = (st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+           | st.sampled_from(["k1:9092", "k1", "5s", "25h", "all", "some", "", "client.properties", "p"]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(
+    st.sampled_from(["region", "a-b", "cluster", "trigger-interval", "dry-run", "x"]), inner, max_size=2), max_leaves=4)
+servers = st.sampled_from(["k1:9092", "k1:9092,[::1]:9093"]) | values
+run_flags = st.dictionaries(st.sampled_from(["trigger-interval", "dry-run", "throttle-cleanup", "metrics-port"]),
+                            st.sampled_from(["5s", "25h", "all", "some", True, 3]) | values, max_size=2)
+cluster_tables = st.fixed_dictionaries({"bootstrap-servers": servers}, optional={
+    "command-config": st.just("c.properties") | values, "client-profile": st.sampled_from(["p", "q"]) | values,
+    "labels": st.dictionaries(st.sampled_from(["region", "a-b", "cluster"]), st.just("eu") | values, max_size=2) | values,
+    "run": run_flags | values})
+clusters = st.dictionaries(st.sampled_from(["a", "b", "c"]), cluster_tables, min_size=1, max_size=3)
+profiles = st.dictionaries(st.sampled_from(["p", "q"]), st.fixed_dictionaries(
+    {"command-config": st.just("p.properties") | values}), max_size=2)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(clusters=clusters, profiles=profiles)
+def test_any_document_is_a_fleet_or_one_bad_input(clusters, profiles):
+    document = {"clusters": clusters, "client-profiles": profiles}
+    text = "".join(f"{json.dumps(section)} = {toml_value(tables)}\n" for section, tables in document.items())
+    try:
+        fleet_of_the_text = parsed(text)
+    except BadInput as error:
+        assert str(error)
+        return
+    for cluster in fleet_of_the_text.clusters.values():  # what a good file gives is what the flags would take
+        CHECKS.servers(cluster.bootstrap_servers)
+        assert set(cluster.run_flags) <= set(fleet_file.RUN_FLAGS)
+        assert all(isinstance(value, str) for value in cluster.labels.values())
