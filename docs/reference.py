@@ -9,6 +9,7 @@ around it is written by hand. tests/test_docs.py renders every block in memory a
 | block | page | rendered from |
 |---|---|---|
 | cli | cli.md | the argument parser (streaming.cli.build_parser) |
+| fleet-file | operations.md | streaming.vocabulary.fleet_file (KEYS, RUN_FLAGS), run's flags from the parser |
 | metrics | metrics.md | sinks.metric_names, label values from streaming.vocabulary |
 | record-fields | records.md | sinks/progress_record.schema.json |
 | alerts | alerts.md | deploy/prometheus/alerts.yml |
@@ -103,6 +104,27 @@ def cli_reference():
                 out.append(f"| {flag} | {_value(action)} | {_default(action)} | {_cell(action.help or '')} |")
             out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+# -- the fleet file, from streaming.vocabulary.fleet_file --
+
+def fleet_file_reference():
+    from streaming.cli import build_parser
+    from streaming.vocabulary import fleet_file
+
+    out = ["| table | key | value | required | what it means |", "|---|---|---|---|---|"]
+    for key in fleet_file.KEYS:
+        out.append(f"| `{key.table}` | `{key.name}` | {_cell(key.value)} | {'yes' if key.required else ''} | "
+                   f"{_cell(key.meaning)} |")
+    run = _subcommands(build_parser())["run"]
+    actions = {option[2:]: action for action in run._actions for option in action.option_strings}
+    out += ["", f"The flags a cluster may set in `{fleet_file.RUN_TABLE}` (the command line's value wins):", "",
+            "| flag | value | default | what it does |", "|---|---|---|---|"]
+    for name in fleet_file.RUN_FLAGS:
+        action = actions[name]
+        value = "`true` \\| `false`" if action.nargs == 0 else _value(action)
+        out.append(f"| `{name}` | {value} | {_default(action)} | {_cell(action.help or '')} |")
+    return "\n".join(out)
 
 
 # -- the metrics, from sinks.metric_names --
@@ -251,6 +273,7 @@ def layer_reference():
 
 BLOCKS = {  # name -> (page under docs/, renderer)
     "cli": ("cli.md", cli_reference),
+    "fleet-file": ("operations.md", fleet_file_reference),
     "metrics": ("metrics.md", metrics_reference),
     "record-fields": ("records.md", record_fields),
     "alerts": ("alerts.md", alert_table),

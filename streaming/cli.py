@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 
-from streaming.commands import flags
+from streaming.commands import fleet, flags
 from streaming.vocabulary import client_config, defaults
 from streaming.vocabulary.echo import one_line
 from streaming.vocabulary.errors import (EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, EXIT_READER_GONE, MonitorError,
@@ -68,8 +68,10 @@ def build_parser(load=_module):
     for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name not in NO_CLUSTER:
-            sub.add_argument("--bootstrap-server", required=True, type=flags.bootstrap_servers, metavar="HOST:PORT[,...]",
-                             help="brokers to connect to, each with its port (as Kafka's tools take them)")
+            target = sub.add_mutually_exclusive_group(required=True)
+            target.add_argument("--bootstrap-server", type=flags.bootstrap_servers, metavar="HOST:PORT[,...]",
+                                help="brokers to connect to, each with its port (as Kafka's tools take them)")
+            fleet.add_arguments(sub, target)
             sub.add_argument("--command-config", metavar="FILE",
                              help="Kafka client properties, as Kafka's tools take them: security.protocol, sasl.*, ssl.* stores")
             sub.add_argument("--timeout", type=flags.timeout, default=defaults.TIMEOUT_S, metavar="SECONDS",
@@ -83,9 +85,9 @@ def build_parser(load=_module):
 
 
 def check_shared(args):
-    """What the parser cannot check alone: the --command-config file (and the one note about its ignored keys)."""
+    """What the parser cannot check alone: the client config file (and the one note about its ignored keys)."""
     if getattr(args, "command_config", None) is not None:
-        note = client_config.ignored_note(client_config.read_config(args.command_config))
+        note = client_config.ignored_note(client_config.read_config(args.command_config, args.config_source))
         if note:
             print(one_line(f"reassign-monitor {args.command}: note: {note}"), file=sys.stderr)
 
@@ -93,8 +95,12 @@ def check_shared(args):
 def main(argv=None, connect=None):
     """The CLI. `connect(args) -> ClusterReader` opens the door to the cluster for the commands that use
     one (DOOR_COMMANDS): the Kafka admin by default; tests pass a fake cluster made of plain data."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        if args.command not in NO_CLUSTER:
+            args = fleet.chosen(args, argv, parser)  # --clusters FILE --cluster NAME: as if its flags were given
         check_shared(args)
         command = _module(args.command)
         if args.command in DOOR_COMMANDS:

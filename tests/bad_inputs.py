@@ -1,7 +1,7 @@
 """The bad-input corpus as data: every case is an argv, the files it names, and the exit code the CLI owes.
 
 Tokens in argv (and in file texts) are filled in by tests/test_bad_input.py:
-    @FILE     the case's reassignment file     @CONFIG  the case's --command-config file
+    @FILE     the case's reassignment file (or fleet file)     @CONFIG  the case's --command-config file
     @TMP      a fresh directory                @BUSY    a port some other socket listens on
     @FREE     a port nothing listens on (so only the flag under test can fail a `run` case)
     @BOOT     where the case connects: UNREACHABLE unless the case needs the cluster (then the test cluster)
@@ -513,6 +513,83 @@ for command, extra in (("progress", ()), ("execute", ("--reassignment-json-file"
                       (command, "--bootstrap-server", "@BOOT", "--timeout", "2", "--command-config", "@CONFIG", *extra),
                       file=MOVE_TOPIC, config="security.protocol=SSL\nssl.ca.location=/etc/ssl/certs/ca-certificates.crt\n"
                                               "ssl.endpoint.identification.algorithm=\n", code=EXIT_CLUSTER, cluster=True))
+
+# --- --clusters FILE --cluster NAME: fleet files (docs/operations.md "Several clusters") -------------------------
+# The file is @FILE (fleet.toml); its relative paths start from the case's directory, where @CONFIG is written as
+# client.properties. Every cluster's servers are @BOOT, so a check that is missing shows up as exit 3.
+FLEET = '[clusters.a]\nbootstrap-servers = "@BOOT"\n'
+FLEET_PROFILE = '[client-profiles.p]\ncommand-config = "client.properties"\n'
+BAD_FLEETS = [
+    # id, category, fleet file, client file (None: none)
+    ("toml-syntax", "fleet-file", '[clusters.a]\nbootstrap-servers = "@BOOT\n', None),
+    ("toml-bare-value", "fleet-file", "[clusters.a]\nbootstrap-servers = @BOOT\n", None),
+    ("duplicate-cluster", "fleet-file", FLEET + FLEET, None),
+    ("empty", "fleet-file", "", None),
+    ("unknown-top-key", "fleet-file", FLEET + "[cluster.b]\n", None),
+    ("unknown-key", "fleet-file", FLEET + 'bootstrap-server = "@BOOT"\n', None),
+    ("no-bootstrap-servers", "fleet-file", '[clusters.a]\nlabels = { region = "eu" }\n', None),
+    ("bootstrap-servers-no-port", "fleet-file", '[clusters.a]\nbootstrap-servers = "127.0.0.1"\n', None),
+    ("bootstrap-servers-list", "fleet-file", '[clusters.a]\nbootstrap-servers = ["@BOOT"]\n', None),
+    ("config-and-profile", "fleet-file", FLEET_PROFILE + FLEET + 'client-profile = "p"\ncommand-config = "c"\n', None),
+    ("unknown-profile", "fleet-file", FLEET_PROFILE + FLEET + 'client-profile = "q"\n', None),
+    ("profile-without-config", "fleet-file", "[client-profiles.p]\n" + FLEET, None),
+    ("label-name", "fleet-file", FLEET + 'labels = { "a-b" = "x" }\n', None),
+    ("label-cluster", "fleet-file", FLEET + 'labels = { cluster = "x" }\n', None),
+    ("run-unknown-flag", "fleet-file", FLEET + '[clusters.a.run]\ntrigger = "5s"\n', None),
+    ("run-job-wide-flag", "fleet-file", FLEET + "[clusters.a.run]\nmetrics-port = 9470\n", None),
+    ("run-bad-duration", "fleet-file", FLEET + '[clusters.a.run]\ntrigger-interval = "25h"\n', None),
+    ("run-nan-duration", "fleet-file", FLEET + "[clusters.a.run]\nstall-after = nan\n", None),
+    ("run-bad-choice", "fleet-file", FLEET + '[clusters.a.run]\nthrottle-cleanup = "some"\n', None),
+    ("run-bad-topic", "fleet-file", FLEET + '[clusters.a.run]\nprogress-topic = "a/b"\n', None),
+    ("run-flag-not-bool", "fleet-file", FLEET + '[clusters.a.run]\ndry-run = "yes"\n', None),
+    ("run-value-table", "fleet-file", FLEET + "[clusters.a.run.throttle-min]\nrate = 1\n", None),
+    ("second-cluster-bad", "fleet-file", FLEET + '[clusters.b]\nbootstrap-servers = "h:0"\n', None),
+    ("command-config-missing", "fleet-file", FLEET + 'command-config = "absent.properties"\n', None),
+    ("command-config-directory", "fleet-file", FLEET + 'command-config = "."\n', None),
+    ("command-config-bad", "fleet-file", FLEET + 'command-config = "client.properties"\n', f"sasl.pasword={SECRET}\n"),
+    ("profile-config-bad", "fleet-file", FLEET_PROFILE + FLEET + 'client-profile = "p"\n',
+     f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM\nsasl.username=u\nsasl.password={SECRET}\n"),
+    ("cluster-name-newline", "escaping", '[clusters."a\\nreassign-monitor run: error: forged"]\nbootstrap-servers = "@BOOT"\n',
+     None),
+    ("label-name-escape", "escaping", FLEET + 'labels = { "a\\u001b[2J" = "x" }\n', None),
+    ("not-utf8", "files", FLEET.encode() + b"# \xff\xfe\n", None),
+    ("binary", "files", bytes(range(256)), None),
+    ("missing", "files", MISSING, None),
+    ("directory", "files", DIRECTORY, None),
+    ("dev-zero", "files", DEV_ZERO, None),
+    ("oversized", "files", Special("sparse", size=2**20 + 1), None),
+]
+FLEET_COMMANDS = ("progress", "cancel", "run")
+
+
+def fleet_argv(command, cluster="a"):
+    extra = {"cancel": ("--all",), "run": ("--checkpoint-location", "@TMP/cp", "--metrics-port", "@FREE")}.get(command, ())
+    return (command, "--clusters", "@FILE", "--cluster", cluster, "--timeout", "1", *extra)
+
+
+for name, category, text, client in BAD_FLEETS:
+    for command in FLEET_COMMANDS:
+        CASES.append(Case(f"{command}-fleet-{name}", category, fleet_argv(command), file=text, config=client,
+                          file_name="fleet.toml"))
+for command in FLEET_COMMANDS:
+    CASES += [
+        Case(f"{command}-fleet-unknown-cluster", "fleet-file", fleet_argv(command, "b"), file=FLEET, file_name="fleet.toml"),
+        Case(f"{command}-fleet-cluster-without-clusters", "usage",
+             (command, "--bootstrap-server", UNREACHABLE, "--cluster", "a")),
+        Case(f"{command}-fleet-with-command-config", "usage", (*fleet_argv(command), "--command-config", "@CONFIG"),
+             file=FLEET, config="security.protocol=PLAINTEXT\n", file_name="fleet.toml"),
+        Case(f"{command}-fleet-with-bootstrap-server", "usage", (*fleet_argv(command), "--bootstrap-server", UNREACHABLE),
+             file=FLEET, file_name="fleet.toml"),
+        # The named cluster does not answer: exit 3, as with --bootstrap-server.
+        Case(f"{command}-fleet-unreachable", "cluster", fleet_argv(command), file=FLEET, file_name="fleet.toml",
+             code=EXIT_CLUSTER),
+    ]
+CASES += [
+    Case("progress-fleet-without-cluster", "usage", ("progress", "--clusters", "@FILE"), file=FLEET, file_name="fleet.toml"),
+    # The fleet job (every cluster in one job) does not exist yet: refused with the usage exit code.
+    Case("run-fleet-job", "usage", ("run", "--clusters", "@FILE", "--metrics-port", "@FREE"), file=FLEET,
+         file_name="fleet.toml"),
+]
 
 IDS = [case.id for case in CASES]
 assert len(IDS) == len(set(IDS)), "case ids are unique"

@@ -1,7 +1,7 @@
 """Every flag a command's `--help` lists is read by that command: a flag accepted and ignored (as `--output` once was
 by `run` and `pause`) tells an operator something the command does not do. Read from the source: a flag's `dest`
 must be read as `args.<dest>` (or `getattr(args, "<dest>")`) in the command's module, the modules it imports from
-the project, or the CLI's shared code."""
+the project, or the CLI's shared code (streaming.cli, and streaming.commands.fleet for --clusters)."""
 
 import ast
 from pathlib import Path
@@ -12,7 +12,7 @@ from streaming.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_PACKAGES = ("streaming", "sinks", "dashboards")
-SHARED = "streaming.cli"
+SHARED = ("streaming.cli", "streaming.commands.fleet")  # the flags every command shares: read before the command runs
 
 
 def source_of(module):
@@ -64,7 +64,7 @@ def subcommands():
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_flag_a_command_lists_is_read(command):
-    modules = reachable(f"streaming.commands.{command}") | {SHARED}
+    modules = reachable(f"streaming.commands.{command}") | set(SHARED)
     read = set().union(*(flags_read(source_of(m)) for m in modules))
     listed = {action.dest: action.option_strings for action in subcommands()[command]._actions if action.dest != "help"}
     unread = {dest: flags for dest, flags in listed.items() if dest not in read}

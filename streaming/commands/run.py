@@ -100,7 +100,8 @@ def config_from(args):
                        "owned and no --dry-run")
     guard_url, guard_query = guard_of(args)
     return JobConfig(
-        bootstrap=args.bootstrap_server, command_config=args.command_config, timeout_s=args.timeout,
+        bootstrap=args.bootstrap_server, command_config=args.command_config, cluster_name=args.cluster,
+        timeout_s=args.timeout,
         master=master(args.master) or None, checkpoint_location=args.checkpoint_location,
         progress_topic=args.progress_topic, ownership_topic=args.ownership_topic,
         metrics_port=args.metrics_port, metrics_address=args.metrics_address,
@@ -187,7 +188,7 @@ def check_cluster(config):
     try:
         admin.describe_cluster()
     except Exception as error:
-        raise from_kafka_error(error, f"describing cluster {config.bootstrap}") from error
+        raise from_kafka_error(error, f"describing {config.cluster}") from error
     finally:
         admin.close()
 

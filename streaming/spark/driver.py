@@ -28,6 +28,7 @@ QUERY_RESTART_MAX_PAUSE_S = 30.0
 class JobConfig:
     bootstrap: str
     command_config: str | None = None
+    cluster_name: str | None = None  # `--cluster NAME` of a fleet file (docs/operations.md "Several clusters")
     timeout_s: float = defaults.TIMEOUT_S
     master: str | None = defaults.MASTER
     checkpoint_location: str = defaults.CHECKPOINT_LOCATION
@@ -46,6 +47,11 @@ class JobConfig:
     throttle_interval_s: float = defaults.THROTTLE_INTERVAL_S
     guard_url: str | None = None
     guard_query: str | None = None
+
+    @property
+    def cluster(self):
+        """What the job calls the cluster: its name in the fleet file, else its bootstrap servers."""
+        return f"cluster {self.cluster_name} ({self.bootstrap})" if self.cluster_name else f"cluster {self.bootstrap}"
 
 
 def controller_of(config, admin, applier, metrics, writer, gate_path):
@@ -107,7 +113,7 @@ def run(config, out=sys.stderr):
         spark.streams.addListener(job._batch_duration_listener(metrics))
         handler = job.BatchHandler(writer, metrics, controller, None if config.quiet else sys.stdout,
                                    pending_after_s=2 * config.trigger_interval_s)
-        print(f"reassign-monitor: polling {config.bootstrap} every {config.trigger_interval_s:g}s; "
+        print(f"reassign-monitor: polling {config.cluster} every {config.trigger_interval_s:g}s; "
               f"metrics on http://{config.metrics_address}:{config.metrics_port}/metrics; "
               f"progress topic {config.progress_topic}", flush=True)
         pause_s = QUERY_RESTART_FIRST_PAUSE_S

@@ -43,6 +43,7 @@ DRIVER_MEMORY = "768m"
 DRIVER_JVM_OPTIONS = "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 SPARK_LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-log4j2.properties")
 SPARK_LOG_NAME = "spark-driver.log"
+APP_NAME = "kafka-reassign-monitor"  # Spark's application name; a fleet file's cluster adds its name
 
 
 def _driver_log_options(checkpoint_location):
@@ -66,7 +67,7 @@ def build_session(config):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if (config.master or "").startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded job needs no outside interface
-    builder = (SparkSession.builder.appName("kafka-reassign-monitor")
+    builder = (SparkSession.builder.appName(APP_NAME + (f" {config.cluster_name}" if config.cluster_name else ""))
                .config("spark.driver.extraJavaOptions", _driver_log_options(config.checkpoint_location))
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
@@ -229,7 +230,7 @@ def start_tracking(stream, config, handler):
             .option("checkpointLocation", config.checkpoint_location)
             .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")
             .outputMode("update")
-            .queryName("kafka-reassign-monitor")
+            .queryName(APP_NAME)
             .start())
 
 

@@ -624,12 +624,13 @@ def _loaded(config):
         raise BadInput(f"the client key does not match its certificate ({error.reason or 'unusable'})") from error
 
 
-def read_config(path):
+def read_config(path, named="--command-config"):
     """The ClientConfig of `path` (an empty one for None: plaintext). Anything wrong with the file, a line,
-    or a store it names: BadInput, naming the key and line, never a value. Read once per client."""
+    or a store it names: BadInput, naming the file as `named` (the flag, or where a fleet file gives it), the key
+    and line, never a value. Read once per client."""
     if path is None:
         return ClientConfig()
-    with reading_input(f"--command-config {shown(path, 200)}"):
+    with reading_input(f"{named} {shown(path, 200)}"):
         return _parse(read_text(path, MAX_FILE_BYTES).splitlines())
 
 
