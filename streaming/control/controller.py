@@ -53,7 +53,7 @@ from streaming.control import batch_rules
 from streaming.control.applier import applier_of
 from streaming.control.duties.adoption import Adoption
 from streaming.control.duties.handover import Handover
-from streaming.control.duties.janitor import SWEPT_LINE, Janitor
+from streaming.control.duties.janitor import SWEPT_LINE, Janitor, why_it_sweeps
 from streaming.control.duties.log_dir_moves import LogDirMoves
 from streaming.control.duties.liveness import BATCHES_LINE, IDLE_LINE, WRITE_BOUND_S, Liveness
 from streaming.control.duties.looks import SLOW_LOOK_LINE, Looks
@@ -64,7 +64,8 @@ from streaming.control.duties.reports import JANITOR_PREFIX, Reports
 from streaming.control.duties.steering import STEERING_PREFIX, Steering
 from streaming.control.ownership.store import NotedReads
 from streaming.control.plans.advancer import PlanAdvancer
-from streaming.control.throttles.read import read_cluster
+from streaming.control.sweep import describe_given_up
+from streaming.control.throttles.read import read_cluster, read_for_plan
 from streaming.vocabulary.defaults import request_deadline_s
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, READ
 from streaming.vocabulary.throttle_actions import ALL
@@ -142,7 +143,7 @@ class Controller:
         self.handover = Handover(clock())
         self.duties = Duties(
             looks=Looks(admin, clock, self._say, slow_s=SLOW_TICK_S), owned=owned, log_dirs=LogDirMoves(admin),
-            janitor=Janitor(policy, self._janitor_log), adoption=Adoption(policy, trigger_interval_s, clock),
+            janitor=Janitor(policy), adoption=Adoption(policy, trigger_interval_s, clock),
             steering=Steering(steering, throttle_interval_s, guard),
             plans=Plans(advancer, metrics, clock, self._say) if advancer is not None else None,
             pictures=Pictures(admin, picture_of, metrics.snapshot.offer, self.handover.note_shown, self._say),
@@ -459,40 +460,33 @@ class Controller:
 
     @_step("sweep")
     def _sweep(self, left, unseen=(), log_dir_brokers=()):
-        if log_dir_brokers and not (left or unseen):
-            self._say(f"the moves between log dirs on broker(s) {', '.join(map(str, log_dir_brokers))} ended: "
-                      f"running the throttle janitor")
-        elif left or unseen:
-            first = (left or unseen)[0]
-            said = [f"{len(left)} owned partition(s) left the reassignment list"] if left else []
-            said += [f"{len(unseen)} move(s) of ours came and went between two looks"] if unseen else []
-            self._say(f"{'; '.join(said)} ({first[0]}-{first[1]}{', ...' if len(left) + len(unseen) > 1 else ''}): "
-                      f"running the throttle janitor")
-        elif not self.duties.looks.listed_once:
-            self._say("ownership records are active at start: running the throttle janitor for removals that "
-                      "came due while the job was down")
-        else:
-            self._say("running the throttle janitor again (its last run failed)")
+        self._say(why_it_sweeps(left, unseen, log_dir_brokers, self.duties.looks.listed_once))
         facts = self.handover.facts()  # its records go with the next batch's: the one that reports the move finished
         try:
             self._sweep_now(facts.last_batch_id + 1 if facts.batches_done else -1)
         except Exception as error:  # retried next tick, on a fresh read again
-            self.duties.janitor.due = True
+            self.duties.janitor.swept(failed=True)
             self._janitor_log(f"skipped: {type(error).__name__}: {error}")
             return
-        self.duties.janitor.due = False
+        self.duties.janitor.swept(failed=False)
         self._read_ledger()  # the sweep settled what it removed: do not keep batches running for it
 
     def _sweep_now(self, batch_id, hint=None):
-        """The janitor's sweep on a fresh read (duties.janitor); its actions, reported."""
+        """The janitor's sweep (streaming.control.sweep) on a fresh read: the duty decides, the applier carries the
+        decision out; its actions, reported."""
         started = self.clock()
         self.ledger.refresh()
-        ownership_s = self.clock() - started
-        swept = self.duties.janitor.sweep(self.admin, self.applier, self.ledger.records(), hint)
+        records = self.ledger.records()
+        read_s = self.clock()
+        fresh = read_for_plan(self.admin, records, self.policy, hint)
+        steps = {"ownership": read_s - started, "read": self.clock() - read_s}
+        decided = self.duties.janitor.sweep(fresh, records)
+        swept = self.applier.apply_sweep(decided, steps)
+        for record in decided.given_up:
+            self._janitor_log(describe_given_up(record))
         self.duties.adoption.swept(swept)
-        steps = {"ownership": ownership_s, **swept.steps}
         self._say(f"{SWEPT_LINE}{self.clock() - started:.2f} s ({', '.join(f'{n} {s:.2f}' for n, s in steps.items())})")
-        return self.duties.reports.report(swept.actions, swept.fresh.cluster_id, batch_id)
+        return self.duties.reports.report(swept.actions, fresh.cluster_id, batch_id)
 
     # -- plans, records, the gate and liveness --
 
