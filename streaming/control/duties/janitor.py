@@ -7,8 +7,15 @@ applier."""
 from streaming.control.sweep import decide_sweep, settle_candidates
 from streaming.control.throttles.bookkeeping import given_up
 from streaming.control.throttles.removal import decide
+from streaming.vocabulary.throttle_actions import ALL
 
 SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (ownership, read, alter, read_back, records)
+
+
+def clears_all(policy, snapshot):
+    """Under `--throttle-cleanup all`, whether a read (a batch's poll, or the controller's own) shows a throttle to
+    clear: a batch is wanted for it."""
+    return policy.cleanup == ALL and bool(snapshot["topic_throttles"] or snapshot["broker_throttles"])
 
 
 def why_it_sweeps(left, unseen, log_dir_brokers, started):
