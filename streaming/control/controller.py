@@ -29,7 +29,7 @@ from streaming.control import batch_rules
 from streaming.control.applier import applier_of
 from streaming.control.duties.adoption import Adoption
 from streaming.control.duties.handover import Handover
-from streaming.control.duties.janitor import SWEPT_LINE, Janitor, clears_all, why_it_sweeps
+from streaming.control.duties.janitor import SWEPT_LINE, Janitor, clears_all, swept_line, why_it_sweeps
 from streaming.control.duties.log_dir_moves import LogDirMoves
 from streaming.control.duties.liveness import BATCHES_LINE, IDLE_LINE, WRITE_BOUND_S, Liveness, batch_view
 from streaming.control.duties.looks import SLOW_LOOK_LINE, Looks
@@ -228,19 +228,12 @@ class Controller:
             self._wake.wait(min(left_s, batch_rules.peek_interval_s(took_s)))
             if self._wake.is_set() or self.clock() >= next_tick_s:
                 return
-            looked = self.clock()
-            try:
-                listed = looks.partitions()
-            except Exception:
-                listed = None
-            took_s = self.clock() - looked
-            if listed is None or took_s >= self.duties.liveness.request_deadline_s:
+            left, took_s = looks.peek(owned.partitions)
+            if left is None or took_s >= self.duties.liveness.request_deadline_s:
                 # A look that waited out a deadline is the next tick's one wait (batch_rules.defers_the_rest).
                 self.round.looked_s = took_s
                 return
-            if batch_rules.partitions_left(looks.reassigning, listed, owned.partitions):
-                return
-            if self.duties.log_dirs.ended_between_ticks(owned.log_dir_rate_brokers):
+            if left or self.duties.log_dirs.ended_between_ticks(owned.log_dir_rate_brokers):
                 return
 
     # -- one tick: which duty runs when --
@@ -264,10 +257,8 @@ class Controller:
         # tick's predecessor was busy saw, and that ended before this list, left the list (it did not go unseen).
         looked = looks.reassigning | (looks.take_seen() if listed is not None else frozenset())
         ledger_read = None  # not read this tick
-        if listed is not None and (not looks.listed_once or looked or listed or owned.partitions or owned.unread
-                                   or not self.handover.facts().batches_done or self._a_trigger_since(owned.read_s)):
-            # Every tick until Spark's first batch too: Spark's start slows the looks, and a move of ours that came
-            # and went between two of them is known only from the ledger.
+        if listed is not None and owned.due(looks.listed_once, looked, listed, self.handover.facts().batches_done,
+                                            self.clock(), self.trigger_interval_s):
             ledger_read = self._read_ledger()
         self._wake.clear()  # before taking: findings handed over after this wake the next wait
         for findings in self.handover.take():
@@ -293,10 +284,6 @@ class Controller:
             self._step_plans(now_wall)
         self.write_records()
         return self._decide(listed is not None, now_wall)
-
-    def _a_trigger_since(self, then_s):
-        """Whether a duty done at `then_s` (None: never) is due again: a trigger interval has passed."""
-        return then_s is None or self.clock() - then_s >= self.trigger_interval_s
 
     @step("list")
     def _list(self):
@@ -423,7 +410,7 @@ class Controller:
         for record in decided.given_up:
             self._janitor_log(describe_given_up(record))
         self.duties.adoption.swept(swept)
-        self._say(f"{SWEPT_LINE}{self.clock() - started:.2f} s ({', '.join(f'{n} {s:.2f}' for n, s in steps.items())})")
+        self._say(swept_line(self.clock() - started, steps))
         return self.duties.reports.report(swept.actions, fresh.cluster_id, batch_id)
 
     # -- plans, records, the gate and liveness --

@@ -12,6 +12,11 @@ from streaming.vocabulary.throttle_actions import ALL
 SWEPT_LINE = "throttle janitor swept in "  # with its steps' seconds (ownership, read, alter, read_back, records)
 
 
+def swept_line(took_s, steps):
+    """The line said of a sweep that took `took_s` seconds, with its steps' (name -> seconds)."""
+    return f"{SWEPT_LINE}{took_s:.2f} s ({', '.join(f'{name} {s:.2f}' for name, s in steps.items())})"
+
+
 def clears_all(policy, snapshot):
     """Under `--throttle-cleanup all`, whether a read (a batch's poll, or the controller's own) shows a throttle to
     clear: a batch is wanted for it."""
