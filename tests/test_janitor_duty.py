@@ -94,7 +94,7 @@ def test_when_a_tick_sweeps(left, unseen, due, owned_now, sweeps):
     assert janitor.sweeps_after(left, unseen, owned_now) == sweeps
 
 
-def test_a_failed_sweep_is_due_again_and_a_settled_ledger_is_not():
+def test_a_failed_sweep_or_an_unread_ledger_makes_a_sweep_due_and_a_settled_ledger_does_not():
     janitor = Janitor(ta.Policy())
     janitor.swept(failed=True)
     assert janitor.due
@@ -102,6 +102,8 @@ def test_a_failed_sweep_is_due_again_and_a_settled_ledger_is_not():
     assert janitor.due
     janitor.settled(frozenset(), unread=False)
     assert not janitor.due
+    janitor.unread()  # a request written while the ledger could not be read is swept once it reads
+    assert janitor.due
 
 
 def test_the_applier_carries_a_decision_out_and_settles_on_its_read_back():

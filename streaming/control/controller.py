@@ -302,9 +302,7 @@ class Controller:
             self.duties.owned.refresh(self.ledger, self.duties.adoption.kept)
             return True
         except Exception as error:  # keep what was known; read again every tick until a read succeeds
-            # A request written while the read failed (its move may end meanwhile: the ownership topic's leader
-            # was SIGKILLed mid-move) is unknown here: batches run and a sweep is due once it is read.
-            self.duties.janitor.due = True
+            self.duties.janitor.unread()
             self.metrics.poll_errors.labels(api=READ).inc()
             self._say(f"reading ownership records failed: {error}")
             return False

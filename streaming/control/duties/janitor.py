@@ -73,6 +73,11 @@ class Janitor:
         `records` were refreshed."""
         return decide_sweep(fresh, records, self.policy)
 
+    def unread(self):
+        """The ledger could not be read: a request written meanwhile is unknown here (its move may end meanwhile:
+        the ownership topic's leader was SIGKILLed mid-move), so a sweep is due once it is read."""
+        self.due = True
+
     def swept(self, failed):
         """A sweep ended: due again next tick when it failed (on a fresh read again)."""
         self.due = failed

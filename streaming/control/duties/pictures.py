@@ -16,8 +16,8 @@ from streaming.control.throttles.read import read_cluster
 class Pictures:
     """`picture_of(snapshot)`: the Prometheus picture of a whole poll (None: /metrics shows the batches' pictures
     only); `collector`: /metrics' sinks.prometheus.SnapshotCollector, which takes a picture unless it shows an older
-    poll, and the throttles of a read; `noted(rows)`: the reassignments of a poll whose picture was offered (the batches report
-    them: duties.handover)."""
+    poll, and the throttles of a read; `noted(rows)`: the reassignments of a poll whose picture was offered (the
+    batches report them: duties.handover)."""
 
     def __init__(self, admin, picture_of, collector, noted, trigger_interval_s, say):
         self.admin, self.picture_of, self.collector, self.noted, self.say = admin, picture_of, collector, noted, say
