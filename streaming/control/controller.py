@@ -311,7 +311,8 @@ class Controller:
 
     @step("batch")
     def on_batch(self, findings):
-        """Act on one batch's findings (module docstring, step 3); the throttle actions taken or reported."""
+        """Act on one batch's findings (docs/architecture.md "The controller", its tick's step 3); the throttle
+        actions taken or reported."""
         duties = self.duties
         if duties.plans is not None:
             duties.plans.reported(findings.plans_reported)
