@@ -171,7 +171,8 @@ class Controller:
         write held until Kafka fenced a broker that died (4.4-5.2 s measured at a 2 s trigger) - list the
         reassignments here and publish that look as liveness, by the same rule: liveness never waits on a duty."""
         ticking_since_s = self.round.ticking_since_s
-        if ticking_since_s is None or self.clock() - ticking_since_s < self.interval_s or not self.duties.looks.listed_once:
+        if (ticking_since_s is None or self.clock() - ticking_since_s < self.interval_s
+                or not self.duties.looks.listed_once):
             return
         now_wall = self.wall()
         try:
