@@ -13,6 +13,8 @@ them. The streaming job's controller and driver and the CLI commands (`execute`,
   per broker, then read back until the cluster shows each (broker configs propagate asynchronously). An action
   refused or not confirmed by the deadline comes back `failed`, except a topic's action refused because the
   topic was deleted meanwhile: its configs went with it, the action is done.
+- `apply_sweep(decided)`: a sweep's decision (streaming.control.sweep.Decided): the records that give a claim up
+  written back, its actions applied as `apply` does, and the records the read-back shows settled marked `done`.
 - `set_throttles(setting)`: APPEND entries and SET rates (both idempotent) as `execute` and a plan's wave set
   them, then wait until the cluster shows them.
 - `start_moves`, `cancel_moves`, `move_log_dirs`: AlterPartitionReassignments (to a target; KIP-455 cancel) and
@@ -27,6 +29,7 @@ import time
 from dataclasses import replace
 
 from streaming.cluster.grant import WRITE_GRANT
+from streaming.control.sweep import Swept, settlements
 from streaming.control.throttles.bookkeeping import confirmed
 from streaming.control.throttles.read import read_cluster
 from streaming.control.throttles.view import view_of
@@ -129,6 +132,20 @@ class Applier:
         if timings is not None:
             timings.update(alter=altered - started, read_back=time.monotonic() - altered)
         return [outcome.get(a, a) for a in actions], (after if not attempted else None)
+
+    def apply_sweep(self, decided, steps):
+        """Carry out a sweep's decision (streaming.control.sweep.Decided, under a policy that acts): its given-up
+        records written back first, then its actions (`apply`), then the records the read-back - or, when an action
+        was not confirmed, the sweep's own read - shows settled, marked `done`. `steps` (a dict: the sweep's
+        seconds so far) gets those of alter, read_back and records. Returns the streaming.control.sweep.Swept."""
+        for record in decided.given_up:
+            self.record(record)
+        done, after = self.apply(decided.actions, decided.records, timings=steps)
+        settling = time.monotonic()
+        for record in settlements(after or decided.fresh, decided.records, decided.policy):
+            self.record(record)
+        steps["records"] = time.monotonic() - settling
+        return Swept(done, decided.fresh, steps)
 
     def set_throttles(self, setting, timeout_s):
         """APPEND and SET (both idempotent), then wait until the cluster shows them. ClusterError when refused

@@ -152,7 +152,7 @@ def with_unreported(snapshot, unreported):
 
 
 def _row_key(row):
-    """A handed-over row as a set member: up to streaming.control.controller.HANDOVER_LIMIT rows on each side, too many
+    """A handed-over row as a set member: up to streaming.control.duties.liveness.HANDOVER_LIMIT rows on each side, too many
     to compare pairwise."""
     return json.dumps(row, sort_keys=True)
 

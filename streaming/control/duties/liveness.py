@@ -16,12 +16,23 @@ IDLE_LINE = "idle: no Spark batch until something moves"
 BATCHES_LINE = "Spark batches run: "
 
 
-class Liveness:
-    """`gate_path`: the file streaming.control.gate writes; `say(line)`: the controller's log."""
+def batch_view(listed, reassigning, owned, owned_unread, active_plans, facts):
+    """The tick's knowledge (batch_rules.BatchView): whether it listed and what (`reassigning`), the owned
+    partitions and whether the ledger's last read failed (duties.owned), the plans running or paused, and the
+    batches as of now (`facts`: handover.BatchFacts)."""
+    return batch_rules.BatchView(
+        listed=listed, reassigning=reassigning, owned=owned, batches_done=facts.batches_done,
+        tracks_moves=facts.tracks_moves, throttles_to_clear=facts.throttles_to_clear, owned_unread=owned_unread,
+        active_plans=active_plans, unreported=bool(facts.unreported))
 
-    def __init__(self, gate_path, trigger_interval_s, request_deadline_s, say):
+
+class Liveness:
+    """`gate_path`: the file streaming.control.gate writes; `collector`: /metrics' sinks.prometheus.SnapshotCollector,
+    whose `touch` publishes a look as the job's liveness; `say(line)`: the controller's log."""
+
+    def __init__(self, gate_path, trigger_interval_s, request_deadline_s, collector, say):
         self.gate_path, self.trigger_interval_s, self.request_deadline_s = gate_path, trigger_interval_s, request_deadline_s
-        self.say = say
+        self.collector, self.say = collector, say
         self.reason = "not decided"
         self._wanted_since_s = None  # a batch is wanted since then
 
@@ -56,6 +67,14 @@ class Liveness:
         late_s = batch_rules.late_after_s(self.trigger_interval_s, facts.batches_done)
         return (batch_rules.publishes_liveness(listed, self.wanted(), waiting_since_s, now_s, late_s,
                                                facts.writing_since_s, WRITE_BOUND_S), waiting_since_s)
+
+    def publish(self, listed, facts, kafka_controller_silent, now_s, now_wall):
+        """Publish the look taken at `now_wall` as the job's liveness when `publishes` says so; the clock second its
+        batch is counted late from."""
+        publishes, waiting_since_s = self.publishes(listed, facts, kafka_controller_silent, now_s)
+        if publishes:
+            self.collector.touch(now_wall)
+        return waiting_since_s
 
     def shows_own_poll(self, facts, waiting_since_s, shown_s, now_s):
         """A poll of its own is shown on /metrics now (batch_rules.shows_own_poll), after Spark's first batch."""

@@ -5,6 +5,7 @@ of their own: the look while a tick is busy lists from a thread of its own."""
 
 import threading
 
+from streaming.control import batch_rules
 from streaming.vocabulary.replica_row import partition_of
 
 # A gap longer than this between two lists by any look is logged ("slow look: ..."): twice the tick interval.
@@ -45,6 +46,16 @@ class Looks:
     def partitions(self):
         """The partitions listed now (a look between ticks); raises when the list failed."""
         return {partition_of(r) for r in self.listed_or_last()[0]}
+
+    def peek(self, owned):
+        """A look between ticks: (the owned partitions that left the list since the tick's - None when the look
+        failed -, the seconds it took)."""
+        looked = self.clock()
+        try:
+            left = batch_rules.partitions_left(self.reassigning, self.partitions(), owned)
+        except Exception:  # the tick lists again, and counts and reports the failure
+            left = None
+        return left, self.clock() - looked
 
     def tick_list(self):
         """The tick's list: {(topic, partition): row}; raises when it failed. While Kafka's controller answers nobody,

@@ -38,6 +38,14 @@ class Owned:
         self.unread = False
         self.read_s = self.clock()
 
+    def due(self, started, looked, listed, batches_done, now_s, trigger_interval_s):
+        """Whether the tick reads the ledger: at start (`started`: a tick listed since), while something reassigns
+        (`looked`: what any look listed since the last tick; `listed`: this tick's list) or is owned, after a failed
+        read, until Spark's first batch (Spark's start slows the looks, and a move of ours that came and went between
+        two of them is known only from the ledger), and once a trigger interval otherwise."""
+        return bool(not started or looked or listed or self.partitions or self.unread or not batches_done
+                    or self.read_s is None or now_s - self.read_s >= trigger_interval_s)
+
     def adopted(self, record):
         """An `observed` record just written: its partitions are owned from now on."""
         self.partitions |= {(m.topic, m.partition) for m in record.moves}
