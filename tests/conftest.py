@@ -25,10 +25,11 @@ settings.load_profile("suite")
 # taken from every test after. Ordered: a job before the cluster it polls. Stopping twice is harmless.
 STOPPED_AFTER_LAST_USE = {"polling_job": "stop", "default_trigger_job": "stop", "owned_job": "stop",
                           "fault_job": "stop", "fault_default_job": "stop", "fault_cluster": "down",
-                          "secure_cluster": "down", "disk_job": "stop", "disk_cluster": "down"}
+                          "reauth_job": "stop", "secure_cluster": "down", "disk_job": "stop", "disk_cluster": "down"}
 # Shared jobs whose tests must run one after the other: a job's janitor claims (as observed) and removes the
-# throttles of any test run while it is up; a job left up between its tests costs every test in between.
-RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job", "disk_job")
+# throttles of any test run while it is up; a job left up between its tests costs every test in between. The secured
+# cluster's `reauth_job` (tests/test_secured_cluster.py) runs beside tests that start no move: each declares it.
+RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job", "disk_job", "reauth_job")
 
 LAST_USE = pytest.StashKey()
 

@@ -79,6 +79,10 @@ class OidcIssuer:
         self.clients[client_id] = secrets.token_hex(16)
         return self.clients[client_id]
 
+    def issued_to(self, client_id):
+        """How many tokens `client_id` was handed (their `sub`)."""
+        return sum(jwt.decode(token, options={"verify_signature": False})["sub"] == client_id for token in self.issued)
+
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         ca_key, server_key = _key(), _key()

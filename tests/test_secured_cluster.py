@@ -2,12 +2,18 @@
 StandardAuthorizer), each run as a principal of each mechanism holding exactly the grants of streaming.cluster.acls
 (the tables of docs/security.md "Kafka ACLs"), every grant proven needed by dropping it, connection failures named,
 and no password, client secret, token or keytab key in any output channel. AWS MSK IAM's tokens reach the brokers
-as OAUTHBEARER (refused here: the cluster validates OIDC tokens)."""
+as OAUTHBEARER (refused here: the cluster validates OIDC tokens).
+
+The tests run in the order they are written: first those that start no move and set no throttle, beside one job that
+runs for minutes under 60 s tokens (`reauth_job`, judged by test_job_across_token_lifetimes, which says why only they
+may run beside it); then, that job stopped, the tests that move partitions and set throttles."""
 
 import base64
+import json
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -19,12 +25,14 @@ from streaming.cluster import acls
 from streaming.cluster.connect_diagnosis import diagnose
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
+from sinks.metric_names import POLL_ERRORS, THROTTLE_ACTIONS
 from tests import aws_environment
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, throttles, wait_done, write_plan
 from tests.java_client_files import scram_java_form
-from tests.job_process import CLI, JobProcess, free_port
+from tests.job_process import BATCHES, CLI, JobProcess, failures_after, free_port, read_raw, sample_value
 from tests.kafka_fixtures import wait_for
-from tests.secure_cluster import topic_bytes
+from tests.oidc_issuer import TOKEN_LIFETIME_S
+from tests.secure_cluster import REAUTH_MS, topic_bytes
 from streaming.vocabulary.states import OwnershipState
 
 FAST, SLOW = 50_000_000, 100_000  # B/s: a 2 MB move done in a moment, or lasting ~20 s
@@ -107,24 +115,65 @@ def every_operator_command(run, cluster, topic, plan):
     assert replicas(cluster, topic, 0) == [2]
 
 
-# -- every command as a principal with exactly its grants --
+# -- one job for minutes under 60 s tokens, beside the tests that start no move (test_job_across_token_lifetimes) --
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_commands_under_exact_acls(secure_cluster, topics, tmp_path, mechanism):
-    cluster = secure_cluster
-    config = {c: cluster.principal(principal_name(mechanism, f"exact-{_name(c)}"), acls.grants(c), tmp_path, mechanism)
-              for c in acls.OPERATOR_COMMANDS if c not in acls.PLAN_COMMANDS}
-    topic = moving_topic(cluster, topics)
-    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
-    outputs = {}
+REAUTH_RUN_S = 300  # the job's run before its move: five lifetimes of the issuer's tokens
+REAUTH_TRIGGER_S = 5
+REAUTH_CLIENT = "oauth-reauth-monitor"  # its OAuth client: the principal User:oauth-reauth-monitor
+REAUTH_OWN = "sec-reauth-ownership"  # its ownership topic: the cases beside it delete and seed the default one
+REAUTH_KEY = "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms"  # deploy/local-cluster.sh
+REAUTH_COUNT = Path(__file__).parent / "java" / "ReauthCount.java"
 
-    def run(command, *rest):
-        code, out, err = run_cli(*command_args(cluster, command, config[command], *rest))
-        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
-        return code, out, err
 
-    every_operator_command(run, cluster, topic, plan)
-    assert_no_password(cluster, outputs)
+@dataclass
+class LongRun:
+    job: JobProcess
+    directory: Path  # its checkpoint and log
+    started_s: float  # time.monotonic() when it was started
+    reauths_then: subprocess.Popen  # the brokers' re-authentication counts when it was started (count_reauths)
+
+    def stop(self):  # conftest STOPPED_AFTER_LAST_USE
+        self.job.stop()
+
+
+def count_reauths(cluster):
+    """The brokers' own counts of SASL re-authentications, read over JMX (tests/java/ReauthCount.java, the only
+    place a broker shows them): started now, read with `reauths`."""
+    return subprocess.Popen(["java", "--add-modules", "jdk.attach", str(REAUTH_COUNT),
+                             *(str(cluster.pid(node)) for node in (1, 2, 3))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def reauths(counting, timeout_s=120):
+    """(successful, failed) re-authentications over every broker, from a `count_reauths` process."""
+    out, err = counting.communicate(timeout=timeout_s)
+    assert counting.returncode == 0, err
+    rows = [line.split() for line in out.splitlines()]
+    assert len(rows) == 3, out
+    return sum(int(row[1]) for row in rows), sum(int(row[2]) for row in rows)
+
+
+@pytest.fixture(scope="module")
+def reauth_job(secure_cluster, tmp_path_factory):
+    """The streaming job as an OAUTHBEARER principal with exactly `run`'s grants, started with the first test that
+    declares it (its Spark start spent while those tests run) and stopped after its last user,
+    test_job_across_token_lifetimes (conftest STOPPED_AFTER_LAST_USE); conftest RUN_TOGETHER keeps every test that
+    does not declare it out of its lifetime."""
+    directory = tmp_path_factory.mktemp("reauth-job")
+    job = JobProcess(secure_cluster.bootstrap, directory / "checkpoint", directory / "job.log",
+                     "--trigger-interval", f"{REAUTH_TRIGGER_S}s", "--throttle-cleanup", "owned",
+                     "--ownership-topic", REAUTH_OWN, "--debug")
+    monitor = secure_cluster.principal(REAUTH_CLIENT, acls.grants("run", progress_topic=job.progress_topic,
+                                                                  ownership_topic=REAUTH_OWN),
+                                       directory, OAUTHBEARER)
+    job.args += ["--command-config", str(monitor)]
+    counting = count_reauths(secure_cluster)
+    job.start()
+    yield LongRun(job, directory, time.monotonic(), counting)
+    job.stop()
+    if counting.returncode is None:  # not read: its test did not run
+        counting.kill()
+        counting.communicate()
 
 
 # -- every grant needed: drop it and the matching command fails with a clear line --
@@ -143,6 +192,11 @@ class Drop:
     @property
     def grant(self):
         return acls.Grant(self.resource, self.name, self.operation, "")
+
+    @property
+    def moves(self):
+        """Its setup moves a partition under throttles: it cannot run beside `reauth_job`."""
+        return self.setup == "completed-owned-move"
 
 
 C, T, P, O = acls.CLUSTER, acls.TOPIC, acls.PROGRESS_TOPIC, acls.OWNERSHIP_TOPIC
@@ -216,9 +270,14 @@ def _arrange(cluster, setup, topic, tmp_path, config_of):
         wait_done(cluster, [(topic, 0)], 60)
 
 
-@pytest.mark.parametrize("case_id", list(DROPS))
+@pytest.mark.usefixtures("reauth_job")
+@pytest.mark.parametrize("case_id", [case_id for case_id, case in DROPS.items() if not case.moves])
 def test_each_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
-    cluster, case = secure_cluster, DROPS[case_id]
+    grant_is_needed(secure_cluster, topics, tmp_path, case_id)
+
+
+def grant_is_needed(cluster, topics, tmp_path, case_id):
+    case = DROPS[case_id]
     kept = [g for g in acls.grants(case.command) if g != case.grant]
     config = cluster.principal(f"drop-{case_id}", kept, tmp_path)
     topic = moving_topic(cluster, topics, megabytes=1)
@@ -334,44 +393,6 @@ def plan_picture(cluster, topic):
             throttles(cluster, [topic]))
 
 
-@pytest.fixture(scope="module")
-def standing_plans(secure_cluster, tmp_path_factory):
-    """Plans the drop cases act on without changing them: `plan(state)` -> (topic, request id) of a plan of two
-    tiny partitions, one in flight at most, started by the super user (partition 0 moved, 1 pending: no advancer
-    runs here), left `running` or made `paused`. Made again when the ownership topic was deleted meanwhile."""
-    made, created, directory = {}, [], tmp_path_factory.mktemp("standing-plans")
-
-    def plan(state):
-        from streaming.control.ownership.store import KafkaLedger, find_plan
-
-        if state in made:
-            admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))
-            try:
-                names = secure_cluster.confluent_admin().list_topics(timeout=10).topics
-                alive = PLAN_OWN in names and find_plan(KafkaLedger(admin, PLAN_OWN), made[state][1]) is not None
-            finally:
-                admin.close()
-            if alive:
-                return made[state]
-        topic = secure_cluster.unique_topic(f"sec-{state}")
-        created.append(topic)
-        secure_cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.05)
-        file = write_plan(directory / f"{topic}.json", [(topic, 0, [2]), (topic, 1, [2])])
-        code, out, err = run_cli(*plan_argv(secure_cluster, PLAN, secure_cluster.admin_config, plan=file))
-        assert code == 0, err
-        request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
-        wait_done(secure_cluster, [(topic, 0)], 60)
-        if state == "paused":
-            code, _, err = run_cli(*plan_argv(secure_cluster, "pause", secure_cluster.admin_config, request_id))
-            assert code == 0, err
-        made[state] = (topic, request_id)
-        return made[state]
-
-    yield plan
-    if not secure_cluster.started_here:  # else the session stopped it after its last test: nothing is left
-        secure_cluster.delete_topics(created + [PLAN_OWN])
-
-
 def _arrange_plan(cluster, setup):
     if setup == "no-ownership-topic":
         names = cluster.confluent_admin().list_topics(timeout=10).topics
@@ -381,9 +402,15 @@ def _arrange_plan(cluster, setup):
         seed_ownership_record(cluster, PLAN_OWN)
 
 
-@pytest.mark.parametrize("case_id", list(PLAN_DROPS))
-def test_each_plan_grant_is_needed(secure_cluster, topics, standing_plans, tmp_path, case_id):
-    cluster, case = secure_cluster, PLAN_DROPS[case_id]
+@pytest.mark.usefixtures("reauth_job")
+@pytest.mark.parametrize("case_id", [case_id for case_id, case in PLAN_DROPS.items() if case.command == PLAN])
+def test_each_plan_grant_is_needed(secure_cluster, topics, tmp_path, case_id):
+    plan_grant_is_needed(secure_cluster, topics, None, tmp_path, case_id)
+
+
+def plan_grant_is_needed(cluster, topics, standing_plans, tmp_path, case_id):
+    """`standing_plans`: the fixture, for the cases acting on a plan (all but the plan's execute)."""
+    case = PLAN_DROPS[case_id]
     kept = [g for g in acls.grants(case.command, ownership_topic=PLAN_OWN) if g != case.grant]
     config = cluster.principal(f"drop-{case_id}", kept, tmp_path)
     if case.command == PLAN:
@@ -401,125 +428,6 @@ def test_each_plan_grant_is_needed(secure_cluster, topics, standing_plans, tmp_p
     assert len(line) < 400, line
     assert plan_picture(cluster, topic) == before  # nothing written: no plan, state, wave, move or throttle
     assert_no_password(cluster, {"stdout": out, "stderr": err})
-
-
-def test_plan_commands_under_exact_acls(secure_cluster, topics, tmp_path):
-    """Each plan command as a principal with exactly its grants: execute a plan of two partitions (one in flight),
-    pause it, resume it (its second partition submitted), execute another and cancel it."""
-    cluster = secure_cluster
-    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c, ownership_topic=PLAN_OWN), tmp_path)
-              for c in acls.PLAN_COMMANDS}
-    topic = cluster.unique_topic("sec-plan-exact")
-    topics.append(topic)
-    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
-    file = write_plan(tmp_path / "plan.json", [(topic, 0, [2]), (topic, 1, [2])])
-    outputs = {}
-
-    def run(command, request_id=None, plan=None):
-        code, out, err = run_cli(*plan_argv(cluster, command, config[command], request_id, plan))
-        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
-        assert code == 0, err
-        return out
-
-    out = run(PLAN, plan=file)
-    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
-    assert f"submitted {topic}-0" in out
-    assert "paused" in run("pause", request_id)
-    wait_done(cluster, [(topic, 0)], 60)
-    assert f"submitted {topic}-1" in run(RESUME, request_id)
-    wait_done(cluster, [(topic, 1)], 60)
-    expect_throttles(cluster, [topic], {(topic, "leader"): frozenset({"1:1"}), (topic, "follower"): frozenset({"1:2"}),
-                                        (1, "leader"): FAST, (1, "follower"): FAST, (2, "leader"): FAST,
-                                        (2, "follower"): FAST})  # no advancer stepped since: the last wave's stay
-    assert f"Plan {request_id} cancelled" in run(CANCEL_PLAN, request_id)
-    expect_throttles(cluster, [topic], {})  # the cancel's step swept them
-    assert [replicas(cluster, topic, p) for p in (0, 1)] == [[2], [2]]
-    assert_no_password(cluster, outputs)
-
-
-# -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file --
-
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path, mechanism):
-    cluster = secure_cluster
-    topic = moving_topic(cluster, topics)
-    execute = cluster.principal(principal_name(mechanism, "job-operator"), acls.grants("execute"), tmp_path, mechanism)
-    job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
-                     "--debug")
-    # The job takes the operator's Java-form file: SCRAM in sasl.jaas.config with a JKS trust store, read (through
-    # keytool) by the driver and by each executor's poll; or OAUTHBEARER, each process fetching its own tokens; or
-    # GSSAPI, each process logging in from the keytab (kafka-python's producer in place of librdkafka's).
-    monitor = cluster.principal(principal_name(mechanism, "job-monitor"),
-                                acls.grants("run", progress_topic=job.progress_topic), tmp_path, mechanism)
-    job_config = scram_java_form(cluster, monitor, "JKS", tmp_path) if mechanism == SCRAM else monitor
-    job.args += ["--command-config", str(job_config)]
-    topics.append(job.progress_topic)
-    job.start()
-    try:
-        job.wait_first_batch()  # FIRST_POLL_S: TEST_FIRST_POLL_S raises it on a loaded machine
-        plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
-        # Broker rates set before (the standing plans' waves: no advancer runs them here) are restored, not deleted.
-        before = throttles(cluster, [topic])
-        code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
-                                               "--throttle", 2 * MB))
-        assert code == 0, err
-        wait_done(cluster, [(topic, 0)], 60)
-        expect_throttles(cluster, [topic], before, timeout_s=60)  # the job's janitor removed its own
-        wait_for(lambda: job.metric("kafka_reassignment_throttle_actions_total", action="removed"), 30,
-                 message="removals counted")
-        metrics = _metrics_text(job)
-        log = job.log()
-        if mechanism == SCRAM:  # what a job without Alter does with a plan is the same for every mechanism
-            _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path)
-    finally:
-        job.stop()
-    assert "not authorized" not in log.lower(), log[-3000:]  # before the plan: nothing refused
-    log = job.log()
-    if mechanism == OAUTHBEARER:  # minutes of 60 s tokens, sessions ended by the broker unless re-authenticated
-        assert "poll failed" not in log, log[-3000:]
-    progress = topic_bytes(cluster, job.progress_topic)
-    assert b'"kind":"throttle"' in progress.replace(b" ", b"")
-    checkpoint = b"".join(p.read_bytes() for p in (tmp_path / "checkpoint").rglob("*") if p.is_file())
-    channels = {"execute stdout": out, "execute stderr": err, "job log (stdout and stderr, --debug)": log,
-                "progress topic": progress, "ownership topic": topic_bytes(cluster, acls.OWNERSHIP_TOPIC),
-                "/metrics": metrics, "checkpoint": checkpoint}
-    empty = [k for k, v in channels.items() if not v and k != "execute stderr"]  # a grep of nothing proves nothing
-    assert not empty, empty
-    assert_no_password(cluster, channels)
-
-
-def _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path):
-    """A plan of two partitions, one in flight at most, started by the operator: the job (`run`'s grants, no
-    Alter on the Cluster) cannot submit the second; it reports the plan as not advanced and goes on, and the
-    operator's cancel ends the plan."""
-    topic = cluster.unique_topic("sec-plan")
-    topics.append(topic)
-    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
-    before, rates_before = len(job.log()), throttles(cluster, [topic])  # the standing plans' rates stay
-    plan = write_plan(tmp_path / "plan2.json", [(topic, 0, [2]), (topic, 1, [2])])
-    code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
-                                           "--throttle", FAST, "--max-partitions-in-flight", 1))
-    assert code == 0, err
-    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
-
-    def refused():
-        lines = [line for line in job.log()[before:].splitlines() if f"plan {request_id}" in line and "not advanced" in line]
-        return lines and lines[0]
-
-    line = wait_for(refused, 60, message="the job reporting the plan not advanced")
-    assert "not authorized" in line.lower() or "authorization" in line.lower(), line
-    assert job.process.poll() is None  # the job goes on
-    assert replicas(cluster, topic, 1) == [1]  # the second partition was never submitted
-    code, out, err = run_cli(*command_args(cluster, "cancel", execute, "--request-id", request_id))
-    assert code == 0 and f"Plan {request_id} cancelled" in out, err
-    expect_throttles(cluster, [topic], rates_before, timeout_s=60)
-
-
-def _metrics_text(job):
-    import urllib.request
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{job.metrics_port}/metrics", timeout=5) as response:
-        return response.read().decode()
 
 
 # -- connection failures: each named, within the timeout --
@@ -557,6 +465,7 @@ FAILURES = {  # id: (config change, bootstrap port offset, expected class, fragm
 TIMEOUT_S = 4.0
 
 
+@pytest.mark.usefixtures("reauth_job")
 @pytest.mark.parametrize("case_id", list(FAILURES))
 def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
     change, port_offset, expected, fragments = FAILURES[case_id]
@@ -570,6 +479,7 @@ def test_connection_failure_is_named(secure_cluster, tmp_path, case_id):
     assert_no_password(secure_cluster, {"diagnosis": str(found)})
 
 
+@pytest.mark.usefixtures("reauth_job")
 @pytest.mark.parametrize("case_id", list(FAILURES))
 def test_cli_names_connection_failure(secure_cluster, tmp_path, case_id):
     """The CLI says the same as diagnose, in one line, exit 3, within the timeout (plus start-up)."""
@@ -610,6 +520,7 @@ def assert_progress_refused(secure_cluster, config, fragments):
     assert_no_password(secure_cluster, {"stdout": out, "stderr": err})
 
 
+@pytest.mark.usefixtures("reauth_job")
 @pytest.mark.parametrize("case_id", list(TOKEN_ENDPOINT_FAILURES))
 def test_cli_names_token_endpoint_failure(secure_cluster, tmp_path, case_id):
     change, fragments = TOKEN_ENDPOINT_FAILURES[case_id]
@@ -629,6 +540,7 @@ MSK_IAM_FILE = ("security.protocol=SASL_SSL\nsasl.mechanism=AWS_MSK_IAM\nsasl.cl
 MSK_IAM_TIMEOUT_S = "10"
 
 
+@pytest.mark.usefixtures("reauth_job")
 def test_msk_iam_token_reaches_the_broker_as_oauthbearer(secure_cluster, tmp_path, monkeypatch):
     """A token AWS's signer made (the fixed example keys of tests/aws_environment.py) goes to the brokers as an
     OAUTHBEARER token from a file of the Java-only AWS_MSK_IAM form (the OAUTHBEARER form is read into the same
@@ -658,6 +570,7 @@ KERBEROS_FAILURES = {  # id: (what is done to the principal, fragments of the on
 }
 
 
+@pytest.mark.usefixtures("reauth_job")
 @pytest.mark.parametrize("case_id", list(KERBEROS_FAILURES))
 def test_cli_names_kerberos_failure(secure_cluster, tmp_path, case_id):
     change, fragments = KERBEROS_FAILURES[case_id]
@@ -667,3 +580,292 @@ def test_cli_names_kerberos_failure(secure_cluster, tmp_path, case_id):
     if change is not None:
         change(secure_cluster, name)
     assert_progress_refused(secure_cluster, config, fragments)
+
+
+def replica_records(cluster, progress_topic, topic):
+    """{key: [record, ...]} of the replica records of `topic` in the progress topic, in batch order, a replayed batch's
+    record superseding the earlier one (docs/records.md "When records are written")."""
+    by_key = {}
+    for key, value in read_raw(cluster.settings(), progress_topic):
+        record = json.loads(value)
+        if record["kind"] == "replica" and record["topic"] == topic:
+            by_key.setdefault(key.decode(), {})[record["batch_id"]] = record
+    return {key: [batches[b] for b in sorted(batches)] for key, batches in by_key.items()}
+
+
+def completed(records):
+    """`records` (replica_records) when every replica's last record is COMPLETED, else None."""
+    return records if records and all(r[-1]["state"] == "COMPLETED" for r in records.values()) else None
+
+
+def lost_records(records):
+    """What the records of one replica's move lack: a batch between its first and last, a transition whose record
+    does not say it, a COMPLETED that is not the last record or not the only one."""
+    batches = [r["batch_id"] for r in records]
+    lost = [f"batch {b}" for b in range(batches[0], batches[-1]) if b not in batches]
+    lost += [f"{a['state']} -> {b['state']} unsaid ({b['message']!r})" for a, b in zip(records, records[1:])
+             if a["state"] != b["state"] and b["message"] != f"{a['state']} -> {b['state']}"]
+    states = [r["state"] for r in records]
+    if states[-1] != "COMPLETED" or states.count("COMPLETED") != 1:
+        lost.append(f"states {states}")
+    return lost
+
+
+def test_job_across_token_lifetimes(secure_cluster, reauth_job, topics, tmp_path):
+    """Tokens that live 60 s and brokers that end every OAUTHBEARER session with its token unless it re-authenticates
+    (`connections.max.reauth.ms` 60 s): the job (`reauth_job`: an OAUTHBEARER principal holding exactly `run`'s
+    grants) runs five minutes, idle at first (no Spark batch while nothing moves, its driver looking every second),
+    then with a throttled move of its own lasting to their end at least, that it drives to completion. It polls
+    without one failed call (its /metrics poll-error counters and its log), writes every transition of the move to its
+    progress topic with COMPLETED once, and its janitor removes the move's throttles. The tokens it was issued and the
+    brokers' re-authentications (their JMX counts) say the five minutes spanned that many sessions.
+
+    The job runs while the tests before this one run (so its five minutes and its Spark start cost the suite little),
+    and only tests that start no move and set no throttle may run beside it: a job at `--throttle-cleanup owned`
+    removes at completion what any `execute` recorded in its ownership topic set (docs/ownership.md "Policy") and
+    adopts the throttles that appear with a move recorded anywhere else (docs/ownership.md "Adoption"), so beside a
+    test that moves partitions it would take that test's throttles away, whichever ownership topic the test used; and
+    while its own move runs, its rates are on the brokers that every throttle check reads. So the tests beside it
+    declare it (conftest RUN_TOGETHER keeps every other test out of its lifetime), and its own move comes after them.
+    Its ownership topic is its own: the refusal cases beside it delete and seed the default one."""
+    cluster, run, job = secure_cluster, reauth_job, reauth_job.job
+    topics.extend([job.progress_topic, REAUTH_OWN])
+    for node in (1, 2, 3):  # the brokers end every OAUTHBEARER session when its token expires
+        assert f"{REAUTH_KEY}={REAUTH_MS}\n" in (cluster.dir / f"node{node}" / "node.properties").read_text()
+    execute = cluster.principal("oauth-reauth-operator", acls.grants("execute", ownership_topic=REAUTH_OWN), tmp_path,
+                                OAUTHBEARER)
+    try:
+        job.wait_first_batch()
+        # A move lasting about to the end of the job's REAUTH_RUN_S (at SLOW), so that Spark's batches poll it in
+        # flight across the last token lifetimes.
+        remaining_s = max(0.0, REAUTH_RUN_S - (time.monotonic() - run.started_s))
+        topic = moving_topic(cluster, topics, megabytes=max(2, round(remaining_s * SLOW / MB)))
+        plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+        before = throttles(cluster, [topic])
+        code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
+                                               "--throttle", SLOW, "--ownership-topic", REAUTH_OWN))
+        assert code == 0, err
+        wait_done(cluster, [(topic, 0)], 3 * remaining_s + 120)
+        expect_throttles(cluster, [topic], before, timeout_s=60)  # the job's janitor removed its own
+        wait_for(lambda: job.metric(THROTTLE_ACTIONS.name, action="removed"), 30, message="removals counted")
+        wait_for(lambda: time.monotonic() - run.started_s >= REAUTH_RUN_S, REAUTH_RUN_S, interval_s=1,
+                 message=f"the job's {REAUTH_RUN_S} s")
+        records = wait_for(lambda: completed(replica_records(cluster, job.progress_topic, topic)), 60,
+                           message="the batch reporting the move COMPLETED")
+        ran_s = time.monotonic() - run.started_s
+        lived = job.process.poll() is None  # one run throughout, never restarted
+        reauthenticated, failed_reauths = (now - then for now, then in zip(reauths(count_reauths(cluster)),
+                                                                           reauths(run.reauths_then)))
+        samples, metrics = job.samples(), _metrics_text(job)
+    finally:
+        job.stop()
+    log = job.log()
+    polls = sample_value(samples, BATCHES)
+    failed_polls = sum(value for (name, _), value in samples.items() if name == POLL_ERRORS.name)
+    tokens = cluster.issuer.issued_to(REAUTH_CLIENT)
+    print(f"\nREAUTH FIGURES job run {ran_s:.0f} s under {TOKEN_LIFETIME_S} s tokens: {tokens} tokens issued to it, "
+          f"{reauthenticated} re-authentications on the brokers ({failed_reauths} failed), {polls:.0f} Spark batches, "
+          f"{failed_polls:.0f} failed calls, {sum(map(len, records.values()))} replica records", flush=True)
+    assert lived, log[-3000:]
+    assert failed_polls == 0 and not failures_after(log, -1) and "poll failed" not in log, log[-3000:]
+    assert "not authorized" not in log.lower(), log[-3000:]
+    assert not sample_value(samples, THROTTLE_ACTIONS.name, action="failed"), metrics
+    assert tokens >= ran_s // TOKEN_LIFETIME_S  # a token for every lifetime the run spanned (the driver's alone)
+    assert reauthenticated > 0 and failed_reauths == 0  # sessions kept by re-authentication, not reconnection
+    assert records and all(not lost_records(r) for r in records.values()), \
+        {key: lost_records(r) for key, r in records.items()}
+    assert_job_leaks_nothing(cluster, job, run.directory / "checkpoint", REAUTH_OWN, metrics,
+                             {"execute stdout": out, "execute stderr": err})
+
+
+# -- after the long job: the tests that move partitions and set throttles --
+
+# -- every command as a principal with exactly its grants --
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_commands_under_exact_acls(secure_cluster, topics, tmp_path, mechanism):
+    cluster = secure_cluster
+    config = {c: cluster.principal(principal_name(mechanism, f"exact-{_name(c)}"), acls.grants(c), tmp_path, mechanism)
+              for c in acls.OPERATOR_COMMANDS if c not in acls.PLAN_COMMANDS}
+    topic = moving_topic(cluster, topics)
+    plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+    outputs = {}
+
+    def run(command, *rest):
+        code, out, err = run_cli(*command_args(cluster, command, config[command], *rest))
+        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
+        return code, out, err
+
+    every_operator_command(run, cluster, topic, plan)
+    assert_no_password(cluster, outputs)
+
+
+@pytest.mark.parametrize("case_id", [case_id for case_id, case in DROPS.items() if case.moves])
+def test_each_grant_is_needed_after_a_move(secure_cluster, topics, tmp_path, case_id):
+    grant_is_needed(secure_cluster, topics, tmp_path, case_id)
+
+
+@pytest.fixture(scope="module")
+def standing_plans(secure_cluster, tmp_path_factory):
+    """Plans the drop cases act on without changing them: `plan(state)` -> (topic, request id) of a plan of two
+    tiny partitions, one in flight at most, started by the super user (partition 0 moved, 1 pending: no advancer
+    runs here), left `running` or made `paused`. Made again when the ownership topic was deleted meanwhile."""
+    made, created, directory = {}, [], tmp_path_factory.mktemp("standing-plans")
+
+    def plan(state):
+        from streaming.control.ownership.store import KafkaLedger, find_plan
+
+        if state in made:
+            admin = KafkaClusterAdmin(secure_cluster.bootstrap, str(secure_cluster.admin_config))
+            try:
+                names = secure_cluster.confluent_admin().list_topics(timeout=10).topics
+                alive = PLAN_OWN in names and find_plan(KafkaLedger(admin, PLAN_OWN), made[state][1]) is not None
+            finally:
+                admin.close()
+            if alive:
+                return made[state]
+        topic = secure_cluster.unique_topic(f"sec-{state}")
+        created.append(topic)
+        secure_cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.05)
+        file = write_plan(directory / f"{topic}.json", [(topic, 0, [2]), (topic, 1, [2])])
+        code, out, err = run_cli(*plan_argv(secure_cluster, PLAN, secure_cluster.admin_config, plan=file))
+        assert code == 0, err
+        request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+        wait_done(secure_cluster, [(topic, 0)], 60)
+        if state == "paused":
+            code, _, err = run_cli(*plan_argv(secure_cluster, "pause", secure_cluster.admin_config, request_id))
+            assert code == 0, err
+        made[state] = (topic, request_id)
+        return made[state]
+
+    yield plan
+    if not secure_cluster.started_here:  # else the session stopped it after its last test: nothing is left
+        secure_cluster.delete_topics(created + [PLAN_OWN])
+
+
+@pytest.mark.parametrize("case_id", [case_id for case_id, case in PLAN_DROPS.items() if case.command != PLAN])
+def test_each_plan_grant_is_needed_on_a_standing_plan(secure_cluster, topics, standing_plans, tmp_path, case_id):
+    plan_grant_is_needed(secure_cluster, topics, standing_plans, tmp_path, case_id)
+
+
+def test_plan_commands_under_exact_acls(secure_cluster, topics, tmp_path):
+    """Each plan command as a principal with exactly its grants: execute a plan of two partitions (one in flight),
+    pause it, resume it (its second partition submitted), execute another and cancel it."""
+    cluster = secure_cluster
+    config = {c: cluster.principal(f"exact-{_name(c)}", acls.grants(c, ownership_topic=PLAN_OWN), tmp_path)
+              for c in acls.PLAN_COMMANDS}
+    topic = cluster.unique_topic("sec-plan-exact")
+    topics.append(topic)
+    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
+    file = write_plan(tmp_path / "plan.json", [(topic, 0, [2]), (topic, 1, [2])])
+    outputs = {}
+
+    def run(command, request_id=None, plan=None):
+        code, out, err = run_cli(*plan_argv(cluster, command, config[command], request_id, plan))
+        outputs[f"{command} stdout"], outputs[f"{command} stderr"] = out, err
+        assert code == 0, err
+        return out
+
+    out = run(PLAN, plan=file)
+    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+    assert f"submitted {topic}-0" in out
+    assert "paused" in run("pause", request_id)
+    wait_done(cluster, [(topic, 0)], 60)
+    assert f"submitted {topic}-1" in run(RESUME, request_id)
+    wait_done(cluster, [(topic, 1)], 60)
+    expect_throttles(cluster, [topic], {(topic, "leader"): frozenset({"1:1"}), (topic, "follower"): frozenset({"1:2"}),
+                                        (1, "leader"): FAST, (1, "follower"): FAST, (2, "leader"): FAST,
+                                        (2, "follower"): FAST})  # no advancer stepped since: the last wave's stay
+    assert f"Plan {request_id} cancelled" in run(CANCEL_PLAN, request_id)
+    expect_throttles(cluster, [topic], {})  # the cancel's step swept them
+    assert [replicas(cluster, topic, p) for p in (0, 1)] == [[2], [2]]
+    assert_no_password(cluster, outputs)
+
+
+# -- the streaming job, janitor included, with exactly the grants of `run`, from a Java-form client file (OAUTHBEARER:
+# test_job_across_token_lifetimes) --
+
+@pytest.mark.parametrize("mechanism", (SCRAM, GSSAPI))
+def test_job_under_exact_acls_removes_throttles_and_leaks_no_password(secure_cluster, topics, tmp_path, mechanism):
+    cluster = secure_cluster
+    topic = moving_topic(cluster, topics)
+    execute = cluster.principal(principal_name(mechanism, "job-operator"), acls.grants("execute"), tmp_path, mechanism)
+    job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", "2s",
+                     "--debug")
+    # The job takes the operator's Java-form file: SCRAM in sasl.jaas.config with a JKS trust store, read (through
+    # keytool) by the driver and by each executor's poll; or GSSAPI, each process logging in from the keytab
+    # (kafka-python's producer in place of librdkafka's).
+    monitor = cluster.principal(principal_name(mechanism, "job-monitor"),
+                                acls.grants("run", progress_topic=job.progress_topic), tmp_path, mechanism)
+    job_config = scram_java_form(cluster, monitor, "JKS", tmp_path) if mechanism == SCRAM else monitor
+    job.args += ["--command-config", str(job_config)]
+    topics.append(job.progress_topic)
+    job.start()
+    try:
+        job.wait_first_batch()  # FIRST_POLL_S: TEST_FIRST_POLL_S raises it on a loaded machine
+        plan = write_plan(tmp_path / "plan.json", [(topic, 0, [2])])
+        # Broker rates set before (the standing plans' waves: no advancer runs them here) are restored, not deleted.
+        before = throttles(cluster, [topic])
+        code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
+                                               "--throttle", 2 * MB))
+        assert code == 0, err
+        wait_done(cluster, [(topic, 0)], 60)
+        expect_throttles(cluster, [topic], before, timeout_s=60)  # the job's janitor removed its own
+        wait_for(lambda: job.metric("kafka_reassignment_throttle_actions_total", action="removed"), 30,
+                 message="removals counted")
+        metrics = _metrics_text(job)
+        log = job.log()
+        if mechanism == SCRAM:  # what a job without Alter does with a plan is the same for every mechanism
+            _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path)
+    finally:
+        job.stop()
+    assert "not authorized" not in log.lower(), log[-3000:]  # before the plan: nothing refused
+    assert_job_leaks_nothing(cluster, job, tmp_path / "checkpoint", acls.OWNERSHIP_TOPIC, metrics,
+                             {"execute stdout": out, "execute stderr": err})
+
+
+def assert_job_leaks_nothing(cluster, job, checkpoint_dir, ownership_topic, metrics, outputs):
+    """No secret of this session in the stopped job's log, its progress topic (which holds its throttle records), the
+    ownership topic, its /metrics text, its checkpoint or `outputs` ({name: text}); none of them empty but stderr."""
+    progress = topic_bytes(cluster, job.progress_topic)
+    assert b'"kind":"throttle"' in progress.replace(b" ", b"")
+    checkpoint = b"".join(p.read_bytes() for p in checkpoint_dir.rglob("*") if p.is_file())
+    channels = {**outputs, "job log (stdout and stderr, --debug)": job.log(), "progress topic": progress,
+                "ownership topic": topic_bytes(cluster, ownership_topic), "/metrics": metrics, "checkpoint": checkpoint}
+    empty = [k for k, v in channels.items() if not v and "stderr" not in k]  # a grep of nothing proves nothing
+    assert not empty, empty
+    assert_no_password(cluster, channels)
+
+
+def _plan_not_advanced_by_a_job_without_alter(cluster, topics, execute, job, tmp_path):
+    """A plan of two partitions, one in flight at most, started by the operator: the job (`run`'s grants, no
+    Alter on the Cluster) cannot submit the second; it reports the plan as not advanced and goes on, and the
+    operator's cancel ends the plan."""
+    topic = cluster.unique_topic("sec-plan")
+    topics.append(topic)
+    cluster.create_topic(topic, {0: [1], 1: [1]}, megabytes=0.5)
+    before, rates_before = len(job.log()), throttles(cluster, [topic])  # the standing plans' rates stay
+    plan = write_plan(tmp_path / "plan2.json", [(topic, 0, [2]), (topic, 1, [2])])
+    code, out, err = run_cli(*command_args(cluster, "execute", execute, "--reassignment-json-file", plan,
+                                           "--throttle", FAST, "--max-partitions-in-flight", 1))
+    assert code == 0, err
+    request_id = next(line.split()[-1] for line in out.splitlines() if line.startswith("Request id: "))
+
+    def refused():
+        lines = [line for line in job.log()[before:].splitlines() if f"plan {request_id}" in line and "not advanced" in line]
+        return lines and lines[0]
+
+    line = wait_for(refused, 60, message="the job reporting the plan not advanced")
+    assert "not authorized" in line.lower() or "authorization" in line.lower(), line
+    assert job.process.poll() is None  # the job goes on
+    assert replicas(cluster, topic, 1) == [1]  # the second partition was never submitted
+    code, out, err = run_cli(*command_args(cluster, "cancel", execute, "--request-id", request_id))
+    assert code == 0 and f"Plan {request_id} cancelled" in out, err
+    expect_throttles(cluster, [topic], rates_before, timeout_s=60)
+
+
+def _metrics_text(job):
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{job.metrics_port}/metrics", timeout=5) as response:
+        return response.read().decode()
