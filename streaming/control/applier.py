@@ -42,6 +42,7 @@ from streaming.vocabulary.states import OwnershipState
 READBACK_TIMEOUT_S = 15.0
 READBACK_INTERVAL_S = 0.25
 MIN_READBACK_S = 5.0  # setting throttles: the read-back waits at least this long, whatever --timeout is
+REAPPLY_S = 1.0  # setting throttles: what a read-back still misses this long after it was set is set again
 
 
 def _stderr(line):
@@ -148,11 +149,28 @@ class Applier:
         return Swept(done, decided.fresh, steps)
 
     def set_throttles(self, setting, timeout_s):
-        """APPEND and SET (both idempotent), then wait until the cluster shows them. ClusterError when refused
-        or not visible within max(timeout_s, MIN_READBACK_S)."""
+        """APPEND and SET (both idempotent) until the cluster shows them. ClusterError when refused or not visible
+        within max(timeout_s, MIN_READBACK_S). What a read-back misses is set again: a janitor whose ledger predates
+        this request's record may take out, between the set and the read-back, a throttle this request shares with
+        an older finished one (seen: a plan's next wave's alter-log-dirs rate, swept by the job as its earlier wave
+        ended); its next sweep reads the ledger first and keeps it."""
         changes = [(TOPIC, topic, kind, APPEND, te.format_entries(pairs))
                    for (topic, kind), pairs in sorted(setting.appends.items())]
         changes += [(BROKER, broker, kind, SET, rate) for (broker, kind), rate in sorted(setting.rates.items())]
+        deadline = time.monotonic() + max(timeout_s, MIN_READBACK_S)
+        applied_s = None
+        while True:
+            if applied_s is None or time.monotonic() - applied_s >= REAPPLY_S:
+                self._alter(changes)
+                applied_s = time.monotonic()
+            missing = missing_from(setting, read_cluster(self.reader, {t for t, _ in setting.appends}))
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"throttles not visible after setting them: {'; '.join(missing)}")
+            time.sleep(READBACK_INTERVAL_S)
+
+    def _alter(self, changes):
         refused = {}
         for (scope, name, kind, _, _), error in zip(changes, self._writer.alter_throttles(changes)):
             if error is not None:
@@ -160,14 +178,6 @@ class Applier:
         if refused:
             raise ClusterError("setting throttles refused: " + "; ".join(
                 f"{error} ({some(where)})" for error, where in refused.items()))
-        deadline = time.monotonic() + max(timeout_s, MIN_READBACK_S)
-        while True:
-            missing = missing_from(setting, read_cluster(self.reader, {t for t, _ in setting.appends}))
-            if not missing:
-                return
-            if time.monotonic() > deadline:
-                raise ClusterError(f"throttles not visible after setting them: {'; '.join(missing)}")
-            time.sleep(READBACK_INTERVAL_S)
 
     # -- reassignments --
 

@@ -3,7 +3,8 @@ for each wave (one implementation, through the one writer, streaming.control.app
 
 1. the ownership record (state `pending`) claiming exactly the throttles it will set, each prior rate it
    replaces, and the moves, written BEFORE any config is altered;
-2. the throttles set and read back (Applier.set_throttles: APPEND entries, SET rates);
+2. the throttles set and read back (Applier.set_throttles: APPEND entries, SET rates; what a read-back misses is
+   set again: a janitor whose ledger predates this record may have swept a throttle it shares with an older request);
 3. AlterPartitionReassignments;
 4. the throttles applied again (APPEND and SET are idempotent): a janitor whose ledger predates this record may
    have taken out an entry it shares with an older finished request before the reassignment was registered;
