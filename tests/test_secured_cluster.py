@@ -26,6 +26,7 @@ from streaming.cluster.connect_diagnosis import diagnose
 from streaming.vocabulary import client_config
 from streaming.vocabulary.errors import AuthenticationFailed, TlsFailed, Unreachable
 from sinks.metric_names import POLL_ERRORS, THROTTLE_ACTIONS
+from streaming.control.controller import LOG_PREFIX as CONTROLLER_LOG_PREFIX
 from tests import aws_environment
 from tests.cluster_cli import MB, cli, expect_throttles, reassigning, replicas, throttles, wait_done, write_plan
 from tests.java_client_files import scram_java_form
@@ -669,7 +670,8 @@ def test_job_across_token_lifetimes(secure_cluster, reauth_job, topics, tmp_path
           f"{reauthenticated} re-authentications on the brokers ({failed_reauths} failed), {polls:.0f} Spark batches, "
           f"{failed_or_retried:.0f} requests failed or retried, {sum(map(len, records.values()))} replica records", flush=True)
     assert lived, log[-3000:]
-    failed = [line for line in log.splitlines() if "poll failed" in line or " failed: " in line]
+    failed = [line for line in log.splitlines()
+              if "poll failed" in line or (line.startswith(CONTROLLER_LOG_PREFIX) and " failed: " in line)]
     assert not failures_after(log, -1) and not failed, failed or log[-3000:]
     assert "not authorized" not in log.lower(), log[-3000:]
     assert not sample_value(samples, THROTTLE_ACTIONS.name, action="failed"), metrics
