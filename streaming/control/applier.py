@@ -16,7 +16,7 @@ them. The streaming job's controller and driver and the CLI commands (`execute`,
 - `apply_sweep(decided)`: a sweep's decision (streaming.control.sweep.Decided): the records that give a claim up
   written back, its actions applied as `apply` does, and the records the read-back shows settled marked `done`.
 - `set_throttles(setting)`: APPEND entries and SET rates (both idempotent) as `execute` and a plan's wave set
-  them, then wait until the cluster shows them.
+  them, set again what a read-back misses, until the cluster shows them.
 - `start_moves`, `cancel_moves`, `move_log_dirs`: AlterPartitionReassignments (to a target; KIP-455 cancel) and
   AlterReplicaLogDirs, as the door answers them (per partition or replica: None, or the refusal's name).
 - `record`, `record_plan`, `record_lease`: the ledger's writes, durable when they return.
