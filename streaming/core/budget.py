@@ -88,26 +88,26 @@ def budget_rate(throttle, observed_total, measured_alone, floor=THROTTLE_FLOOR_B
     uses no other budget and has a rate): Kafka's alter-log-dirs throttle copied 1.78-1.85 MB/s of a configured
     2 MB/s on an idle broker and about 1.55 on a loaded one, so the throttle alone made those ETAs 10-25 % early. An
     unthrottled budget (`throttle` None) runs at the observed total; None when that is unknown or 0."""
+    known = observed_total is not None and observed_total > 0
     if throttle is None:
-        return observed_total if observed_total and observed_total > 0 else None
+        return observed_total if known else None
     rate = effective_throttle(throttle, floor)
-    return min(rate, observed_total) if measured_alone and observed_total and observed_total > 0 else rate
+    return min(rate, observed_total) if measured_alone and known else rate
 
 
 def budget_rates(throttles, moves, floor=THROTTLE_FLOOR_BYTES_PER_S):
     """{BudgetKey: effective rate (`budget_rate`)} for every budget the moves use. `throttles`: {BudgetKey:
     configured rate} of the throttled budgets."""
-    observed, users, alone = {}, {}, {}
+    observed, alone = {}, {}  # alone: every budget the moves use -> whether they measure it alone
     for move in moves:
         seen = move.observed is not None and move.observed > 0
         for budget in move.budgets:
-            users[budget] = users.get(budget, 0) + 1
             alone[budget] = alone.get(budget, True) and seen and len(move.budgets) == 1
             if seen:
                 observed[budget] = observed.get(budget, 0.0) + move.observed
     return {budget: budget_rate(throttles.get(budget) if budget.throttled else None, observed.get(budget),
-                                alone[budget], floor)
-            for budget in users}
+                                measured_alone, floor)
+            for budget, measured_alone in alone.items()}
 
 
 def _reshare_below(n):
