@@ -161,6 +161,54 @@ def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_
     assert fake.topics == {("t", "leader"): "2:1,3:1", ("t", "follower"): "2:2,3:2"}
 
 
+class ArrivingLedger:
+    """A MemoryLedger written to by someone else too: their records (`arriving`) show from the next refresh on."""
+
+    def __init__(self, ledger):
+        self.ledger, self.arriving = ledger, []
+
+    def refresh(self):
+        for record in self.arriving:
+            self.ledger.put(record)
+        self.arriving.clear()
+
+    def __getattr__(self, name):
+        return getattr(self.ledger, name)
+
+
+def test_a_wave_after_someone_else_swept_the_one_before_takes_no_rate_of_ours_for_a_prior():
+    """The job's janitor, between the step's read and its sweep, removes the finished wave's throttles and marks it
+    done: the ledger the next wave's claims are judged against is newer than the read. Judged against that read,
+    the rates still shown look foreign and the new wave would record them as the prior to restore, leaving them
+    set when it ends (seen on Kafka 2.8 in ZooKeeper mode, where broker configs show late). The step reads the
+    cluster again when its ledger moved, so the wave records no prior and its end removes the rates."""
+    fake, memory = setup(partitions=2, limits=Limits(1))
+    ledger = ArrivingLedger(memory)
+    step(fake, ledger)  # wave 1: t-0
+    fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
+    fake.reassigning.clear()
+    [first] = ledger.records()
+    reads = []
+
+    def read(topics):
+        reads.append(topics)
+        snapshot = poll(fake, topics=topics, throttles=True)
+        if len(reads) == 1:  # the job's janitor, right after this read: wave 1's throttles gone, wave 1 done
+            fake.topics.clear()
+            fake.rates.clear()
+            ledger.arriving.append(first.with_state(OwnershipState.DONE, 15_000))
+        return snapshot
+
+    result = advance_once(fake, read, writer(fake, ledger), PLAN_ID, 20_000, 1.0)
+    assert result.submitted == (("t", 1),)
+    [wave] = [r for r in ledger.records() if r.state != OwnershipState.DONE]
+    assert wave.rates and all(claim.prior is None for claim in wave.rates), wave.rates
+    fake.partitions[("t", 1)] = {"replicas": [2], "isr": [2], "leader": 2}
+    fake.reassigning.clear()
+    assert step(fake, ledger).plan.state == PlanState.DONE
+    assert fake.rates == {} and not any(fake.topics.values())
+
+
 @pytest.mark.parametrize("wave_state, reassigning, listed, counted", [
     (OwnershipState.STARTED, False, "0:2", True),
     (OwnershipState.STARTED, True, "0:2", False),  # still in flight: counted as reassigning, not twice

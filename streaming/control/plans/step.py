@@ -21,7 +21,8 @@ write through the one writer (`applier`, streaming.control.applier.Applier) and 
    (streaming.control.plans.scheduler.load_of): so a throttled-replicas list names only partitions in flight or
    finished since this advancer's last step began, never more than --max-partitions-in-flight of them (docs/plans.md "What the throttled-replicas lists hold"). When the sweep
    removed something the cluster is read again, so the next wave records as prior rate what is there after the
-   sweep (a rate the sweep deleted is not mistaken for someone else's and left behind);
+   sweep (a rate the sweep deleted is not mistaken for someone else's and left behind), and so is it when the
+   sweep's refresh of the ledger found a wave settled by another janitor since the first read;
 6. nothing pending or in flight at the read of step 1 (states.settled: so the sweep came after every
    partition counted done; failed, cancelled and left-alone ones never hold it): the plan is DONE; PAUSED:
    nothing is submitted;
@@ -218,6 +219,7 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
     the door the reads go through; `applier`: the one writer, with the ledger the plan is in."""
     ledger = applier.ledger
     plan, snapshot, waves = _read_plan(read, ledger, request_id)
+    read_against = ledger.records()
     confirm_gone(admin, plan, snapshot)
     confirm_log_dirs(plan, snapshot)
     if any(w.state == OwnershipState.PENDING for w in waves):
@@ -243,7 +245,10 @@ def advance_once(admin, read, applier, request_id, now_ms, timeout_s):
         return Step(plan, counts, left_alone=left_alone, failed=failed, throttle_actions=actions,
                     states=_bare(states), sizes=sizes_of(snapshot))
     fresh = states
-    if actions:  # the throttles the wave's claims see (their prior values) must be those after the sweep
+    # The wave's claims judge the throttles they find (their prior values) against the ledger: the read must be of
+    # the cluster after the sweep, and after what the sweep's refresh of the ledger brought in (another janitor
+    # settled a wave whose throttles the first read still showed: taken for foreign, they would be restored).
+    if actions or ledger.records() != read_against:
         snapshot = read(sorted({m.topic for m in plan.moves}))
         confirm_gone(admin, plan, snapshot)
         confirm_log_dirs(plan, snapshot)
