@@ -339,7 +339,7 @@ start_node() {
   if kerberos_enabled; then jvm+=("-Djava.security.krb5.conf=${KERBEROS_KRB5_CONF:?KERBEROS_KRB5_CONF is needed with KERBEROS_KEYTAB}"); fi
   if ! zookeeper_mode && [ ! -f "$dir/data/meta.properties" ]; then
     if secured; then mapfile -t scram < <(scram_arguments); fi
-    java -cp "$(classpath)" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
+    java -XX:TieredStopAtLevel=1 -cp "$(classpath)" -Dlog4j2.configurationFile="$root/deploy/kafka/log4j2.properties" -Dkafka.logs.dir="$dir" \
       kafka.tools.StorageTool format -c "$dir/node.properties" --cluster-id="$(cat "$cluster_dir/cluster.id")" \
       "${scram[@]}" >"$dir/format.log" 2>&1 || die "formatting node $n failed: see $dir/format.log"
   fi
