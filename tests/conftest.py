@@ -71,8 +71,8 @@ CLUSTER_FIXTURES = ("cluster", "fault_cluster", "secure_cluster", "disk_cluster"
 FIRST_ON_THE_CLUSTER = ("polling_job", "default_trigger_job")
 COMPAT_NAMES = tuple(version.warm_name for version in COMPAT_VERSIONS)
 LANES_AHEAD = 2
-WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", "disk_cluster",
-              "disk_job", *COMPAT_NAMES)
+WARM_ORDER = ("cluster", *FIRST_ON_THE_CLUSTER, "fault_cluster", "fault_job", "secure_cluster", "reauth_job",
+              "disk_cluster", "disk_job", *COMPAT_NAMES)
 # The shared cluster's warmed jobs: flags after the master; neither removes a throttle (tests set and clear their own).
 JOB_FLAGS = {
     # tests/test_job_cluster.py: a short trigger, stall window and rate window keep its moves small
@@ -164,7 +164,9 @@ def pytest_collection_modifyitems(config, items):
     if used and not config.option.collectonly:
         starts = {"cluster": _start_cluster, "fault_cluster": _start_fault_cluster,
                   "fault_job": lambda: _start_fault_job(WARMED["fault_cluster"].get()),
-                  "secure_cluster": _start_secure_cluster, "disk_cluster": _start_disk_cluster,
+                  "secure_cluster": _start_secure_cluster,
+                  "reauth_job": lambda: _start_reauth_job(WARMED["secure_cluster"].get()),
+                  "disk_cluster": _start_disk_cluster,
                   "disk_job": lambda: _start_disk_job(WARMED["disk_cluster"].get()),
                   **{name: functools.partial(_start_shared_job, name, lambda: WARMED["cluster"].get())
                      for name in FIRST_ON_THE_CLUSTER}}
@@ -289,6 +291,20 @@ def _start_secure_cluster():
 
     cluster_dir = Path(os.environ.get("TEST_SECURE_CLUSTER_DIR", ROOT / ".local-cluster" / "test-secure"))
     return SecureCluster(cluster_dir, int(os.environ.get("TEST_SECURE_KAFKA_BASE_PORT", "29500"))).up()
+
+
+@pytest.fixture(scope="session")
+def reauth_job(secure_cluster):
+    """The secured cluster's job under 60 s tokens (tests/reauth_job.py), warmed as soon as that cluster is up and
+    stopped after its last user (STOPPED_AFTER_LAST_USE); RUN_TOGETHER keeps the tests that do not declare it from
+    running between its users."""
+    return _started("reauth_job", lambda: _start_reauth_job(secure_cluster))
+
+
+def _start_reauth_job(secure_cluster):
+    from tests.reauth_job import start_reauth_job
+
+    return start_reauth_job(secure_cluster)
 
 
 # The disk cluster's deploy/local-cluster.sh environment (tests.disk_cluster.DiskCluster): every setting in one place.

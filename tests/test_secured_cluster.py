@@ -13,7 +13,6 @@ import json
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -33,6 +32,7 @@ from tests.java_client_files import scram_java_form
 from tests.job_process import BATCHES, CLI, JobProcess, failures_after, free_port, read_raw, sample_value
 from tests.kafka_fixtures import wait_for
 from tests.oidc_issuer import TOKEN_LIFETIME_S
+from tests.reauth_job import REAUTH_CLIENT, REAUTH_OWN, REAUTH_RUN_S, count_reauths, reauths
 from tests.secure_cluster import REAUTH_MS, topic_bytes
 from streaming.vocabulary.states import OwnershipState
 
@@ -118,63 +118,7 @@ def every_operator_command(run, cluster, topic, plan):
 
 # -- one job for minutes under 60 s tokens, beside the tests that start no move (test_job_across_token_lifetimes) --
 
-REAUTH_RUN_S = 300  # the job's run before its move: five lifetimes of the issuer's tokens
-REAUTH_TRIGGER_S = 5
-REAUTH_CLIENT = "oauth-reauth-monitor"  # its OAuth client: the principal User:oauth-reauth-monitor
-REAUTH_OWN = "sec-reauth-ownership"  # its ownership topic: the cases beside it delete and seed the default one
 REAUTH_KEY = "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms"  # deploy/local-cluster.sh
-REAUTH_COUNT = Path(__file__).parent / "java" / "ReauthCount.java"
-
-
-@dataclass
-class LongRun:
-    job: JobProcess
-    directory: Path  # its checkpoint and log
-    started_s: float  # time.monotonic() when it was started
-    reauths_then: subprocess.Popen  # the brokers' re-authentication counts when it was started (count_reauths)
-
-    def stop(self):  # conftest STOPPED_AFTER_LAST_USE
-        self.job.stop()
-
-
-def count_reauths(cluster):
-    """The brokers' own counts of SASL re-authentications, read over JMX (tests/java/ReauthCount.java, the only
-    place a broker shows them): started now, read with `reauths`."""
-    return subprocess.Popen(["java", "--add-modules", "jdk.attach", str(REAUTH_COUNT),
-                             *(str(cluster.pid(node)) for node in (1, 2, 3))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-
-
-def reauths(counting, timeout_s=120):
-    """(successful, failed) re-authentications over every broker, from a `count_reauths` process."""
-    out, err = counting.communicate(timeout=timeout_s)
-    assert counting.returncode == 0, err
-    rows = [line.split() for line in out.splitlines()]
-    assert len(rows) == 3, out
-    return sum(int(row[1]) for row in rows), sum(int(row[2]) for row in rows)
-
-
-@pytest.fixture(scope="module")
-def reauth_job(secure_cluster, tmp_path_factory):
-    """The streaming job as an OAUTHBEARER principal with exactly `run`'s grants, started with the first test that
-    declares it (its Spark start spent while those tests run) and stopped after its last user,
-    test_job_across_token_lifetimes (conftest STOPPED_AFTER_LAST_USE); conftest RUN_TOGETHER keeps every test that
-    does not declare it out of its lifetime."""
-    directory = tmp_path_factory.mktemp("reauth-job")
-    job = JobProcess(secure_cluster.bootstrap, directory / "checkpoint", directory / "job.log",
-                     "--trigger-interval", f"{REAUTH_TRIGGER_S}s", "--throttle-cleanup", "owned",
-                     "--ownership-topic", REAUTH_OWN, "--debug")
-    monitor = secure_cluster.principal(REAUTH_CLIENT, acls.grants("run", progress_topic=job.progress_topic,
-                                                                  ownership_topic=REAUTH_OWN),
-                                       directory, OAUTHBEARER)
-    job.args += ["--command-config", str(monitor)]
-    counting = count_reauths(secure_cluster)
-    job.start()
-    yield LongRun(job, directory, time.monotonic(), counting)
-    job.stop()
-    if counting.returncode is None:  # not read: its test did not run
-        counting.kill()
-        counting.communicate()
 
 
 # -- every grant needed: drop it and the matching command fails with a clear line --
@@ -621,8 +565,9 @@ def test_job_across_token_lifetimes(secure_cluster, reauth_job, topics, tmp_path
     progress topic with COMPLETED once, and its janitor removes the move's throttles. The tokens it was issued and the
     brokers' re-authentications (their JMX counts) say the five minutes spanned that many sessions.
 
-    The job runs while the tests before this one run (so its five minutes and its Spark start cost the suite little),
-    and only tests that start no move and set no throttle may run beside it: a job at `--throttle-cleanup owned`
+    The job is started by the suite's background warm-up as soon as the secured cluster is up (tests/reauth_job.py),
+    so its five minutes and its Spark start pass while other tests run, and on the secured cluster only tests that
+    start no move and set no throttle may run beside it: a job at `--throttle-cleanup owned`
     removes at completion what any `execute` recorded in its ownership topic set (docs/ownership.md "Policy") and
     adopts the throttles that appear with a move recorded anywhere else (docs/ownership.md "Adoption"), so beside a
     test that moves partitions it would take that test's throttles away, whichever ownership topic the test used; and
