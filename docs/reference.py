@@ -142,6 +142,9 @@ def _label_values():
     run = _subcommands(build_parser())["run"]
     [detail] = [a for a in run._actions if "--metrics-detail" in a.option_strings]
     return {
+        (None, m.CLUSTER): ((), "the cluster's name: the fleet file's (`--clusters FILE --cluster NAME`), else "
+                                "`--cluster-name`, else the first address of `--bootstrap-server` "
+                                "(streaming/vocabulary/cluster_name.py)"),
         (None, "topic"): ((), "the moving partition's topic"),
         (None, "partition"): ((), "the partition's index"),
         (None, "broker"): ((), "the broker id: the destination of a move; the broker a throttle is set on"),

@@ -795,7 +795,7 @@ def test_metrics_show_the_newest_look_at_the_cluster_whichever_took_it(shown, re
                        last_poll_s=poll_s, plans=plans)
 
     plan = {"request_id": "r1", "state": "running", "partitions": {}, "bytes_remaining": 7, "eta_seconds": None}
-    collector = SnapshotCollector()
+    collector = SnapshotCollector("c")
     for path, remaining_bytes, poll_s in shown:
         getattr(collector, path)(picture(remaining_bytes, poll_s, (plan,) if path == "update" else ()))
     assert values(collector, REMAINING_BYTES) == [remaining_after]
@@ -958,7 +958,7 @@ def test_metrics_show_the_throttles_of_the_newest_read(shown, rate_after):
     from sinks.metric_names import BROKER_THROTTLE_RATE
     from sinks.prometheus import Picture, SnapshotCollector
 
-    collector = SnapshotCollector()
+    collector = SnapshotCollector("c")
     for path, poll_s, rate in shown:
         rows = ({"broker": 1, "kind": "leader", "rate": rate},)
         if path == "offer_throttles":

@@ -18,12 +18,13 @@ import urllib.request
 
 import pytest
 from kafka import TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from dashboards.build import all_queries
 from sinks import metric_names as m
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from tests.cluster_cli import throttles
-from tests.job_process import CLI
+from tests.job_process import CLI, OWNED_JOB_CLUSTER
 from tests.kafka_fixtures import wait_for
 from tests.prometheus_server import prometheus_server
 
@@ -162,6 +163,9 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
                      and prom.query(m.BROKER_THROTTLE_RATE.name), 30, message="the big move's series")
             mid_move = scrape(job.metrics_port)
             assert f'topic="{big}"' in mid_move
+            # Every series of the job names its cluster (--cluster-name), first of its labels.
+            assert {s.labels.get(m.CLUSTER) for f in text_string_to_metric_families(mid_move) for s in f.samples
+                    if s.name.startswith("kafka_reassignment")} == {OWNED_JOB_CLUSTER}
 
             def move_done():
                 seen.instant()

@@ -100,7 +100,7 @@ class Controller:
                               self._say),
             liveness=Liveness(gate_path, trigger_interval_s, request_deadline_s(timeout_s), metrics.snapshot,
                               self._say),
-            reports=Reports(writer, metrics, wall, log, self._say))
+            reports=Reports(writer, metrics, metrics.cluster, wall, log, self._say))
         self.round = Round()
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread = None

@@ -28,7 +28,7 @@ QUERY_RESTART_MAX_PAUSE_S = 30.0
 class JobConfig:
     bootstrap: str
     command_config: str | None = None
-    cluster_name: str | None = None  # `--cluster NAME` of a fleet file (docs/operations.md "Several clusters")
+    cluster_name: str | None = None  # `--cluster NAME` of a fleet file (docs/operations.md "Several clusters") or --cluster-name
     timeout_s: float = defaults.TIMEOUT_S
     master: str | None = defaults.MASTER
     checkpoint_location: str = defaults.CHECKPOINT_LOCATION
@@ -47,6 +47,13 @@ class JobConfig:
     throttle_interval_s: float = defaults.THROTTLE_INTERVAL_S
     guard_url: str | None = None
     guard_query: str | None = None
+
+    @property
+    def cluster_label(self):
+        """The cluster's name in every metric's label and every record (streaming.vocabulary.cluster_name)."""
+        from streaming.vocabulary.cluster_name import cluster_name
+
+        return cluster_name(self.cluster_name, self.bootstrap)
 
     @property
     def cluster(self):
@@ -92,7 +99,7 @@ def run(config, out=sys.stderr):
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
+    metrics = MonitorMetrics(config.cluster_label, config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
     admin = spark = controller = None
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)
