@@ -1,6 +1,6 @@
 """The fleet overview: one row per cluster - its moves, the bytes it has left, its ETA (the longest of its moves),
-its moves in an unhealthy state and how long ago it was polled - and the same per cluster over time, so that the
-cluster that needs a look stands out among tens of them."""
+its moves in an unhealthy state, how long ago it was polled and, when it is not, why - and the same per cluster over
+time, so that the cluster that needs a look stands out among tens of them."""
 
 from grafanalib import core as g
 
@@ -25,6 +25,8 @@ REMAINING = _per_cluster("sum", m.REMAINING_BYTES)
 ETA = _per_cluster("max", m.ETA)
 UNHEALTHY_PARTITIONS = _per_cluster("sum", m.PARTITIONS, UNHEALTHY)
 POLL_AGE = f"time() - {_per_cluster('max', m.LAST_POLL)}"
+# 1 while the job's looks at the cluster succeed; the reason label says why not (a table column of its own).
+POLLED = f"max by ({m.CLUSTER}, reason) ({selector(m.CLUSTER_UP, CLUSTERS)})"
 
 # Table columns: (header, instant query, unit). Each is a frame with a "Value #<refId>" column; merge joins
 # them on the cluster label.
@@ -33,7 +35,8 @@ COLUMNS = (("Partitions reassigning", PARTITIONS, "none"),
            ("Bytes left", REMAINING, "bytes"),
            ("ETA", ETA, "s"),
            ("Unhealthy partitions", UNHEALTHY_PARTITIONS, "none"),
-           ("Last poll age", POLL_AGE, "s"))
+           ("Last poll age", POLL_AGE, "s"),
+           ("Polled", POLLED, "bool_yes_no"))
 
 
 def _override(name, *properties):
@@ -48,12 +51,17 @@ def _red_above(threshold):
 
 def _table():
     rename = {f"Value #{chr(ord('A') + i)}": header for i, (header, _, _) in enumerate(COLUMNS)}
+    rename["reason"] = "Why"
     hidden = {"Time": True}
     overrides = [_override(header, ("unit", unit)) for header, _, unit in COLUMNS]
     overrides += [_override("Unhealthy partitions", _red_above(1), ("custom.displayMode", "color-background"),
                             ("custom.cellOptions", {"type": "color-background"})),
                   _override("Last poll age", _red_above(30), ("custom.displayMode", "color-background"),
-                            ("custom.cellOptions", {"type": "color-background"}))]
+                            ("custom.cellOptions", {"type": "color-background"})),
+                  _override("Polled", ("custom.displayMode", "color-background"),
+                            ("custom.cellOptions", {"type": "color-background"}),
+                            ("mappings", [{"type": "value", "options": {
+                                "0": {"color": "red", "index": 0}, "1": {"color": "green", "index": 1}}}]))]
     return g.Table(
         title="Clusters", dataSource=DATASOURCE,
         targets=targets(*((query, "") for _, query, _ in COLUMNS), instant=True, table=True),
@@ -61,7 +69,9 @@ def _table():
                     "row budget included), the bytes they have left, the ETA of the last of them (empty: unknown), "
                     "the partitions in an unhealthy state (STALLED, FALLING_BEHIND, BROKER_OFFLINE: the replica "
                     "alerts) and the seconds since the cluster was last polled (red past 30 s, three triggers at "
-                    "the default: KafkaReassignmentMonitorDown).",
+                    "the default: KafkaReassignmentMonitorDown); Polled and Why: whether the job's last look at the "
+                    "cluster succeeded, else the kind of error it met (unreachable, authentication, tls, "
+                    "authorization, refused, ...: docs/metrics.md).",
         filterable=True, overrides=overrides, sortBy=[g.TableSortByField(displayName="Unhealthy partitions", desc=True)],
         transformations=[{"id": "merge", "options": {}},
                          {"id": "organize", "options": {
@@ -87,6 +97,10 @@ def build():
                          "Saw-tooth up to the trigger interval when healthy; a climbing line is a cluster not polled.",
                          thresholdsStyleMode="line",
                          thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 30}]), 12)]),
+        (6, [(timeseries("Polled per cluster", [(POLLED, "{{cluster}} {{reason}}")], "none",
+                         "1 while the job's looks at the cluster succeed (polled); 0 with the kind of error the last "
+                         "look met: unreachable (no broker answered), authentication, tls, authorization (an ACL), "
+                         "refused, bug.", drawStyle="bars", fillOpacity=80), 24)]),
     ])
     return dashboard("Kafka reassignments: fleet", UID,
                      "Every cluster's reassignments at a glance: moves, bytes left, ETA, unhealthy states.",

@@ -161,6 +161,8 @@ def _label_values():
         (None, "action"): (THROTTLE_ACTION_NAMES, "streaming/vocabulary/throttle_actions.py"),
         (None, "api"): (POLL_APIS + (PRODUCE, READ), "streaming/vocabulary/kafka_apis.py"),
         (None, "request_id"): ((), "a plan's request id (`execute` prints it)"),
+        (m.CLUSTER_UP.name, "reason"): (m.CLUSTER_UP_REASONS, "`polled`, else the kind of error the last look met: "
+                                                              "streaming/vocabulary/errors.py `KINDS`"),
     }
 
 

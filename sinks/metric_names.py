@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from streaming.vocabulary.cluster_name import CLUSTER
 from streaming.vocabulary.config_keys import THROTTLE_SCOPES  # noqa: F401 (label values of THROTTLE_ACTIONS)
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
+from streaming.vocabulary.errors import KINDS
 from streaming.vocabulary.throttle_actions import THROTTLE_ACTION_NAMES  # noqa: F401 (label values)
 
 
@@ -65,6 +66,14 @@ TOPIC_THROTTLED_REPLICAS = Metric("kafka_reassignment_topic_throttled_replicas",
                                   "Entries in the topic's throttled-replicas config; '*' counts as -1.")
 THROTTLE_ACTIONS = Metric("kafka_reassignment_throttle_actions_total", "counter", (CLUSTER, "scope", "action"),
                           "Throttle janitor actions (removed, restored, dry_run, failed) and --throttle auto changes (raised, lowered).")
+# The reason of a cluster the job looks at: polled, or the kind of error its last look met (the error table).
+POLLED = "polled"
+CLUSTER_UP_REASONS = (POLLED, *KINDS)
+CLUSTER_UP = Metric("kafka_reassignment_cluster_up", "gauge", (CLUSTER, "reason"),
+                    "1 while the job's looks at the cluster (a ListPartitionReassignments every controller tick) "
+                    "succeed, reason polled; 0 when the last look failed, reason the kind of error it met "
+                    "(streaming.vocabulary.errors KINDS: unreachable, authentication, tls, authorization, refused, ...). "
+                    "Absent until the first look.")
 LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (CLUSTER,),
                    "Unix time of the last successful poll of the cluster.")
 POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (CLUSTER,),
@@ -84,6 +93,7 @@ PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", (CLUSTER, "req
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
        REPLICA_ETA, REPLICA_STALLED, REPLICA_REMOTE_BYTES, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
-       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
+       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, CLUSTER_UP, LAST_POLL,
+       POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 

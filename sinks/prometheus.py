@@ -131,6 +131,7 @@ class SnapshotCollector:
         self._picture = Picture()
         self._rows_s = None  # the time of the poll the shown rows come from (liveness may be later: `touch`)
         self._throttles_s = None  # ... the shown throttle tables come from (a read of its own: `offer_throttles`)
+        self._look = None  # the reason of the last look at the cluster (`looked`), None before the first
         self.detail = detail
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
@@ -180,13 +181,22 @@ class SnapshotCollector:
         with self._lock:
             self._picture = replace(self._picture, last_poll_s=_later(self._picture.last_poll_s, poll_s))
 
+    def looked(self, reason):
+        """The outcome of a look at the cluster: m.POLLED, or the kind of error that failed it (the error table,
+        streaming.vocabulary.errors): kafka_reassignment_cluster_up says it until the next look."""
+        with self._lock:
+            self._look = reason
+
     def describe(self):
         return []  # names are fixed, but describing none keeps registration from calling collect()
 
     def _samples(self):
         with self._lock:
-            picture = self._picture
-        return labelled(samples(picture, self.detail, self.budget), self.cluster)
+            picture, look = self._picture, self._look
+        out = samples(picture, self.detail, self.budget)
+        if look is not None:
+            out.append((m.CLUSTER_UP, ("reason",), (look,), float(look == m.POLLED)))
+        return labelled(out, self.cluster)
 
     def collect(self):
         families = {}

@@ -83,10 +83,10 @@ def test_fleet_table_has_a_row_per_cluster_with_what_the_issue_asks_for():
     table = next(p for p in json.loads(render(DASHBOARDS["fleet"]()))["panels"] if p["type"] == "table")
     organize = next(t for t in table["transformations"] if t["id"] == "organize")["options"]
     assert organize["indexByName"]["cluster"] == 0
-    assert {"Replica moves", "Bytes left", "ETA", "Unhealthy partitions"} <= set(organize["renameByName"].values())
-    assert all(t["instant"] and t["format"] == "table" and t["expr"].startswith(("sum by (cluster)", "max by (cluster)",
-                                                                                 "time() - max by (cluster)"))
-               for t in table["targets"])
+    assert {"Replica moves", "Bytes left", "ETA", "Unhealthy partitions", "Polled", "Why"} <= set(
+        organize["renameByName"].values())
+    per_cluster = ("sum by (cluster)", "max by (cluster)", "time() - max by (cluster)", "max by (cluster, reason)")
+    assert all(t["instant"] and t["format"] == "table" and t["expr"].startswith(per_cluster) for t in table["targets"])
 
 
 def test_replica_table_shows_every_column_the_issue_asks_for():
