@@ -224,6 +224,16 @@ def test_each_look_says_whether_the_cluster_is_polled_and_why_not(tmp_path, erro
     assert series() == [({"cluster": CLUSTER_NAME, "reason": "polled"}, 1.0)]
 
 
+def test_the_door_s_last_list_while_kafka_s_controller_is_silent_is_no_answer(tmp_path):
+    class Silent(FakeCluster):
+        def listed_or_last(self):
+            return self.list_reassignments(), True  # the door's last list: the controller answered nobody
+
+    controller, metrics, _ = a_controller_on(tmp_path, Silent())
+    controller.tick()
+    assert sample(metrics, CLUSTER_UP, reason="unreachable") == 0.0
+
+
 def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path):
     cluster = FakeCluster()
     cluster.reassigning[("t", 0)] = ((2, 1), (2,))

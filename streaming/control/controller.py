@@ -45,7 +45,7 @@ from streaming.control.rounds import SLOW_TICK_LINE, SLOW_TICK_S, TICK_INTERVAL_
 from streaming.control.sweep import describe_given_up
 from streaming.control.throttles.read import read_for_plan
 from streaming.vocabulary.defaults import request_deadline_s
-from streaming.vocabulary.errors import kind_of
+from streaming.vocabulary.errors import UNREACHABLE, kind_of
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, READ
 
 __all__ = ["BATCHES_LINE", "IDLE_LINE", "JANITOR_PREFIX", "LOG_PREFIX", "SLOW_LOOK_LINE", "SLOW_TICK_LINE",
@@ -298,7 +298,8 @@ class Controller:
             self.metrics.snapshot.looked(kind_of(error))
             self._say(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
-        self.metrics.snapshot.looked(POLLED)
+        # The door's last list while Kafka's controller answers nobody: the batches go on with it, but no answer came.
+        self.metrics.snapshot.looked(UNREACHABLE if self.duties.looks.kafka_controller_silent() else POLLED)
         return listed
 
     @step("ownership")
