@@ -100,9 +100,9 @@ def load(path, name, run_parser):
 
 def named(args):
     """The cluster's name (streaming.vocabulary.cluster_name) for `args` as `chosen` returns them."""
-    from streaming.vocabulary.cluster_name import cluster_name
+    from streaming.vocabulary.cluster_name import name_of
 
-    return cluster_name(args.cluster or args.cluster_name, args.bootstrap_server)
+    return name_of(args.cluster or args.cluster_name, args.bootstrap_server)
 
 
 def chosen(args, argv, parser):

@@ -23,6 +23,6 @@ def default_name(bootstrap_servers):
     return bootstrap_servers.split(",")[0].strip()
 
 
-def cluster_name(named, bootstrap_servers):
+def name_of(named, bootstrap_servers):
     """The cluster's name: `named` (the fleet file's or --cluster-name's) when given, else the default."""
     return named or default_name(bootstrap_servers)
