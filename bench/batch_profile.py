@@ -169,7 +169,7 @@ def measure(replicas, polls, cprofile=None):
             (job, "assemble", "  driver: assemble"),
             (stateful, "track_bucket", "  track_bucket")):
         timer.wrap(module, name, label)
-    metrics = MonitorMetrics()
+    metrics = MonitorMetrics("bench")
     handler = job.BatchHandler(CountingWriter(), metrics, out=None)
     timer.wrap(metrics.snapshot, "update", "  driver: Prometheus picture")
     tracker = stateful.make_tracker(Settings())

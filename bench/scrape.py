@@ -79,7 +79,7 @@ def picture(replicas, per_partition):
         facts = PollFacts("synthetic", second.ts_ms, 12, 0.5, (), {})
         tables = {name: second.tables[name] for name in ("brokers", "log_dirs_answered", "topic_throttles",
                                                           "broker_throttles", "reassignments")}
-        return assemble(report, tables, facts, batch_id=2).picture
+        return assemble(report, tables, facts, batch_id=2, cluster="bench").picture
 
 
 def scrape(url):
@@ -110,7 +110,7 @@ def serve_after(metrics, port):
 
 
 def measure(shot, detail, arm, port, scrapes):
-    metrics = MonitorMetrics(detail)
+    metrics = MonitorMetrics("bench", detail)
     metrics.snapshot.update(shot)
     close = {"before": serve_before, "budget": serve_registry, "after": serve_after}[arm](metrics, port)
     try:

@@ -231,7 +231,7 @@ def row(label, result):
 def run_synthetic(spark, replicas, batches, checkpoint):
     spark.dataSource.register(SyntheticSource)
     stream = spark.readStream.format(SyntheticSource.name()).option("replicas", str(replicas)).load()
-    handler = MeasuringHandler(NullWriter(), MonitorMetrics(), out=None)
+    handler = MeasuringHandler(NullWriter(), MonitorMetrics("bench"), out=None)
     config = JobConfig(bootstrap="", checkpoint_location=checkpoint, trigger_interval_s=1.0)
     query = start_tracking(stream, config, handler)
     try:
@@ -274,7 +274,7 @@ def run_live(spark, bootstrap, admin, replicas, batches, checkpoint):
             applier = applier_of(door)
             ensure_progress_topic(applier, config.progress_topic)
             writer = applier.publisher(config.progress_topic)
-            handler = MeasuringHandler(writer, MonitorMetrics(), out=None)
+            handler = MeasuringHandler(writer, MonitorMetrics("bench"), out=None)
             query = ARMS[arm](spark, config, handler)
             try:
                 result = measure(query, handler, batches)

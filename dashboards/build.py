@@ -8,10 +8,10 @@ from pathlib import Path
 
 from grafanalib._gen import DashboardEncoder
 
-from dashboards import brokers, overview, replicas
+from dashboards import brokers, fleet, overview, replicas
 
 # File stem -> builder. The order is the order of `all_queries`.
-DASHBOARDS = {"overview": overview.build, "brokers": brokers.build, "replicas": replicas.build}
+DASHBOARDS = {"fleet": fleet.build, "overview": overview.build, "brokers": brokers.build, "replicas": replicas.build}
 HERE = Path(__file__).resolve().parent
 
 # What Grafana substitutes at query time, as a plain Prometheus query must see it: "All" of a
@@ -48,14 +48,18 @@ def substitute(expr, variables):
     return _VARIABLE.sub(value, expr)
 
 
-def all_queries():
-    """[(dashboard file stem, panel or annotation title, PromQL)] over every dashboard."""
+def all_queries(variables_filled=True):
+    """[(dashboard file stem, panel or annotation title, PromQL)] over every dashboard, the variables at "All"
+    (`variables_filled`) or as the dashboard has them."""
     out = []
     for name, build in DASHBOARDS.items():
         data = json.loads(render(build()))
         variables = {v["name"]: v["allValue"] for v in data["templating"]["list"] if v["type"] == "query"}
+
+        def filled(expr):
+            return substitute(expr, variables) if variables_filled else expr
+
         for panel in data["panels"]:
-            out += [(name, panel["title"], substitute(t["expr"], variables)) for t in panel["targets"]]
-        out += [(name, f"annotation: {a['name']}", substitute(a["expr"], variables))
-                for a in data["annotations"]["list"]]
+            out += [(name, panel["title"], filled(t["expr"])) for t in panel["targets"]]
+        out += [(name, f"annotation: {a['name']}", filled(a["expr"])) for a in data["annotations"]["list"]]
     return out

@@ -1,5 +1,9 @@
-"""What the three dashboards share: the datasource and template variables, PromQL selector helpers,
-panel constructors with this project's defaults, and a grid layout so no module counts pixels."""
+"""What the dashboards share: the datasource and template variables, PromQL selector helpers,
+panel constructors with this project's defaults, and a grid layout so no module counts pixels.
+
+Every dashboard has the `cluster` variable (the label of every series, docs/metrics.md "The cluster label") and
+every query is filtered by it (ONE_CLUSTER's matcher), so one Prometheus scraping several jobs shows each cluster
+on its own or any of them together."""
 
 import attr
 from grafanalib import core as g
@@ -21,16 +25,27 @@ STATE_COLORS = {"COMPLETED": "green", "CANCELLED": "text", "IN_SYNC": "green", "
 
 GRID_WIDTH = 24
 
+# The matcher every query puts on every series: the clusters picked in the `cluster` variable.
+CLUSTERS = f'{m.CLUSTER}=~"${m.CLUSTER}"'
+
 
 def datasource_variable():
     return g.Template(name="datasource", label="Data source", query="prometheus", type="datasource")
 
 
 def label_variable(name, label, metric=m.REPLICA_STATE):
-    """A multi-select variable over one label of `metric`; "All" is the regex `.*` so it also matches
-    series the label values query has not seen yet."""
-    return g.Template(name=name, label=label, query=f"label_values({metric.name}, {name})", dataSource=DATASOURCE,
-                      includeAll=True, multi=True, allValue=".*", refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
+    """A multi-select variable over one label of `metric` in the clusters picked; "All" is the regex `.*` so it also
+    matches series the label values query has not seen yet."""
+    return g.Template(name=name, label=label, query=f"label_values({selector(metric, CLUSTERS)}, {name})",
+                      dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*",
+                      refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
+
+
+def cluster_variable():
+    """The clusters: every job exports its liveness gauge from its first poll, moving or not."""
+    return g.Template(name=m.CLUSTER, label="Cluster", query=f"label_values({m.LAST_POLL.name}, {m.CLUSTER})",
+                      dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*",
+                      refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
 
 
 def selector(metric, *matchers, suffix=""):
@@ -77,7 +92,7 @@ def dashboard(title, uid, description, panels, variables, annotations=()):
               "includeVars": False, "keepTime": True}]
     return g.Dashboard(
         title=title, uid=uid, description=description, tags=TAGS, panels=panels, links=links,
-        templating=g.Templating(list=[datasource_variable(), *variables]),
+        templating=g.Templating(list=[datasource_variable(), cluster_variable(), *variables]),
         annotations=g.Annotations(list=list(annotations)), refresh="30s", timezone="browser",
         schemaVersion=36, graphTooltip=g.GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
         time=g.Time("now-6h", "now")).auto_panel_ids()

@@ -1,24 +1,26 @@
 """The overview dashboard: is anything moving, how much is left, how fast, when will it finish, what
-did the throttle janitor do, and is the monitor itself alive."""
+did the throttle janitor do, and is the monitor itself alive. Its stats add up the clusters picked (the longest ETA
+and the oldest poll of them); its time series have a line per cluster."""
 
 from sinks import metric_names as m
-from dashboards.common import NOT_FINISHED, STATE_COLORS, dashboard, layout, selector, stat, timeseries
+from dashboards.common import CLUSTERS, NOT_FINISHED, STATE_COLORS, dashboard, layout, selector, stat, timeseries
 
 UID = "krm-overview"
 QUANTILES = (0.5, 0.9, 0.99)
 # Three trigger intervals at the default --trigger-interval 10s, the same bound as the MonitorDown alert.
 POLL_AGE_RED_S = 30
 
-ACTIONS = f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[$__rate_interval]))"
-PLAN_PARTITIONS = f"sum by (request_id, state) ({m.PLAN_PARTITIONS.name})"
+ACTIONS = f"sum by (cluster, scope, action) (increase({selector(m.THROTTLE_ACTIONS, CLUSTERS)}[$__rate_interval]))"
+PLAN_PARTITIONS = f"sum by (cluster, request_id, state) ({selector(m.PLAN_PARTITIONS, CLUSTERS)})"
 # The rows shown on /metrics plus those left off it (sinks.metric_rows): every move, whatever the row budget.
-MOVES_IN_FLIGHT = (f"sum({m.REPLICA_STATE.name}) + (sum({selector(m.METRICS_ROWS_OMITTED, NOT_FINISHED)}) "
+MOVES_IN_FLIGHT = (f"sum({selector(m.REPLICA_STATE, CLUSTERS)}) + (sum({selector(m.METRICS_ROWS_OMITTED, CLUSTERS, NOT_FINISHED)}) "
                    f"or vector(0))")
 
 
 def _quantiles(histogram, name):
-    return [(f"histogram_quantile({q}, sum by (le) (rate({selector(histogram, suffix='_bucket')}[$__rate_interval])))",
-             f"{name} p{round(q * 100)}") for q in QUANTILES]
+    return [(f"histogram_quantile({q}, sum by (cluster, le) "
+             f"(rate({selector(histogram, CLUSTERS, suffix='_bucket')}[$__rate_interval])))",
+             f"{{{{cluster}}}} {name} p{round(q * 100)}") for q in QUANTILES]
 
 
 def _state_colors():
@@ -31,69 +33,73 @@ def _throttle_annotation():
     # A marker on every time series whenever the janitor acted, so a rate change lines up with its cause.
     return {"name": "Throttle actions", "enable": True, "iconColor": "orange", "datasource": {
         "type": "prometheus", "uid": "${datasource}"},
-        "expr": f"sum by (scope, action) (increase({m.THROTTLE_ACTIONS.name}[1m])) > 0",
-        "step": "1m", "titleFormat": "throttle {{action}} ({{scope}})", "tagKeys": "scope,action",
+        "expr": f"sum by (cluster, scope, action) (increase({selector(m.THROTTLE_ACTIONS, CLUSTERS)}[1m])) > 0",
+        "step": "1m", "titleFormat": "{{cluster}}: throttle {{action}} ({{scope}})", "tagKeys": "cluster,scope,action",
         "textFormat": "", "useValueForTime": False}
 
 
 def build():
-    poll_age = f"time() - {m.LAST_POLL.name}"
+    poll_age = f"time() - {selector(m.LAST_POLL, CLUSTERS)}"
+    remaining, rate, eta = (selector(metric, CLUSTERS) for metric in (m.REMAINING_BYTES, m.COPY_RATE, m.ETA))
     panels = layout([
-        (5, [(stat("Partitions reassigning", f"sum({selector(m.PARTITIONS, NOT_FINISHED)})", "none",
+        (5, [(stat("Partitions reassigning", f"sum({selector(m.PARTITIONS, CLUSTERS, NOT_FINISHED)})", "none",
                    "Partitions with an ongoing reassignment (every state but the finished ones)."), 4),
              (stat("Replica moves in flight", MOVES_IN_FLIGHT, "none",
                    "Replicas being added to a reassigning partition (rows at --metrics-detail), those left off "
                    "/metrics past its row budget included."), 4),
-             (stat("Bytes remaining", m.REMAINING_BYTES.name, "bytes",
+             (stat("Bytes remaining", f"sum({remaining})", "bytes",
                    "Bytes still to copy over all ongoing reassignments.", no_value="no data"), 4),
-             (stat("Copy rate", m.COPY_RATE.name, "Bps", "Cluster copy rate over all moving replicas."), 4),
-             (stat("Cluster ETA", m.ETA.name, "s",
-                   "Until all ongoing reassignments complete; unknown when the copy cannot outrun producers.",
+             (stat("Copy rate", f"sum({rate})", "Bps", "Copy rate over all moving replicas."), 4),
+             (stat("Cluster ETA", f"max({eta})", "s",
+                   "Until all ongoing reassignments complete (of several clusters: the last to finish); unknown when "
+                   "the copy cannot outrun producers.",
                    no_value="unknown"), 4),
-             (stat("Last poll age", poll_age, "s",
-                   "Seconds since the monitor last polled the cluster successfully.",
+             (stat("Last poll age", f"max({poll_age})", "s",
+                   "Seconds since the monitor last polled the cluster successfully (of several: the oldest).",
                    thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": POLL_AGE_RED_S / 2},
                                {"color": "red", "value": POLL_AGE_RED_S}], no_value="monitor down"), 4)]),
-        (8, [(timeseries("Bytes remaining over time", [(m.REMAINING_BYTES.name, "remaining")], "bytes",
+        (8, [(timeseries("Bytes remaining over time", [(remaining, "{{cluster}} remaining")], "bytes",
                          "Should fall steadily; a flat line is a stall, a rising one means producers outrun the copy."),
               12),
              (timeseries("Copy rate against configured throttles", [
-                 (m.COPY_RATE.name, "copy rate"),
-                 (f"sum by (kind) ({m.BROKER_THROTTLE_RATE.name})", "{{kind}} throttle, sum over brokers")],
+                 (rate, "{{cluster}} copy rate"),
+                 (f"sum by (cluster, kind) ({selector(m.BROKER_THROTTLE_RATE, CLUSTERS)})",
+                  "{{cluster}} {{kind}} throttle, sum over brokers")],
                  "Bps", "The copy cannot exceed the sum of the destination brokers' follower throttles (nor of "
                         "the sources' leader throttles). A copy rate at the throttle line is throttle-bound."), 12)]),
-        (8, [(timeseries("Cluster ETA over time", [(m.ETA.name, "ETA")], "s",
+        (8, [(timeseries("Cluster ETA over time", [(eta, "{{cluster}} ETA")], "s",
                          "Gaps mean unknown: the copy does not outrun the leaders' growth."), 12),
-             (timeseries("Partitions per state", [(m.PARTITIONS.name, "{{state}}")], "none",
+             (timeseries("Partitions per state", [(selector(m.PARTITIONS, CLUSTERS), "{{cluster}} {{state}}")], "none",
                          "Reassigning partitions by their worst replica state.",
                          stacking={"mode": "normal", "group": "A"}, fillOpacity=30,
                          overrides=_state_colors()), 12)]),
-        (8, [(timeseries("Throttle actions", [(ACTIONS, "{{scope}} {{action}}")], "none",
+        (8, [(timeseries("Throttle actions", [(ACTIONS, "{{cluster}} {{scope}} {{action}}")], "none",
                          "Throttle janitor actions per interval. 'failed' needs a look (see the runbook).",
                          drawStyle="bars", fillOpacity=80), 12),
-             (timeseries("Poll errors", [(f"sum by (api) (increase({m.POLL_ERRORS.name}[$__rate_interval]))",
-                                          "{{api}}")], "none",
+             (timeseries("Poll errors", [(f"sum by (cluster, api) (increase({selector(m.POLL_ERRORS, CLUSTERS)}"
+                                          f"[$__rate_interval]))", "{{cluster}} {{api}}")], "none",
                          "Failed admin requests per interval, by API. A few are retried; a steady stream "
                          "means the monitor cannot see the cluster.", drawStyle="bars", fillOpacity=80), 12)]),
         # Plans (execute --max-partitions-in-flight): the whole plan, pending partitions included.
-        (8, [(timeseries("Plan partitions per state", [(PLAN_PARTITIONS, "{{request_id}} {{state}}")], "none",
+        (8, [(timeseries("Plan partitions per state", [(PLAN_PARTITIONS, "{{cluster}} {{request_id}} {{state}}")], "none",
                          "Partitions of each running or paused plan: pending ones wait for a slot under the plan's "
                          "limits. Flat pending and in_flight lines for long: the plan is stuck (KafkaReassignmentPlanStuck).",
                          stacking={"mode": "normal", "group": "A"}, fillOpacity=30), 8),
-             (timeseries("Plan bytes remaining", [(m.PLAN_REMAINING_BYTES.name, "{{request_id}}")], "bytes",
+             (timeseries("Plan bytes remaining", [(selector(m.PLAN_REMAINING_BYTES, CLUSTERS), "{{cluster}} {{request_id}}")], "bytes",
                          "Bytes each plan still has to copy, pending partitions sized from their leaders' logs."), 8),
-             (timeseries("Plan ETA", [(m.PLAN_ETA.name, "{{request_id}}")], "s",
+             (timeseries("Plan ETA", [(selector(m.PLAN_ETA, CLUSTERS), "{{cluster}} {{request_id}}")], "s",
                          "Until each plan's last partition is moved: the budget model with the pending partitions "
                          "submitted under the plan's limits. Gaps mean unknown."), 8)]),
         (8, [(timeseries("Batch and poll duration", _quantiles(m.BATCH_DURATION, "batch")
                          + _quantiles(m.POLL_DURATION, "poll"), "s",
                          "A batch that takes longer than the trigger interval delays every poll after it."), 8),
-             (timeseries("Last poll age over time", [(poll_age, "age")], "s",
+             (timeseries("Last poll age over time", [(poll_age, "{{cluster}}")], "s",
                          "Saw-tooth up to the trigger interval when healthy.", thresholdsStyleMode="line",
                          thresholds=[{"color": "green", "value": None}, {"color": "red", "value": POLL_AGE_RED_S}]),
               8),
-             (timeseries("Moves left off /metrics", [(f"sum by (detail, state) ({m.METRICS_ROWS_OMITTED.name})",
-                                                      "{{detail}} {{state}}")], "none",
+             (timeseries("Moves left off /metrics", [(f"sum by (cluster, detail, state) "
+                                                      f"({selector(m.METRICS_ROWS_OMITTED, CLUSTERS)})",
+                                                      "{{cluster}} {{detail}} {{state}}")], "none",
                          "Rows of --metrics-detail without series of their own: /metrics shows a fixed budget of "
                          "rows, unhealthy ones first, then those with the most bytes left. Above 0, the replica "
                          "and broker dashboards show part of the moves (the counts and totals here show all); "

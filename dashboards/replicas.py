@@ -4,11 +4,12 @@ the history of the moves that are slow or stuck."""
 from grafanalib import core as g
 
 from sinks import metric_names as m
-from dashboards.common import DATASOURCE, STATE_COLORS, dashboard, label_variable, layout, selector, targets, timeseries
+from dashboards.common import (CLUSTERS, DATASOURCE, STATE_COLORS, dashboard, label_variable, layout, selector, targets,
+                               timeseries)
 
 UID = "krm-replicas"
-REPLICAS = ('topic=~"$topic"', 'broker=~"$broker"')
-LEGEND = "{{topic}}-{{partition}} -> {{broker}}"
+REPLICAS = (CLUSTERS, 'topic=~"$topic"', 'broker=~"$broker"')
+LEGEND = "{{cluster}} {{topic}}-{{partition}} -> {{broker}}"
 
 # Table columns: (header, metric, unit). The state comes first, from the series whose value is 1.
 COLUMNS = (("Progress", m.REPLICA_PROGRESS_RATIO, "percentunit"),
@@ -36,7 +37,7 @@ def _table():
     diagnosis_value = f"Value #{chr(ord('B') + len(COLUMNS))}"
     hidden = {name: True for name in ("Time", "__name__", "job", "instance", "Value #A", diagnosis_value)}
     value["reason_code"] = "Reason"
-    order = ["topic", "partition", "broker", "state", "Reason", *[h for h, _, _ in COLUMNS]]
+    order = [m.CLUSTER, "topic", "partition", "broker", "state", "Reason", *[h for h, _, _ in COLUMNS]]
     # Progress as a bar gauge in its cell: cellOptions for Grafana 10+, displayMode for older ones.
     gauge = (("min", 0), ("max", 1), ("custom.displayMode", "gradient-gauge"),
              ("custom.cellOptions", {"type": "gauge", "mode": "gradient"}))
@@ -76,7 +77,8 @@ def build():
                          "Seconds since the copied bytes last grew, for replicas not growing. STALLED after "
                          "--stall-after (default 10m)."), 12)]),
         (8, [(timeseries("Unhealthy replicas by reason",
-                         [(f"sum by (reason_code) ({selector(m.REPLICA_DIAGNOSIS, *REPLICAS)})", "{{reason_code}}")],
+                         [(f"sum by (cluster, reason_code) ({selector(m.REPLICA_DIAGNOSIS, *REPLICAS)})",
+                           "{{cluster}} {{reason_code}}")],
                          "none", "Replica moves per reason code (docs/alerts.md, 'Reason codes'): what to look at first."),
               24)]),
     ])

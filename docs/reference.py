@@ -142,6 +142,9 @@ def _label_values():
     run = _subcommands(build_parser())["run"]
     [detail] = [a for a in run._actions if "--metrics-detail" in a.option_strings]
     return {
+        (None, m.CLUSTER): ((), "the cluster's name: the fleet file's (`--clusters FILE --cluster NAME`), else "
+                                "`--cluster-name`, else the first address of `--bootstrap-server` "
+                                "(streaming/vocabulary/cluster_name.py)"),
         (None, "topic"): ((), "the moving partition's topic"),
         (None, "partition"): ((), "the partition's index"),
         (None, "broker"): ((), "the broker id: the destination of a move; the broker a throttle is set on"),
@@ -158,6 +161,8 @@ def _label_values():
         (None, "action"): (THROTTLE_ACTION_NAMES, "streaming/vocabulary/throttle_actions.py"),
         (None, "api"): (POLL_APIS + (PRODUCE, READ), "streaming/vocabulary/kafka_apis.py"),
         (None, "request_id"): ((), "a plan's request id (`execute` prints it)"),
+        (m.CLUSTER_UP.name, "reason"): (m.CLUSTER_UP_REASONS, "`polled`, else the kind of error the last look met: "
+                                                              "streaming/vocabulary/errors.py `KINDS`"),
     }
 
 

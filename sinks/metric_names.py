@@ -1,10 +1,15 @@
 """Every Prometheus metric the job exports: name, type, labels, help. Defined once, imported by the
-collector, the dashboards, the alert-rule tests and the contract tests; docs/metrics.md is generated from it."""
+collector, the dashboards, the alert-rule tests and the contract tests; docs/metrics.md is generated from it.
+
+Every family's first label is `cluster` (CLUSTER, streaming.vocabulary.cluster_name): which cluster the series is
+about, so that the series of several clusters can stand side by side in one Prometheus."""
 
 from dataclasses import dataclass
 
+from streaming.vocabulary.cluster_name import CLUSTER
 from streaming.vocabulary.config_keys import THROTTLE_SCOPES  # noqa: F401 (label values of THROTTLE_ACTIONS)
 from streaming.vocabulary.defaults import METRICS_ROW_BUDGET
+from streaming.vocabulary.errors import KINDS
 from streaming.vocabulary.throttle_actions import THROTTLE_ACTION_NAMES  # noqa: F401 (label values)
 
 
@@ -16,7 +21,7 @@ class Metric:
     help: str
 
 
-REPLICA = ("topic", "partition", "broker")
+REPLICA = (CLUSTER, "topic", "partition", "broker")
 
 REPLICA_COPIED_BYTES = Metric("kafka_reassignment_replica_copied_bytes", "gauge", REPLICA,
                               "Bytes of the new replica's log on the destination broker (numerator).")
@@ -42,44 +47,53 @@ REPLICA_DIAGNOSIS = Metric("kafka_reassignment_replica_diagnosis", "gauge", REPL
                            "1 for a replica move that is not healthy, labelled with why (a reason code of "
                            "streaming.vocabulary.reasons); absent for a healthy move.")
 METRICS_ROWS_OMITTED = Metric(
-    "kafka_reassignment_metrics_rows_omitted", "gauge", ("detail", "state"),
+    "kafka_reassignment_metrics_rows_omitted", "gauge", (CLUSTER, "detail", "state"),
     f"Rows of the --metrics-detail level (label detail) left out of the per-row series, per state: /metrics shows "
     f"at most {METRICS_ROW_BUDGET} rows, unhealthy ones first, then those with the most bytes left, so that a "
     f"scrape stays small and fast. The cluster-wide gauges still count them. A STALLED, FALLING_BEHIND or "
     f"BROKER_OFFLINE count above 0 means more moves are unhealthy than are shown.")
-PARTITIONS = Metric("kafka_reassignment_partitions", "gauge", ("state",),
+PARTITIONS = Metric("kafka_reassignment_partitions", "gauge", (CLUSTER, "state"),
                     "Reassigning partitions per (worst replica) state.")
-REMAINING_BYTES = Metric("kafka_reassignment_remaining_bytes", "gauge", (),
+REMAINING_BYTES = Metric("kafka_reassignment_remaining_bytes", "gauge", (CLUSTER,),
                          "Bytes still to copy over all ongoing reassignments.")
-COPY_RATE = Metric("kafka_reassignment_copy_rate_bytes_per_second", "gauge", (),
+COPY_RATE = Metric("kafka_reassignment_copy_rate_bytes_per_second", "gauge", (CLUSTER,),
                    "Cluster copy rate over all moving replicas.")
-ETA = Metric("kafka_reassignment_eta_seconds", "gauge", (),
+ETA = Metric("kafka_reassignment_eta_seconds", "gauge", (CLUSTER,),
              "Seconds until all ongoing reassignments complete; absent when unknown.")
 BROKER_THROTTLE_RATE = Metric("kafka_reassignment_broker_throttle_rate_bytes_per_second", "gauge",
-                              ("broker", "kind"), "Configured replication throttle rate per broker.")
-TOPIC_THROTTLED_REPLICAS = Metric("kafka_reassignment_topic_throttled_replicas", "gauge", ("topic", "kind"),
+                              (CLUSTER, "broker", "kind"), "Configured replication throttle rate per broker.")
+TOPIC_THROTTLED_REPLICAS = Metric("kafka_reassignment_topic_throttled_replicas", "gauge", (CLUSTER, "topic", "kind"),
                                   "Entries in the topic's throttled-replicas config; '*' counts as -1.")
-THROTTLE_ACTIONS = Metric("kafka_reassignment_throttle_actions_total", "counter", ("scope", "action"),
+THROTTLE_ACTIONS = Metric("kafka_reassignment_throttle_actions_total", "counter", (CLUSTER, "scope", "action"),
                           "Throttle janitor actions (removed, restored, dry_run, failed) and --throttle auto changes (raised, lowered).")
-LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (),
+# The reason of a cluster the job looks at: polled, or the kind of error its last look met (the error table).
+POLLED = "polled"
+CLUSTER_UP_REASONS = (POLLED, *KINDS)
+CLUSTER_UP = Metric("kafka_reassignment_cluster_up", "gauge", (CLUSTER, "reason"),
+                    "1 while the job's looks at the cluster (a ListPartitionReassignments every controller tick) "
+                    "succeed, reason polled; 0 when the last look failed, reason the kind of error it met "
+                    "(streaming.vocabulary.errors KINDS: unreachable, authentication, tls, authorization, refused, ...). "
+                    "Absent until the first look.")
+LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (CLUSTER,),
                    "Unix time of the last successful poll of the cluster.")
-POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (),
+POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (CLUSTER,),
                        "Wall time of one poll of the cluster.")
-BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "histogram", (),
+BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "histogram", (CLUSTER,),
                         "Wall time of one whole micro-batch.")
-POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", ("api",),
+POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", (CLUSTER, "api"),
                      "Failed admin requests during polls, per API.")
-PLAN_PARTITIONS = Metric("kafka_reassignment_plan_partitions", "gauge", ("request_id", "state"),
+PLAN_PARTITIONS = Metric("kafka_reassignment_plan_partitions", "gauge", (CLUSTER, "request_id", "state"),
                          "Partitions of a running or paused plan per state (pending, in_flight, done, cancelled, left_alone, failed); "
                          "a finished plan's series stay one batch, with its last counts.")
-PLAN_REMAINING_BYTES = Metric("kafka_reassignment_plan_remaining_bytes", "gauge", ("request_id",),
+PLAN_REMAINING_BYTES = Metric("kafka_reassignment_plan_remaining_bytes", "gauge", (CLUSTER, "request_id"),
                               "Bytes a running or paused plan still has to copy, pending partitions included.")
-PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", ("request_id",),
+PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", (CLUSTER, "request_id"),
                   "Seconds until the plan's last partition is moved, pending ones submitted under its limits "
                   "(the budget model); absent when unknown.")
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
        REPLICA_ETA, REPLICA_STALLED, REPLICA_REMOTE_BYTES, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
-       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, LAST_POLL, POLL_DURATION,
+       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, CLUSTER_UP, LAST_POLL,
+       POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 

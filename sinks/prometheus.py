@@ -5,7 +5,9 @@ most `budget` rows (sinks.metric_rows). `SnapshotCollector` turns them into text
 picture it was handed (copied under a lock, never the network), so series of finished moves simply
 disappear. Counters and histograms accumulate across batches in ordinary prometheus_client objects. /metrics
 serves both (sinks.exposition); `MonitorMetrics.registry` holds both too, for readers in the process.
-Names and labels: sinks.metric_names.
+Names and labels: sinks.metric_names. `samples` are a picture's own labels; the collector and the counters put the
+cluster's name (`cluster`, streaming.vocabulary.cluster_name) in front of them, so that one cluster's collector and
+counters are what a job of several clusters holds once per cluster.
 """
 
 import threading
@@ -109,16 +111,27 @@ def samples(picture, detail="replica", budget=METRICS_ROW_BUDGET):
     return out
 
 
+def labelled(gauge_samples, cluster):
+    """`gauge_samples` with the cluster label first, as every family in sinks.metric_names has it."""
+    first_name, first_value = (m.CLUSTER,), (cluster,)
+    return [(metric, first_name + names, first_value + values, value)
+            for metric, names, values, value in gauge_samples]
+
+
 def _later(a, b):
     return b if a is None else a if b is None else max(a, b)
 
 
 class SnapshotCollector:
-    def __init__(self, detail="replica"):
+    """The gauges of the latest picture of one cluster (`cluster`: its name)."""
+
+    def __init__(self, cluster, detail="replica"):
+        self.cluster = cluster
         self._lock = threading.Lock()
         self._picture = Picture()
         self._rows_s = None  # the time of the poll the shown rows come from (liveness may be later: `touch`)
         self._throttles_s = None  # ... the shown throttle tables come from (a read of its own: `offer_throttles`)
+        self._look = None  # the reason of the last look at the cluster (`looked`), None before the first
         self.detail = detail
         self.budget = METRICS_ROW_BUDGET  # rows with series of their own; bench/scrape.py lifts it for its `before` arm
 
@@ -168,13 +181,22 @@ class SnapshotCollector:
         with self._lock:
             self._picture = replace(self._picture, last_poll_s=_later(self._picture.last_poll_s, poll_s))
 
+    def looked(self, reason):
+        """The outcome of a look at the cluster: m.POLLED, or the kind of error that failed it (the error table,
+        streaming.vocabulary.errors): kafka_reassignment_cluster_up says it until the next look."""
+        with self._lock:
+            self._look = reason
+
     def describe(self):
         return []  # names are fixed, but describing none keeps registration from calling collect()
 
     def _samples(self):
         with self._lock:
-            picture = self._picture
-        return samples(picture, self.detail, self.budget)
+            picture, look = self._picture, self._look
+        out = samples(picture, self.detail, self.budget)
+        if look is not None:
+            out.append((m.CLUSTER_UP, ("reason",), (look,), float(look == m.POLLED)))
+        return labelled(out, self.cluster)
 
     def collect(self):
         families = {}
@@ -190,16 +212,31 @@ class SnapshotCollector:
         return render(self._samples(), openmetrics)
 
 
-class MonitorMetrics:
-    """What the job serves: the snapshot gauges plus counters and histograms. `registry` holds them all, for
-    readers in the process; /metrics writes the snapshot's text itself and has prometheus_client write the
-    rest (`_accumulated`). `apis`: the calls a poll makes, whose error counters start at 0 (increase() then
-    sees the first error)."""
+class _OfCluster:
+    """A counter or histogram with its cluster label given: `labels(**others)` and `observe` fill it in, so
+    the code that counts never names the cluster."""
 
-    def __init__(self, detail="replica", apis=()):
+    def __init__(self, metric, cluster):
+        self._metric, self._cluster = metric, cluster
+
+    def labels(self, **others):
+        return self._metric.labels(**{m.CLUSTER: self._cluster}, **others)
+
+    def observe(self, value):
+        self.labels().observe(value)
+
+
+class MonitorMetrics:
+    """What the job serves for the cluster `cluster` (its name): the snapshot gauges plus counters and histograms.
+    `registry` holds them all, for readers in the process; /metrics writes the snapshot's text itself and has
+    prometheus_client write the rest (`_accumulated`). `apis`: the calls a poll makes, whose error counters start
+    at 0 (increase() then sees the first error)."""
+
+    def __init__(self, cluster, detail="replica", apis=()):
+        self.cluster = cluster
         self.registry = CollectorRegistry()
         self._accumulated = CollectorRegistry()
-        self.snapshot = SnapshotCollector(detail)
+        self.snapshot = SnapshotCollector(cluster, detail)
         self.registry.register(self.snapshot)
 
         def both(collector):
@@ -207,12 +244,14 @@ class MonitorMetrics:
             return collector
 
         def counter(metric):
-            return both(Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels),
-                                registry=self._accumulated))
+            return _OfCluster(both(Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels),
+                                           registry=self._accumulated)), cluster)
 
         def histogram(metric):
-            return both(Histogram(metric.name, metric.help, list(metric.labels), registry=self._accumulated,
-                                  buckets=DURATION_BUCKETS))
+            histogram = both(Histogram(metric.name, metric.help, list(metric.labels), registry=self._accumulated,
+                                       buckets=DURATION_BUCKETS))
+            histogram.labels(cluster)  # its series from the start, as an unlabelled histogram has
+            return _OfCluster(histogram, cluster)
 
         self.throttle_actions = counter(m.THROTTLE_ACTIONS)
         for scope in m.THROTTLE_SCOPES:  # known labels start at 0: increase() then sees the first action

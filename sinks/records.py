@@ -1,6 +1,8 @@
 """Records of the progress topic (docs/records.md): keys, JSON values and which rows get one. Pure.
 
-The value schema ships as progress_record.schema.json beside this module; tests validate against it.
+The value schema ships as progress_record.schema.json beside this module; tests validate against it. Every record
+names its cluster twice: `cluster`, the name the job calls it by (streaming.vocabulary.cluster_name, the `cluster`
+label of the metrics), and `cluster_id`, Kafka's id of it.
 """
 
 import json
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from streaming.vocabulary.cluster_name import CLUSTER
 from streaming.vocabulary.columns import bytes_left
 from streaming.vocabulary.defaults import RECORD_ROW_BUDGET
 from streaming.vocabulary.json_values import json_value
@@ -33,8 +36,8 @@ def plan_key(request_id):
     return f"plan:{request_id}"
 
 
-def record(kind, ts_ms, batch_id, cluster_id, message=None, state=None, **fields):
-    value = {"schema": SCHEMA_ID, "kind": kind, "ts_ms": int(ts_ms), "batch_id": int(batch_id),
+def record(kind, ts_ms, batch_id, cluster_id, message=None, state=None, *, cluster, **fields):
+    value = {"schema": SCHEMA_ID, "kind": kind, "ts_ms": int(ts_ms), "batch_id": int(batch_id), CLUSTER: cluster,
              "cluster_id": cluster_id, "state": state, "message": message}
     value.update({name: json_value(v) for name, v in fields.items()})
     return value
@@ -89,10 +92,11 @@ def _encoded(texts):
     return [(template % row).encode("utf-8") for row in zip(*texts.values())]
 
 
-def _head(kind, ts_ms, batch_id, cluster_id, rows):
+def _head(kind, ts_ms, batch_id, cluster, cluster_id, rows):
     """The fields every record starts with, as texts for `rows` records."""
     return {"schema": [_quote(SCHEMA_ID)] * rows, "kind": [_quote(kind)] * rows, "ts_ms": [str(int(ts_ms))] * rows,
-            "batch_id": [str(int(batch_id))] * rows, "cluster_id": [_quote(cluster_id)] * rows}
+            "batch_id": [str(int(batch_id))] * rows, CLUSTER: [_quote(cluster)] * rows,
+            "cluster_id": [_quote(cluster_id)] * rows}
 
 
 def _keys(rows, future):
@@ -115,14 +119,14 @@ def _transitions(replicas):
             for changed, before, now in zip(replicas["transition"].tolist(), previous.tolist(), state.tolist())]
 
 
-def replica_records(replicas, ts_ms, batch_id, cluster_id):
+def replica_records(replicas, ts_ms, batch_id, cluster_id, *, cluster):
     """(key, encoded value) per replica row (history report columns with the budget model's ETA and the reason of
     streaming.core.diagnosis: `reason_code`, `reason`; rows without them or without `remote_bytes` - the
     benchmarks' synthetic batches - carry null)."""
     n = len(replicas)
     nothing = np.full(n, None, dtype=object)
     texts = {
-        **_head(REPLICA_KIND, ts_ms, batch_id, cluster_id, n),
+        **_head(REPLICA_KIND, ts_ms, batch_id, cluster, cluster_id, n),
         "state": _states(replicas["state"]), "message": _transitions(replicas),
         "topic": _strings(replicas["topic"]), "partition": _integers(replicas["partition"]),
         "broker": _integers(replicas["broker"]), "intra_broker": _flags(replicas["intra_broker"]),
@@ -138,13 +142,13 @@ def replica_records(replicas, ts_ms, batch_id, cluster_id):
     return list(zip(_keys(replicas, replicas["intra_broker"]), _encoded(texts)))
 
 
-def partition_records(partitions, ts_ms, batch_id, cluster_id):
+def partition_records(partitions, ts_ms, batch_id, cluster_id, *, cluster):
     """(key, encoded value) per partition rollup row (streaming.core.rollups): bytes done, target and remaining as
     whole bytes; a target of 0 (every replica's unknown) is null."""
     n = len(partitions)
     done, total = partitions["bytes_done"], partitions["bytes_total"]
     texts = {
-        **_head(PARTITION_KIND, ts_ms, batch_id, cluster_id, n),
+        **_head(PARTITION_KIND, ts_ms, batch_id, cluster, cluster_id, n),
         "state": _states(partitions["state"]), "message": ["null"] * n,
         "topic": _strings(partitions["topic"]), "partition": _integers(partitions["partition"]),
         "numerator": _counts(done), "denominator": _counts(np.where(total > 0, total, np.nan)),
@@ -174,18 +178,19 @@ def rewritten(replicas, batch_id, budget=RECORD_ROW_BUDGET):
     return transition | ((_phase(replicas, every) + batch_id) % every == 0)
 
 
-def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None):
+def reassignment_record(summary, state, ts_ms, batch_id, cluster_id, request_id=None, *, cluster):
     """`state`: the worst partition state, or None when nothing moves."""
     return record(
-        REASSIGNMENT_KIND, ts_ms, batch_id, cluster_id, request_id=request_id, state=state,
+        REASSIGNMENT_KIND, ts_ms, batch_id, cluster_id, cluster=cluster, request_id=request_id, state=state,
         partitions_total=summary["partitions_total"], partitions_completed=summary["partitions_completed"],
         bytes_total=summary["bytes_total"], bytes_remaining=summary["bytes_remaining"],
         rate_bytes_per_sec=summary["rate_bytes_per_sec"], eta_seconds=summary["eta_seconds"])
 
 
-def plan_record(row, ts_ms, batch_id, cluster_id):
+def plan_record(row, ts_ms, batch_id, cluster_id, *, cluster):
     """A plan's progress (streaming.control.plans.report.plan_row); `message`: why the job does not advance it."""
-    return record(PLAN_KIND, ts_ms, batch_id, cluster_id, message=row["not_advanced"], state=row["state"],
+    return record(PLAN_KIND, ts_ms, batch_id, cluster_id, cluster=cluster, message=row["not_advanced"],
+                  state=row["state"],
                   request_id=row["request_id"], partitions=row["partitions"],
                   partitions_total=row["partitions_total"], partitions_completed=row["partitions_completed"],
                   bytes_total=row["bytes_total"], bytes_remaining=row["bytes_remaining"],

@@ -23,10 +23,10 @@ def describe(action):
     return f"{where}: {prefix}{what}: {action.reason}"
 
 
-def throttle_record(action, ts_ms, batch_id, cluster_id):
+def throttle_record(action, ts_ms, batch_id, cluster_id, *, cluster):
     """(key, value) of the progress-topic `throttle` record for one action (sinks.records shape)."""
     value = record(
-        THROTTLE_KIND, ts_ms, batch_id, cluster_id, message=describe(action),
+        THROTTLE_KIND, ts_ms, batch_id, cluster_id, cluster=cluster, message=describe(action),
         topic=action.name if action.scope == TOPIC else None,
         broker=int(action.name) if action.scope == BROKER else None,
         request_id=",".join(action.request_ids) or None,

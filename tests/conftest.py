@@ -10,7 +10,7 @@ from hypothesis import settings
 from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.compat_support import VERSIONS as COMPAT_VERSIONS
 from tests.compat_support import start_lane
-from tests.job_process import OWNED_JOB_TRIGGER_S
+from tests.job_process import OWNED_JOB_CLUSTER, OWNED_JOB_TRIGGER_S
 from tests.kafka_fixtures import ROOT, LocalCluster, shared_cluster
 
 # Properties are checked for what they say, never for how fast an example runs: the unit tests share the
@@ -472,7 +472,7 @@ def owned_job(cluster, guard, tmp_path_factory):
     directory = tmp_path_factory.mktemp("owned-job")
     job = JobProcess(cluster.bootstrap, directory / "checkpoint", directory / "job.log",
                      "--trigger-interval", f"{OWNED_JOB_TRIGGER_S:g}s", "--stall-after", "20s",
-                     "--master", "local[2]", "--quiet",
+                     "--master", "local[2]", "--quiet", "--cluster-name", OWNED_JOB_CLUSTER,
                      # steers only requests executed with --throttle auto (tests/test_job_janitor_cluster.py)
                      "--throttle", "auto", "--throttle-min", "100KB", "--throttle-max", "50MB",
                      "--throttle-interval", "1s",

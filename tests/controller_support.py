@@ -14,6 +14,8 @@ from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, PRODUCE, READ
 from streaming.vocabulary.throttle_actions import Policy
 
+CLUSTER_NAME = "under-test"  # the controller's metrics' and records' `cluster`
+
 
 class Clock:
     def __init__(self, now=1000.0):
@@ -42,7 +44,7 @@ def a_controller(cluster, ledger=None, gate_dir=None, writer=None, trigger_s=10.
     """(controller, metrics, clock): the controller over `cluster` (a FakeCluster) and `ledger` (a MemoryLedger),
     with the janitor's Policy(**policy). `wall` defaults to the clock; `plans`: advance plans (reading the fake);
     `steering`: the job's `--throttle auto` bounds."""
-    metrics = MonitorMetrics(apis=(LIST_REASSIGNMENTS, READ, DESCRIBE_CONFIGS, PRODUCE))
+    metrics = MonitorMetrics(CLUSTER_NAME, apis=(LIST_REASSIGNMENTS, READ, DESCRIBE_CONFIGS, PRODUCE))
     clock = clock or Clock()
     directory = Path(gate_dir or tempfile.mkdtemp(prefix="controller-test-"))
     log = logged.append if logged is not None else (lambda line: None)
@@ -69,4 +71,4 @@ def findings(snapshot, batch_id=7, tracks_moves=False, reported=(), **more):
 
 
 def sample(metrics, metric, **labels):
-    return metrics.registry.get_sample_value(metric.name, labels)
+    return metrics.registry.get_sample_value(metric.name, {"cluster": CLUSTER_NAME, **labels})

@@ -22,6 +22,7 @@ from tests.kafka_fixtures import wait_for
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("reassign-monitor"))
 OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
+OWNED_JOB_CLUSTER = "shared-owned"  # its --cluster-name: the `cluster` of its series and records
 LAST_POLL = LAST_POLL_METRIC.name
 # Spark batches handled (the poll-duration histogram's count, observed in foreachBatch itself; the batch-duration
 # histogram comes from Spark's listener events, which can lag a batch). Liveness (LAST_POLL) comes from the

@@ -66,6 +66,17 @@ def test_alert_labels_annotations_and_runbook(rule):
 
 
 @pytest.mark.parametrize("rule", ALERTS, ids=NAMES)
+def test_every_alert_names_its_cluster_and_keeps_clusters_apart(rule):
+    """The cluster is a label of every alert (the series' own, or the rule's for an alert on no series), its summary
+    and description say it, and every sum and join keeps it (`by (...)`, `on(...)`)."""
+    annotations = rule["annotations"]
+    assert "$labels.cluster" in annotations["summary"] and "$labels.cluster" in annotations["description"]
+    groupings = re.findall(r"\b(?:by|on)\s*\(([^)]*)\)", rule["expr"])
+    assert all("cluster" in [label.strip() for label in grouping.split(",")] for grouping in groupings), groupings
+    assert "absent(" not in rule["expr"] or "$labels.cluster" in rule["labels"].get("cluster", "")
+
+
+@pytest.mark.parametrize("rule", ALERTS, ids=NAMES)
 def test_alert_expression_uses_only_exported_series_labels_and_values(rule):
     assert problems(rule["expr"]) == []
 

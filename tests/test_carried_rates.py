@@ -49,7 +49,7 @@ def values(collector, metric):
 
 
 def test_metrics_keep_the_rate_while_a_batch_is_late_and_take_the_next_batchs():
-    collector = SnapshotCollector()
+    collector = SnapshotCollector("c")
     collector.update(picture([replica(rate=5e5, eta=30.0)], 100.0, rate=5e5, eta=30.0))
     collector.offer(picture([replica()], 104.0))  # the controller's own poll: no batch state
     assert (values(collector, REPLICA_COPY_RATE), values(collector, REPLICA_ETA), values(collector, ETA)) == (

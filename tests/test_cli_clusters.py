@@ -116,6 +116,19 @@ def test_run_of_a_cluster_is_run_with_its_flags(files):
     assert by_file == by_flags.__class__(**{**vars(by_flags), "cluster_name": "direct"})
 
 
+CLUSTER_NAMES = [
+    # id, argv, the JobConfig's cluster_label: the `cluster` of every metric and record
+    ("the-file-s-name", ("run", "--clusters", "@FLEET", "--cluster", "direct"), "direct"),
+    ("the-flag", ("run", "--bootstrap-server", SERVERS, "--cluster-name", "prod-eu.1"), "prod-eu.1"),
+    ("the-first-address", ("run", "--bootstrap-server", SERVERS), SERVERS.split(",")[0]),
+]
+
+
+@pytest.mark.parametrize("argv, label", [pytest.param(a, label, id=i) for i, a, label in CLUSTER_NAMES])
+def test_the_cluster_s_name_in_metrics_and_records(files, argv, label):
+    assert job_config([word.replace("@FLEET", str(files / "fleet.toml")) for word in argv]).cluster_label == label
+
+
 USAGE = [
     # id, argv, the error line after "reassign-monitor COMMAND: error: "
     ("run-fleet-job", ("run", "--clusters", "@FLEET"), fleet.NO_FLEET_JOB),
@@ -124,6 +137,10 @@ USAGE = [
      "--cluster names a cluster of --clusters FILE: give --clusters too"),
     ("command-config-with-clusters", ("cancel", "--all", "--clusters", "@FLEET", "--cluster", "direct", "--command-config", "x"),
      "--command-config cannot go with --clusters: the file names each cluster's client config"),
+    ("cluster-name-with-clusters", ("run", "--clusters", "@FLEET", "--cluster", "direct", "--cluster-name", "x"),
+     "--cluster-name cannot go with --clusters: a cluster of the file is called by its name there"),
+    ("bad-cluster-name", ("progress", "--bootstrap-server", SERVERS, "--cluster-name", "prod eu"),
+     "argument --cluster-name: 'prod eu' is not a cluster name: 1 to 64 ASCII letters, digits, '.', '_' or '-'"),
     ("both-forms", ("progress", "--clusters", "@FLEET", "--bootstrap-server", SERVERS),
      "argument --bootstrap-server: not allowed with argument --clusters"),
     ("neither-form", ("verify", "--reassignment-json-file", "x"), "one of the arguments --bootstrap-server --clusters is required"),

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from sinks.metric_names import LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
+from sinks.metric_names import CLUSTER_UP, LAST_POLL, POLL_ERRORS, THROTTLE_ACTIONS
 from streaming.control import batch_rules as rules
 from streaming.control import gate
 from streaming.control.batch_rules import BatchView
@@ -14,9 +14,10 @@ from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND
 from streaming.control.ownership.records import Move, Refusal
 from streaming.control.ownership.store import MemoryLedger
 from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
+from streaming.vocabulary.errors import AuthenticationFailed, NotAuthorized, TlsFailed, Unreachable
 from streaming.vocabulary.kafka_apis import READ
 from streaming.vocabulary.snapshot import Snapshot
-from tests.controller_support import Clock, Writer, a_controller, findings, sample
+from tests.controller_support import CLUSTER_NAME, Clock, Writer, a_controller, findings, sample
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import request, throttled
 from tests.test_throttle_observe import foreign_throttled_move
@@ -194,6 +195,43 @@ def test_a_failed_list_counts_as_a_poll_error_and_asks_for_a_batch(tmp_path):
     assert controller.tick() == "controller_blind"
     assert sample(metrics, POLL_ERRORS, api="ListPartitionReassignments") == 1.0
     assert sample(metrics, LAST_POLL) is None
+
+
+CLUSTER_UP_CASES = [
+    # id, what the tick's list raises (None: it answers), the reason, the value of kafka_reassignment_cluster_up
+    ("answers", None, "polled", 1.0),
+    ("unreachable", Unreachable("no broker answered within 10 s"), "unreachable", 0.0),
+    ("credentials-refused", AuthenticationFailed("SASL authentication failed"), "authentication", 0.0),
+    ("tls", TlsFailed("certificate verify failed"), "tls", 0.0),
+    ("acl", NotAuthorized("ClusterAuthorizationFailedError"), "authorization", 0.0),
+    ("bug", KeyError("endpoint_type"), "bug", 0.0),
+]
+
+
+@pytest.mark.parametrize("error, reason, up", [pytest.param(e, r, u, id=i) for i, e, r, u in CLUSTER_UP_CASES])
+def test_each_look_says_whether_the_cluster_is_polled_and_why_not(tmp_path, error, reason, up):
+    def series():
+        return [(s.labels, s.value) for family in metrics.registry.collect() for s in family.samples
+                if s.name == CLUSTER_UP.name]
+
+    cluster = FakeCluster(fail={"list_reassignments": error} if error is not None else {})
+    controller, metrics, _ = a_controller_on(tmp_path, cluster)
+    assert series() == []  # nothing said before the first look
+    controller.tick()
+    assert series() == [({"cluster": CLUSTER_NAME, "reason": reason}, up)]  # one series: the last look's
+    cluster.fail.clear()
+    controller.tick()
+    assert series() == [({"cluster": CLUSTER_NAME, "reason": "polled"}, 1.0)]
+
+
+def test_the_door_s_last_list_while_kafka_s_controller_is_silent_is_no_answer(tmp_path):
+    class Silent(FakeCluster):
+        def listed_or_last(self):
+            return self.list_reassignments(), True  # the door's last list: the controller answered nobody
+
+    controller, metrics, _ = a_controller_on(tmp_path, Silent())
+    controller.tick()
+    assert sample(metrics, CLUSTER_UP, reason="unreachable") == 0.0
 
 
 def test_batches_run_until_the_transition_after_a_move_left_is_reported(tmp_path):
@@ -795,7 +833,7 @@ def test_metrics_show_the_newest_look_at_the_cluster_whichever_took_it(shown, re
                        last_poll_s=poll_s, plans=plans)
 
     plan = {"request_id": "r1", "state": "running", "partitions": {}, "bytes_remaining": 7, "eta_seconds": None}
-    collector = SnapshotCollector()
+    collector = SnapshotCollector("c")
     for path, remaining_bytes, poll_s in shown:
         getattr(collector, path)(picture(remaining_bytes, poll_s, (plan,) if path == "update" else ()))
     assert values(collector, REMAINING_BYTES) == [remaining_after]
@@ -958,7 +996,7 @@ def test_metrics_show_the_throttles_of_the_newest_read(shown, rate_after):
     from sinks.metric_names import BROKER_THROTTLE_RATE
     from sinks.prometheus import Picture, SnapshotCollector
 
-    collector = SnapshotCollector()
+    collector = SnapshotCollector("c")
     for path, poll_s, rate in shown:
         rows = ({"broker": 1, "kind": "leader", "rate": rate},)
         if path == "offer_throttles":

@@ -47,9 +47,10 @@ def test_panel_titles_are_unique_and_panels_do_not_overlap(name):
 
 
 @pytest.mark.parametrize("name, variables", [
-    ("overview", ["datasource"]),
-    ("brokers", ["datasource", "topic", "broker"]),
-    ("replicas", ["datasource", "topic", "broker"]),
+    ("fleet", ["datasource", "cluster"]),
+    ("overview", ["datasource", "cluster"]),
+    ("brokers", ["datasource", "cluster", "topic", "broker"]),
+    ("replicas", ["datasource", "cluster", "topic", "broker"]),
 ])
 def test_template_variables(name, variables):
     data = json.loads(render(DASHBOARDS[name]()))
@@ -58,6 +59,34 @@ def test_template_variables(name, variables):
         assert (variable["includeAll"], variable["multi"], variable["allValue"]) == (True, True, ".*")
     panel_datasources = {json.dumps(p["datasource"], sort_keys=True) for p in data["panels"]}
     assert panel_datasources == {json.dumps({"type": "prometheus", "uid": "${datasource}"}, sort_keys=True)}
+
+
+RAW_QUERIES = all_queries(variables_filled=False)
+
+
+@pytest.mark.parametrize("dashboard, title, expr", RAW_QUERIES,
+                         ids=[f"{d}:{t}:{i}" for i, (d, t, _) in enumerate(RAW_QUERIES)])
+def test_every_series_of_every_query_is_filtered_by_the_cluster_variable(dashboard, title, expr):
+    picked = [name for name, label, op, value in matchers(expr) if (label, op, value) == (m.CLUSTER, "=~", "$cluster")]
+    assert sorted(picked) == sorted(series_names(expr))
+
+
+@pytest.mark.parametrize("name", DASHBOARDS)
+def test_the_topic_and_broker_values_offered_are_those_of_the_clusters_picked(name):
+    data = json.loads(render(DASHBOARDS[name]()))
+    cluster, *others = [v for v in data["templating"]["list"] if v["type"] == "query"]
+    assert cluster["query"] == f"label_values({m.LAST_POLL.name}, cluster)"
+    assert all('{cluster=~"$cluster"}' in v["query"] for v in others)
+
+
+def test_fleet_table_has_a_row_per_cluster_with_what_the_issue_asks_for():
+    table = next(p for p in json.loads(render(DASHBOARDS["fleet"]()))["panels"] if p["type"] == "table")
+    organize = next(t for t in table["transformations"] if t["id"] == "organize")["options"]
+    assert organize["indexByName"]["cluster"] == 0
+    assert {"Replica moves", "Bytes left", "ETA", "Unhealthy partitions", "Polled", "Why"} <= set(
+        organize["renameByName"].values())
+    per_cluster = ("sum by (cluster)", "max by (cluster)", "time() - max by (cluster)", "max by (cluster, reason)")
+    assert all(t["instant"] and t["format"] == "table" and t["expr"].startswith(per_cluster) for t in table["targets"])
 
 
 def test_replica_table_shows_every_column_the_issue_asks_for():

@@ -96,7 +96,7 @@ def many_moves(n):
 @pytest.fixture
 def served():
     """The job's metrics serving more moves than the row budget (2 here), a counter and a histogram."""
-    metrics = MonitorMetrics("replica", apis=("Metadata",))
+    metrics = MonitorMetrics("test", "replica", apis=("Metadata",))
     metrics.snapshot.budget = 2
     metrics.snapshot.update(many_moves(5))
     metrics.poll_errors.labels(api="Metadata").inc()
@@ -142,3 +142,17 @@ def test_promtool_finds_no_problem_in_the_metrics(served):
     _, body = scrape(served[1])
     result = subprocess.run([tool, "check", "metrics"], input=body, capture_output=True, timeout=30)
     assert result.returncode == 0, (result.stdout + result.stderr).decode()
+
+
+def test_every_series_names_its_cluster_first_of_all(served):
+    """The contract of sinks.metric_names: every family's first label is `cluster`, and /metrics fills it in for the
+    gauges of the picture, the counters and the histograms alike."""
+    assert all(metric.labels[0] == m.CLUSTER for metric in m.ALL)
+    metrics, url = served
+    _, body = scrape(url)
+    series = [s for family in text_string_to_metric_families(body.decode()) for s in family.samples
+              if family.name.startswith("kafka_reassignment")]
+    assert {s.labels.get(m.CLUSTER) for s in series} == {"test"}
+    assert {s.name.removesuffix("_total") for s in series if s.name.startswith("kafka_reassignment_monitor")} >= {
+        "kafka_reassignment_monitor_poll_errors", "kafka_reassignment_monitor_batch_duration_seconds_count",
+        "kafka_reassignment_monitor_poll_duration_seconds_count", "kafka_reassignment_monitor_last_poll_timestamp_seconds"}

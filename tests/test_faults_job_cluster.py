@@ -9,6 +9,7 @@ import time
 import pytest
 from kafka import TopicPartition
 
+from sinks.metric_names import CLUSTER_UP as CLUSTER_UP_METRIC
 from streaming.commands.reassign_common import connect as connect_door
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
 from tests.fault_support import (
@@ -19,6 +20,7 @@ from tests.kafka_fixtures import wait_for
 
 pytestmark = pytest.mark.cluster
 
+CLUSTER_UP = CLUSTER_UP_METRIC.name
 SETTLE_S = 90  # after the last restart: first poll, then the due removals of three requests
 
 
@@ -222,6 +224,41 @@ def test_broker_paused_mid_run_never_stops_the_job(fault_cluster, fault_job):
         assert counted >= len(failed_polls), (
             f"{len(failed_polls)} polls failed (batches {failed_polls}) but poll_errors_total grew by {counted}")
         assert not late, f"polls/janitor failing later than one batch after the broker resumed: {late[:5]}"
+    finally:
+        if job.process.poll() is not None:
+            job.start()
+        cluster.ensure_whole()
+
+
+UNREACHABLE_BOUND_S = 60  # every broker stopped: the job's look fails within its request deadline (--timeout)
+
+
+def test_every_broker_paused_the_job_says_the_cluster_is_unreachable_then_polled_again(fault_cluster, fault_job):
+    """kafka_reassignment_cluster_up: with every node SIGSTOPped nothing answers the controller's look, and /metrics
+    says so - 0, reason unreachable (the error table's kind) - while the job keeps running; once the nodes resume,
+    1, polled, again. The pause lasts until the job said it (bounded), not a fixed time."""
+    cluster, job = fault_cluster, running(fault_job)
+    nodes = (1, 2, 3)
+    wait_for(lambda: job.metric(CLUSTER_UP, reason="polled") == 1.0, 30, interval_s=0.5, message="the cluster polled")
+    for node in nodes:
+        cluster.pause(node)
+    paused_at = time.monotonic()
+    try:
+        wait_for(lambda: job.metric(CLUSTER_UP, reason="unreachable") == 0.0, UNREACHABLE_BOUND_S, interval_s=0.5,
+                 message="/metrics to say the cluster is unreachable")
+        said_s = time.monotonic() - paused_at
+    finally:
+        for node in nodes:
+            cluster.resume(node)
+    resumed_at = time.monotonic()
+    try:
+        wait_for(lambda: job.metric(CLUSTER_UP, reason="polled") == 1.0, 90, interval_s=0.5,
+                 message="/metrics to say the cluster is polled again")
+        figure("every_broker_paused", unreachable_said_after_s=said_s, polled_again_after_s=time.monotonic() - resumed_at,
+               job_alive=job.process.poll() is None)
+        assert [labels for (name, labels), _ in job.samples().items() if name == CLUSTER_UP] == [
+            frozenset({("cluster", fault_cluster.bootstrap.split(",")[0]), ("reason", "polled")})]
+        assert job.process.poll() is None, job.log()[-3000:]
     finally:
         if job.process.poll() is not None:
             job.start()

@@ -213,7 +213,7 @@ ACTIONS = [
 
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: f"{a.scope}-{a.action}-{a.op}")
 def test_throttle_records_match_the_progress_schema(action):
-    key, value = throttle_record(action, 1_800_000_000_000, 3, "cid")
+    key, value = throttle_record(action, 1_800_000_000_000, 3, "cid", cluster="c")
     jsonschema.validate(value, SCHEMA)
     assert key == f"throttle:{action.scope}:{action.name}"
     assert value["kind"] == "throttle" and value["throttle"]["action"] == action.action

@@ -13,6 +13,7 @@ from streaming.cluster.poller import poll
 from tests.controller_support import a_controller, findings
 from tests.cluster_cli import (MB, cli, expect_throttles, ownership_topic,
                                reassigning, replicas, throttles, wait_done, write_plan)
+from tests.job_process import read_topic
 from tests.kafka_fixtures import wait_for
 from streaming.vocabulary.states import OwnershipState
 
@@ -95,10 +96,16 @@ def test_cancel_mid_move_reverts_replicas_and_the_throttles_go(cluster, clean, t
     assert (topic, 0) not in reassigning(cluster)
     assert throttles(cluster, [topic])  # preserved by the flag: verify (like the job) removes them
 
-    code, out, err = cli("verify", *common, "--reassignment-json-file", plan, "--output", "json")
+    # verify's removals go to the progress topic as `throttle` records naming the cluster (--cluster-name)
+    progress = cluster.create_topic(cluster.unique_topic("progress"), {0: [1]})
+    clean.append(progress)
+    code, out, err = cli("verify", *common, "--reassignment-json-file", plan, "--output", "json",
+                         "--progress-topic", progress, "--cluster-name", "janitor-test")
     assert code == 0, err
     assert json.loads(out)["partitions"][0]["status"] == "replicas differ"
     expect_throttles(cluster, [topic], {})
+    written = [value for _, value in read_topic(cluster.bootstrap, progress)]
+    assert written and {(v["kind"], v["cluster"]) for v in written} == {("throttle", "janitor-test")}
 
 
 def test_restarted_janitor_finishes_the_removal_once(cluster, clean, tmp_path):

@@ -1,4 +1,6 @@
-"""Every dashboard query against a real Prometheus scraping the real job while a real throttled move runs.
+"""Every dashboard query against a real Prometheus scraping the real job while a real throttled move runs: the
+fleet overview's too, each query filtered by the `cluster` variable (at "All") and every series named by the job's
+--cluster-name.
 
 The move is started with `reassign-monitor execute --throttle --max-partitions-in-flight` (a plan of one
 partition, which the job advances: the plan panels have data too), so the job's janitor (`--throttle-cleanup
@@ -18,12 +20,13 @@ import urllib.request
 
 import pytest
 from kafka import TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from dashboards.build import all_queries
 from sinks import metric_names as m
 from streaming.vocabulary.config_keys import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 from tests.cluster_cli import throttles
-from tests.job_process import CLI
+from tests.job_process import CLI, OWNED_JOB_CLUSTER
 from tests.kafka_fixtures import wait_for
 from tests.prometheus_server import prometheus_server
 
@@ -37,14 +40,14 @@ STUCK_SOURCE, STUCK_DESTINATION = 3, 1  # the tiny stalled move (broker 3's lead
 # Queries a healthy move cannot make return data, each with why. Keep this short: anything a move can
 # produce cheaply, the test makes it produce instead.
 NO_DATA_EXPECTED = {
-    "sum by (api) (increase(kafka_reassignment_monitor_poll_errors_total[1m]))":
+    'sum by (cluster, api) (increase(kafka_reassignment_monitor_poll_errors_total{cluster=~".*"}[1m]))':
         "the poll-errors counter's series appear at the first failed admin request; a healthy cluster answers "
         "every one, and making a broker refuse requests would disturb the other tests sharing the cluster",
-    'kafka_reassignment_replica_diagnosis{topic=~".*", broker=~".*"} == 1':
+    'kafka_reassignment_replica_diagnosis{cluster=~".*", topic=~".*", broker=~".*"} == 1':
         "a diagnosis series exists only while a move is unhealthy long enough for a reason (STALLED, FALLING_BEHIND, "
         "PENDING for two triggers): this test's stuck move is cancelled as soon as it stops growing; "
         "test_job_cluster sees THROTTLE_TOO_LOW and COPY_BELOW_GROWTH on /metrics",
-    'sum by (reason_code) (kafka_reassignment_replica_diagnosis{topic=~".*", broker=~".*"})':
+    'sum by (cluster, reason_code) (kafka_reassignment_replica_diagnosis{cluster=~".*", topic=~".*", broker=~".*"})':
         "the same diagnosis series, summed per reason code",
 }
 
@@ -162,6 +165,9 @@ def test_every_dashboard_query_parses_and_returns_data_during_a_real_move(cluste
                      and prom.query(m.BROKER_THROTTLE_RATE.name), 30, message="the big move's series")
             mid_move = scrape(job.metrics_port)
             assert f'topic="{big}"' in mid_move
+            # Every series of the job names its cluster (--cluster-name), first of its labels.
+            assert {s.labels.get(m.CLUSTER) for f in text_string_to_metric_families(mid_move) for s in f.samples
+                    if s.name.startswith("kafka_reassignment")} == {OWNED_JOB_CLUSTER}
 
             def move_done():
                 seen.instant()

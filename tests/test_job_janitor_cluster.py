@@ -9,7 +9,7 @@ import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.vocabulary.defaults import OWNERSHIP_TOPIC
-from tests.job_process import BATCHES, CLI, LAST_POLL, ROOT, read_topic, running
+from tests.job_process import BATCHES, CLI, LAST_POLL, OWNED_JOB_CLUSTER, ROOT, read_topic, running
 from tests.kafka_fixtures import wait_for
 from tests.steady_producer import OUTGROWN_RATE, PRODUCED_BYTES_PER_S, SteadyProducer
 
@@ -116,6 +116,10 @@ def test_owned_throttles_go_within_a_trigger_after_completion_and_foreign_ones_s
         reassignment = [v for k, v in written if k == f"reassignment:{request_id}"]
         assert reassignment and reassignment[0]["partitions_total"] == 1
         assert job.metric("kafka_reassignment_throttle_actions_total", scope="topic", action="removed") >= 1
+        # Every record names the cluster as its series do: the job's --cluster-name, beside Kafka's id.
+        assert {v["cluster"] for _, v in written} == {OWNED_JOB_CLUSTER} and all(v["cluster_id"] for _, v in written)
+        assert job.metric("kafka_reassignment_throttle_actions_total", cluster=OWNED_JOB_CLUSTER, scope="topic",
+                          action="removed") >= 1
     finally:
         cleanup(cluster, topic)
 

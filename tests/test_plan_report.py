@@ -86,7 +86,7 @@ def test_a_plan_not_read_yet_has_no_row():
 def test_the_plan_record_follows_the_schema_and_the_gauges_name_the_plan():
     row = plan_row(status(["in_flight", "pending", "failed", "left_alone"]), batch([copying(0, MB // 2, 4e5)]),
                    THROTTLED_0, NOW_MS)
-    value = plan_record(row, NOW_MS, 7, "c1")
+    value = plan_record(row, NOW_MS, 7, "c1", cluster="a")
     jsonschema.validate(value, json.loads(SCHEMA_PATH.read_text()))
     assert plan_key(ID) == f"plan:{ID}" and value["rate_bytes_per_sec"] == 4e5
     gauges = {(metric.name, values): v for metric, _, values, v in samples(Picture(plans=(row,)))}

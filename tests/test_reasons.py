@@ -213,7 +213,7 @@ def test_replica_records_and_metrics_carry_the_reason():
     diagnosed = {**row(state="STALLED", stalled_seconds=700.0), "previous_state": "COPYING", "transition": False,
                  "eta_seconds": None, "messages_behind_estimate": None, "reason_code": "LEADER_NOT_SENDING",
                  "reason": "no bytes for 11m40s; ..."}
-    (_, value), = replica_records(from_rows([diagnosed]), NOW_MS, 7, "c")
+    (_, value), = replica_records(from_rows([diagnosed]), NOW_MS, 7, "c", cluster="a")
     record = json.loads(value)
     assert record["reason_code"] == "LEADER_NOT_SENDING" and record["reason"] == "no bytes for 11m40s; ..."
     got = [(labels, v) for metric, _, labels, v in samples(Picture(replicas=from_rows([diagnosed])))
@@ -237,7 +237,7 @@ def test_every_eta_of_a_batch_comes_from_the_one_simulation():
               "brokers": [{"broker": b, "alive": True} for b in (1, 2, 3)],
               "log_dirs_answered": [{"broker": b} for b in (1, 2, 3)]}
     output = assemble(from_rows([moving(0, 3), moving(1, 6), moving(2, 9)]), tables,
-                      PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5)
+                      PollFacts("c", NOW_MS, 1, 0.1, (), {}), 5, cluster="a")
     assert output.replicas["eta_seconds"].tolist() == pytest.approx([30.0, 50.0, 60.0])
     assert output.partitions["eta_seconds"].tolist() == pytest.approx([30.0, 50.0, 60.0])
     assert output.summary["eta_seconds"] == pytest.approx(60.0)

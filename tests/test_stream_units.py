@@ -374,11 +374,11 @@ def batch_output(batch_id=7, in_isr=(), states=None, budget=None, steady=False):
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
     if budget is None:
-        return assemble(replicas, tables, facts, batch_id)
+        return assemble(replicas, tables, facts, batch_id, cluster="cluster-x")
     rewritten = records.rewritten
     try:
         records.rewritten = lambda rows, batch: rewritten(rows, batch, budget)
-        return assemble(replicas, tables, facts, batch_id)
+        return assemble(replicas, tables, facts, batch_id, cluster="cluster-x")
     finally:
         records.rewritten = rewritten
 
@@ -421,7 +421,7 @@ RECORD_FIELD = {"rate_bytes_per_sec": "copy_rate"}
 
 def replica_record(field, value):
     [(_, encoded)] = records.replica_records(columns_of([{**REPLICA, RECORD_FIELD.get(field, field): value}]),
-                                             10_000, 7, "cluster-x")
+                                             10_000, 7, "cluster-id-x", cluster="cluster-x")
     return json.loads(encoded)
 
 
@@ -454,11 +454,12 @@ RECORD_ROWS = [
 
 @pytest.mark.parametrize("kind, row, fields", [pytest.param(k, r, f, id=i) for i, k, r, f in RECORD_ROWS])
 def test_replica_and_partition_records_are_json_dumps_text_of_their_values(kind, row, fields):
-    [(_, encoded)] = (records.replica_records(columns_of([row]), 10_000, 7, "cluster-x") if kind == "replica"
-                      else records.partition_records(columns_of([row]), 10_000, 7, "cluster-x"))
+    write = records.replica_records if kind == "replica" else records.partition_records
+    [(_, encoded)] = write(columns_of([row]), 10_000, 7, "cluster-id-x", cluster="cluster-x")
     value = json.loads(encoded)
     assert encoded == records.encode(value)
     assert {name: value[name] for name in fields} == fields
+    assert (value["cluster"], value["cluster_id"]) == ("cluster-x", "cluster-id-x")
     VALIDATOR.validate(value)
 
 
@@ -614,7 +615,7 @@ def test_a_batch_reports_the_active_plans_from_its_own_rows_and_tables():
     [row] = handler._plan_rows(output, 10_000)
     assert (row["bytes_total"], row["bytes_remaining"], row["partitions"]["in_flight"]) == (7000, 4000, 6)
     assert row["eta_seconds"] is not None and row["rate_bytes_per_sec"] == pytest.approx(300.0)
-    VALIDATOR.validate(records.plan_record(row, 10_000, 7, "cluster-x"))
+    VALIDATOR.validate(records.plan_record(row, 10_000, 7, "cluster-id-x", cluster="cluster-x"))
 
 
 @pytest.mark.parametrize("shown, more", [(20, []), (3, ["  ... and 3 more (every move: /metrics, the progress topic)"])],

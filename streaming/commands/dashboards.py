@@ -9,7 +9,7 @@ from streaming.vocabulary.errors import BadInput
 
 def add_arguments(parser):
     parser.add_argument("--out", required=True, metavar="DIR",
-                        help="directory for overview.json, brokers.json, replicas.json (created if missing)")
+                        help="directory for fleet.json, overview.json, brokers.json, replicas.json (created if missing)")
 
 
 def run(args):

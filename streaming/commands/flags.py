@@ -5,6 +5,7 @@ import argparse
 import re
 
 from streaming.vocabulary import durations
+from streaming.vocabulary.cluster_name import NAME, NAME_RULE
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
 from streaming.vocabulary.kafka_limits import INT32_MAX, PORT_MAX, topic_name_problem
@@ -35,6 +36,13 @@ def bootstrap_servers(text):
             raise argparse.ArgumentTypeError(f"{shown(server)!r} has no port: give HOST:PORT, as Kafka's tools require")
         if not 1 <= int(match.group(2)) <= PORT_MAX:
             raise argparse.ArgumentTypeError(f"port {match.group(2)} in {shown(server)!r} is not 1-{PORT_MAX}")
+    return text
+
+
+def cluster_name(text):
+    """A cluster's name for its `cluster` label and record field (streaming.vocabulary.cluster_name)."""
+    if not NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a cluster name: {NAME_RULE}")
     return text
 
 

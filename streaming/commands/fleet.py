@@ -28,6 +28,10 @@ def add_arguments(parser, target):
                         help="a fleet file (TOML) naming clusters, with --cluster instead of --bootstrap-server and "
                              "--command-config (docs/operations.md \"Several clusters\")")
     parser.add_argument("--cluster", metavar="NAME", help="which cluster of --clusters FILE")
+    parser.add_argument("--cluster-name", type=flags.cluster_name, metavar="NAME",
+                        help="the cluster's name in the `cluster` label of every metric and the `cluster` field of "
+                             "every record (default: the first address of --bootstrap-server; with --clusters, "
+                             "the cluster's name in the file)")
     parser.set_defaults(config_source=CONFIG_FLAG)
 
 
@@ -94,6 +98,13 @@ def load(path, name, run_parser):
         return fleet_file.parse(text, os.path.dirname(path), checks(run_parser)).cluster(name)
 
 
+def named(args):
+    """The cluster's name (streaming.vocabulary.cluster_name) for `args` as `chosen` returns them."""
+    from streaming.vocabulary.cluster_name import name_of
+
+    return name_of(args.cluster or args.cluster_name, args.bootstrap_server)
+
+
 def chosen(args, argv, parser):
     """`args` for one cluster: unchanged for --bootstrap-server; for --clusters FILE --cluster NAME, the cluster's
     servers and client file in place of the flags (and for `run`, `argv` parsed again by `parser` behind the
@@ -104,6 +115,8 @@ def chosen(args, argv, parser):
         return args
     if args.command_config is not None:
         raise BadInput("--command-config cannot go with --clusters: the file names each cluster's client config")
+    if args.cluster_name is not None:
+        raise BadInput("--cluster-name cannot go with --clusters: a cluster of the file is called by its name there")
     if args.cluster is None:
         if args.command == "run":
             raise BadInput(NO_FLEET_JOB)

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from sinks.metric_names import POLLED
 from sinks.throttle_records import describe_observed
 from streaming.control import batch_rules
 from streaming.control.applier import applier_of
@@ -44,6 +45,7 @@ from streaming.control.rounds import SLOW_TICK_LINE, SLOW_TICK_S, TICK_INTERVAL_
 from streaming.control.sweep import describe_given_up
 from streaming.control.throttles.read import read_for_plan
 from streaming.vocabulary.defaults import request_deadline_s
+from streaming.vocabulary.errors import UNREACHABLE, kind_of
 from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS, READ
 
 __all__ = ["BATCHES_LINE", "IDLE_LINE", "JANITOR_PREFIX", "LOG_PREFIX", "SLOW_LOOK_LINE", "SLOW_TICK_LINE",
@@ -100,7 +102,7 @@ class Controller:
                               self._say),
             liveness=Liveness(gate_path, trigger_interval_s, request_deadline_s(timeout_s), metrics.snapshot,
                               self._say),
-            reports=Reports(writer, metrics, wall, log, self._say))
+            reports=Reports(writer, metrics, metrics.cluster, wall, log, self._say))
         self.round = Round()
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread = None
@@ -290,11 +292,15 @@ class Controller:
     def _list(self):
         """{(topic, partition): ListPartitionReassignments row}, or None when the list failed (duties.looks)."""
         try:
-            return self.duties.looks.tick_list()
+            listed = self.duties.looks.tick_list()
         except Exception as error:
             self.metrics.poll_errors.labels(api=LIST_REASSIGNMENTS).inc()
+            self.metrics.snapshot.looked(kind_of(error))
             self._say(f"{LIST_REASSIGNMENTS} failed: {error}")
             return None
+        # The door's last list while Kafka's controller answers nobody: the batches go on with it, but no answer came.
+        self.metrics.snapshot.looked(UNREACHABLE if self.duties.looks.kafka_controller_silent() else POLLED)
+        return listed
 
     @step("ownership")
     def _read_ledger(self):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from streaming.spark.job_log import log_line
 from streaming.vocabulary import defaults
+from streaming.vocabulary.cluster_name import name_of
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.kafka_apis import POLL_APIS, PRODUCE
 
@@ -28,7 +29,8 @@ QUERY_RESTART_MAX_PAUSE_S = 30.0
 class JobConfig:
     bootstrap: str
     command_config: str | None = None
-    cluster_name: str | None = None  # `--cluster NAME` of a fleet file (docs/operations.md "Several clusters")
+    cluster_name: str | None = None  # `--cluster NAME` of a fleet file (docs/operations.md "Several clusters"), or
+    # --cluster-name
     timeout_s: float = defaults.TIMEOUT_S
     master: str | None = defaults.MASTER
     checkpoint_location: str = defaults.CHECKPOINT_LOCATION
@@ -49,8 +51,14 @@ class JobConfig:
     guard_query: str | None = None
 
     @property
+    def cluster_label(self):
+        """The cluster's name in every metric's label and every record (streaming.vocabulary.cluster_name)."""
+        return name_of(self.cluster_name, self.bootstrap)
+
+    @property
     def cluster(self):
-        """What the job calls the cluster: its name in the fleet file, else its bootstrap servers."""
+        """What the job calls the cluster in its lines: its given name (fleet file, --cluster-name) with its
+        bootstrap servers, else its bootstrap servers."""
         return f"cluster {self.cluster_name} ({self.bootstrap})" if self.cluster_name else f"cluster {self.bootstrap}"
 
 
@@ -92,7 +100,7 @@ def run(config, out=sys.stderr):
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    metrics = MonitorMetrics(config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
+    metrics = MonitorMetrics(config.cluster_label, config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
     admin = spark = controller = None
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)

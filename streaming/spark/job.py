@@ -100,7 +100,8 @@ def batch_rows(batch):
 
 class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, and hand the batch's findings to the job's
-    controller (streaming.control.controller), which alone acts on the cluster. A failed write raises: the query
+    controller (streaming.control.controller), which alone acts on the cluster. The records name the cluster as its
+    metrics do (`metrics.cluster`). A failed write raises: the query
     stops and a restart replays the batch (no transition is lost). `controller` None (the benchmarks): the batch
     only computes and writes."""
 
@@ -153,11 +154,13 @@ class BatchHandler:
                 self.controller.batch_ran()
             return
         with collector_paused():
-            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s)
+            output = assemble(replicas, tables, facts, batch_id, self._requests(), self.pending_after_s,
+                              cluster=self.metrics.cluster)
         keyed = list(output.records)
         plan_rows = self._plan_rows(output, facts.ts_ms)
         keyed += [(records.plan_key(row["request_id"]), records.encode(
-            records.plan_record(row, facts.ts_ms, batch_id, facts.cluster_id))) for row in plan_rows]
+            records.plan_record(row, facts.ts_ms, batch_id, facts.cluster_id, cluster=self.metrics.cluster)))
+            for row in plan_rows]
         try:
             with self.controller.batch_writing() if self.controller is not None else contextlib.nullcontext():
                 self.writer.write(keyed)

@@ -92,10 +92,12 @@ class BatchOutput:
         return set(behind["broker"].tolist()) | set(behind["leader"].tolist())
 
 
-def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, *,
+             cluster):
     """The batch's output from its replica rows (history report columns). `requests`: {request id: [(topic,
     partition)]} of ongoing `execute` requests, for per-request rows. Every ETA (replica, partition, request,
-    cluster) is the budget model's; `pending_after_s`: how long a PENDING move waits before it gets a reason."""
+    cluster) is the budget model's; `pending_after_s`: how long a PENDING move waits before it gets a reason;
+    `cluster`: the cluster's name in the records (streaming.vocabulary.cluster_name)."""
     replicas, model, partitions, moving_partitions, summary, state = _analysed(replicas, tables, facts.ts_ms,
                                                                               pending_after_s)
     cluster_id, ts_ms = facts.cluster_id, facts.ts_ms
@@ -103,14 +105,14 @@ def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2
     # A partition's record is written with its replicas' (a partition's state changes only with one of theirs).
     of_replica, of_partition = partition_ids((replicas["topic"], replicas["partition"]),
                                              (partitions["topic"], partitions["partition"]))
-    out = records.replica_records(replicas.take(written), ts_ms, batch_id, cluster_id)
+    out = records.replica_records(replicas.take(written), ts_ms, batch_id, cluster_id, cluster=cluster)
     out += records.partition_records(partitions.take(member(of_replica[written], of_partition)), ts_ms, batch_id,
-                                     cluster_id)
+                                     cluster_id, cluster=cluster)
     out.append((records.reassignment_key(), records.encode(
-        records.reassignment_record(summary, state, ts_ms, batch_id, cluster_id))))
+        records.reassignment_record(summary, state, ts_ms, batch_id, cluster_id, cluster=cluster))))
     for request_id, (request_summary, request_worst) in request_rollups(partitions, requests or {}).items():
         out.append((records.reassignment_key(request_id), records.encode(records.reassignment_record(
-            request_summary, request_worst, ts_ms, batch_id, cluster_id, request_id))))
+            request_summary, request_worst, ts_ms, batch_id, cluster_id, request_id, cluster=cluster))))
 
     picture = _picture(replicas, moving_partitions, summary, tables, ts_ms)
     snapshot = Snapshot(ts_ms=ts_ms, cluster_id=cluster_id, tables=dict(tables), requests=facts.requests,

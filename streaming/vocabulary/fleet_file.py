@@ -25,18 +25,17 @@ import tomllib
 from dataclasses import dataclass
 from typing import Callable
 
+from streaming.vocabulary.cluster_name import CLUSTER, NAME, NAME_RULE
 from streaming.vocabulary.echo import shown
 from streaming.vocabulary.errors import BadInput
 
 MAX_FILE_BYTES = 1024 * 1024
-# A cluster's or profile's name: what the job calls the cluster (log lines, Spark's application name, later a
-# metric label), so plain characters only.
-NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-NAME_RULE = "1 to 64 ASCII letters, digits, '.', '_' or '-'"
+# A cluster's or profile's name follows streaming.vocabulary.cluster_name.NAME: a cluster's name is its `cluster`
+# label and record field.
 # Labels become Prometheus labels: their names follow Prometheus' rule, without its reserved `__` prefix.
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]{0,63}")
 MAX_LABEL_VALUE_LENGTH = 256
-RESERVED_LABELS = frozenset({"cluster"})  # the cluster's name is the `cluster` label
+RESERVED_LABELS = frozenset({CLUSTER})  # the cluster's name is the `cluster` label
 
 CLUSTERS, PROFILES = "clusters", "client-profiles"
 SERVERS, COMMAND_CONFIG, PROFILE, LABELS, RUN = "bootstrap-servers", "command-config", "client-profile", "labels", "run"

@@ -10,10 +10,11 @@ JANITOR_PREFIX = "throttle janitor: "
 
 
 class Reports:
-    """`writer`: write(keyed records) to the progress topic (None: kept, never written)."""
+    """`writer`: write(keyed records) to the progress topic (None: kept, never written); `cluster`: the cluster's
+    name in the records (streaming.vocabulary.cluster_name)."""
 
-    def __init__(self, writer, metrics, wall, log, say):
-        self.writer, self.metrics, self.wall, self.log, self.say = writer, metrics, wall, log, say
+    def __init__(self, writer, metrics, cluster, wall, log, say):
+        self.writer, self.metrics, self.cluster, self.wall, self.log, self.say = writer, metrics, cluster, wall, log, say
         self._unwritten = []
 
     def report(self, actions, cluster_id, batch_id, prefix=JANITOR_PREFIX):
@@ -22,7 +23,7 @@ class Reports:
         for action in actions:
             self.log(f"{prefix}{describe(action)}")
             self.metrics.throttle_actions.labels(scope=action.scope, action=action.action).inc()
-            key, value = throttle_record(action, ts_ms, batch_id, cluster_id)
+            key, value = throttle_record(action, ts_ms, batch_id, cluster_id, cluster=self.cluster)
             self._unwritten.append((key, progress_records.encode(value)))
         return list(actions)
 
