@@ -11,7 +11,7 @@ Names and labels: sinks.metric_names.
 import threading
 from dataclasses import dataclass, field, replace
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
@@ -223,6 +223,8 @@ class MonitorMetrics:
             self.poll_errors.labels(api=api)
         self.poll_duration = histogram(m.POLL_DURATION)
         self.batch_duration = histogram(m.BATCH_DURATION)
+        self.progress_spool_records = both(Gauge(m.PROGRESS_SPOOL_RECORDS.name, m.PROGRESS_SPOOL_RECORDS.help,
+                                                 registry=self._accumulated))
         self._server = None
 
     def serve(self, port, address="127.0.0.1"):
