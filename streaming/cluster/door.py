@@ -324,14 +324,13 @@ class Door:
         """Hold as unresponsive the brokers another door holds so ({broker: Unix ms since it has not answered}: the
         controller's, handed to a batch through the gate), unless held here already: this door then sends them nothing
         and probes them, instead of waiting out a request deadline on each first. A broker that answers the probe is
-        released within about a deadline (streaming.cluster.held)."""
+        released within about a deadline (streaming.cluster.held). Not logged: the controller's door logged the hold,
+        and an idle worker's door lets it end between batches, so each batch would say it again."""
         with self._held_lock:
             now = time.monotonic()
-            newly = [node for node, ms in sorted(since_ms.items())
-                     if self._held.hold_of(node, now) is None and self._held.lapsed(node, now, ms / 1000.0)]
-        for node in newly:
-            self._say(f"broker {node}{HELD_AS}{held.UNRESPONSIVE} ({self._held_why(node)}; as the job's controller "
-                      f"holds it)")
+            for node, ms in since_ms.items():
+                if self._held.hold_of(node, now) is None:
+                    self._held.lapsed(node, now, ms / 1000.0)
 
     def _held_why(self, node):
         """Why `node` (or held.CONTROLLER) is held, as the end of a "did not answer (...)" line; None when it is not."""
