@@ -11,8 +11,8 @@ the log lines that are contracts):
   job's checks that follow SIGCONT (the controller's own gaps between looks are figures: a tick waits out one
   request deadline on the stopped node, and its list of reassignments waits for Kafka's controller to fail over;
   two such ticks in a row took 5.5 s once at a load average of 23 on 2 cores, while the published polls kept the bound);
-- at the 2 s trigger, a batch ran before Kafka fenced the stopped broker (none waits for Kafka to take its records:
-  the progress spool); the longest stretch without a batch during the stop is a figure;
+- at the 2 s trigger, a batch ran before Kafka fenced the stopped broker unless it was Kafka's active controller (none
+  waits for Kafka to take its records: the progress spool); the longest stretch without a batch is a figure;
 - the healthy move's copied bytes rose on /metrics at least twice during the stop (they froze for the whole stop
   before the door held nodes that do not answer);
 - the move of the stopped broker shows BROKER_OFFLINE on /metrics no later than one trigger after Kafka fenced
@@ -150,6 +150,7 @@ def stop_mid_moves(cluster, acting, observer, tmp_path, created, victim, victim_
         assert moving(cluster, victim_topic), "the victim's move ended before the stop: nothing was stopped mid-move"
         offsets = {name: len(job.log()) for name, (job, _) in jobs.items()}
         stop_batch = {name: watch.last() for name, watch in watches.items()}
+        victim_controller = victim == cluster.active_controller()
         with FenceWatch(cluster, victim) as fence:
             stopped, stopped_wall = time.monotonic(), time.time()
             cluster.pause(victim)
@@ -165,6 +166,7 @@ def stop_mid_moves(cluster, acting, observer, tmp_path, created, victim, victim_
             for name, watch in watches.items():
                 wait_batches_or_idle(watch, 2, timeout_s=SETTLE_S)
         found = {"victim": victim, "victim_is": "source" if victim_is_source else "destination",
+                 "victim_controller": victim_controller,
                  "fenced_s": None if fence.fenced_at is None else fence.fenced_at - stopped,
                  "stop_s": continued - stopped,
                  "back_s": None if fence.back_at is None else fence.back_at - continued, "gone_s": gone_s,
@@ -193,7 +195,8 @@ def check_stop(found, test):
     for name in ("2s", "default"):
         job = found[name]
         job["offline_s"] = None if job["offline_at"] is None else job["offline_at"] - found["stopped"]
-        figure(f"{test}[{name}]", victim=victim, trigger_s=job["trigger_s"], published_gap_s=job["published_gap_s"],
+        figure(f"{test}[{name}]", victim=victim, victim_controller=found["victim_controller"],
+               trigger_s=job["trigger_s"], published_gap_s=job["published_gap_s"],
                bound_s=published_gap_bound_s(job["trigger_s"]), batch_gap_s=job["batch_gap_s"],
                watch_gap_s=job["watch_gap_s"],
                slow_ticks=job["slow_ticks"],
@@ -216,11 +219,13 @@ def check_stop(found, test):
         # "The progress spool"); before it, the batch under way at the stop waited until Kafka fenced the stopped
         # broker and took it out of the ISR: the first batch after the stop came 13.8 and 15.2 s after it (fenced
         # after 12.4 and 12.0 s), four batches in the 40 s at the 2 s trigger. The longest stretch without a batch is
-        # a figure (batch_gap_s): a batch's poll in a Spark worker still waits out one request deadline on the
-        # stopped broker before that worker's door holds it. At the 2 s trigger only: at the default one the next
-        # trigger itself may come near the fence.
+        # a figure (batch_gap_s: 4.5 s at a load of 20-31, the stopped broker handed to the batches' doors by the
+        # controller's, streaming.spark.source). At the 2 s trigger only (at the default one the next trigger itself
+        # may come near the fence), and not when Kafka's active controller is stopped: until another is elected
+        # (about 30 s) a batch's poll may wait out its list of reassignments (10.1 s once at a load of 25).
         fenced_s = found["stop_s"] if found["fenced_s"] is None else found["fenced_s"]
-        assert name != "2s" or any(batch_s < fenced_s for batch_s in job["batches_s"]), (
+        ran_before_fence = any(batch_s < fenced_s for batch_s in job["batches_s"])
+        assert name != "2s" or found["victim_controller"] or ran_before_fence, (
             f"{where}: no batch between the stop of broker {victim} and its fence {fenced_s:.1f} s later (batch "
             f"lines at {job['batches_s']} s after the stop): a batch waited for Kafka to take its records")
         assert job["healthy_rises"] >= 2, (
