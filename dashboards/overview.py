@@ -75,11 +75,15 @@ def build():
                          overrides=_state_colors()), 12)]),
         (8, [(timeseries("Throttle actions", [(ACTIONS, "{{cluster}} {{scope}} {{action}}")], "none",
                          "Throttle janitor actions per interval. 'failed' needs a look (see the runbook).",
-                         drawStyle="bars", fillOpacity=80), 12),
+                         drawStyle="bars", fillOpacity=80), 8),
              (timeseries("Poll errors", [(f"sum by (cluster, api) (increase({selector(m.POLL_ERRORS, CLUSTERS)}"
                                           f"[$__rate_interval]))", "{{cluster}} {{api}}")], "none",
                          "Failed admin requests per interval, by API. A few are retried; a steady stream "
-                         "means the monitor cannot see the cluster.", drawStyle="bars", fillOpacity=80), 12)]),
+                         "means the monitor cannot see the cluster.", drawStyle="bars", fillOpacity=80), 8),
+             (timeseries("Progress records not yet in Kafka", [(selector(m.PROGRESS_SPOOL_RECORDS, CLUSTERS), "{{cluster}} spooled")], "none",
+                         "Records the job keeps in its local progress spool until Kafka acknowledges them. Near 0 "
+                         "when healthy; rising while the progress topic takes no writes (Poll errors, Produce)."),
+              8)]),
         # Plans (execute --max-partitions-in-flight): the whole plan, pending partitions included.
         (8, [(timeseries("Plan partitions per state", [(PLAN_PARTITIONS, "{{cluster}} {{request_id}} {{state}}")], "none",
                          "Partitions of each running or paused plan: pending ones wait for a slot under the plan's "

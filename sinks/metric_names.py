@@ -82,6 +82,12 @@ BATCH_DURATION = Metric("kafka_reassignment_monitor_batch_duration_seconds", "hi
                         "Wall time of one whole micro-batch.")
 POLL_ERRORS = Metric("kafka_reassignment_monitor_poll_errors_total", "counter", (CLUSTER, "api"),
                      "Failed admin requests during polls, per API.")
+PROGRESS_SPOOL_RECORDS = Metric(
+    "kafka_reassignment_monitor_progress_spool_records", "gauge", (CLUSTER,),
+    "Progress records the job made durable in its local spool and Kafka has not acknowledged yet (docs/"
+    "architecture.md \"The progress spool\"); always 0 with a remote checkpoint location, whose batches write to "
+    "Kafka themselves. Near 0 when healthy; rising while the progress topic takes no writes (poll errors, api "
+    "Produce, say why).")
 PLAN_PARTITIONS = Metric("kafka_reassignment_plan_partitions", "gauge", (CLUSTER, "request_id", "state"),
                          "Partitions of a running or paused plan per state (pending, in_flight, done, cancelled, left_alone, failed); "
                          "a finished plan's series stay one batch, with its last counts.")
@@ -95,5 +101,5 @@ ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLI
        REPLICA_ETA, REPLICA_STALLED, REPLICA_REMOTE_BYTES, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
        COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, CLUSTER_UP, LAST_POLL,
        POLL_DURATION,
-       BATCH_DURATION, POLL_ERRORS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
+       BATCH_DURATION, POLL_ERRORS, PROGRESS_SPOOL_RECORDS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 

@@ -1,9 +1,10 @@
 """The Kafka progress topic: its shape, and its creation.
 
 Keys and values come from sinks.records; the records are written through the one writer's publisher of this topic
-(streaming.control.applier.Publisher: an idempotent producer). A batch's records are flushed before foreachBatch
-returns, so Spark commits a batch only after its records are durable; a replayed batch rewrites its records with
-the same batch id (the later ones supersede).
+(streaming.control.applier.Publisher: an idempotent producer), through the progress spool (sinks.spool) when the
+checkpoint location is local. A batch's records are durable (fsynced in the spool, or acknowledged by Kafka) before
+foreachBatch returns, so Spark commits a batch only after its records are durable; a replayed batch rewrites its
+records with the same batch id (the later ones supersede).
 """
 
 RETENTION_MS = 7 * 24 * 3600 * 1000

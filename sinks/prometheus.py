@@ -13,7 +13,7 @@ counters are what a job of several clusters holds once per cluster.
 import threading
 from dataclasses import dataclass, field, replace
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
 from sinks import metric_names as m
@@ -262,6 +262,9 @@ class MonitorMetrics:
             self.poll_errors.labels(api=api)
         self.poll_duration = histogram(m.POLL_DURATION)
         self.batch_duration = histogram(m.BATCH_DURATION)
+        self.progress_spool_records = both(Gauge(m.PROGRESS_SPOOL_RECORDS.name, m.PROGRESS_SPOOL_RECORDS.help,
+                                                 list(m.PROGRESS_SPOOL_RECORDS.labels),
+                                                 registry=self._accumulated)).labels(cluster)
         self._server = None
 
     def serve(self, port, address="127.0.0.1"):

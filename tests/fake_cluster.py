@@ -69,6 +69,9 @@ class FakeCluster:
     def unanswered_since(self):
         return dict(self.unanswered)
 
+    def hold_unanswered(self, since_ms):
+        self.unanswered = {**since_ms, **self.unanswered}
+
     def listed_or_last(self):
         return self.list_reassignments(), False
 

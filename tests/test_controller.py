@@ -126,6 +126,19 @@ def test_gate_round_trip(tmp_path):
     gate.write(path, "reassigning", 7000, listed=[MOVED])  # Kafka's controller answers nobody: the last list
     assert gate.read(path, 7001) == gate.Decision(wanted=True, listed=(MOVED,))
     assert gate.read(path, 7000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)
+    gate.write(path, "reassigning", 8000, unanswered={3: 7500, 1: 7900})  # the door's unresponsive brokers
+    assert gate.read(path, 8001) == gate.Decision(wanted=True, unanswered=((1, 7900), (3, 7500)))
+    assert gate.read(path, 8000 + gate.STALE_AFTER_MS + 1) == gate.Decision(wanted=True)
+
+
+def test_the_brokers_the_door_holds_as_unresponsive_go_to_the_batches(tmp_path):
+    path = str(tmp_path / "gate.json")
+    cluster = FakeCluster(partitions={("t", 0): {"replicas": [2, 1], "isr": [1], "leader": 1}},
+                          reassigning={("t", 0): ([2, 1], [2])})
+    cluster.unanswered = {2: 1795665700123}
+    controller, _, clock = a_controller_on(tmp_path, cluster)
+    controller.tick()
+    assert gate.read(path, clock.now * 1000).unanswered == ((2, 1795665700123),)
 
 
 class SilentKafkaController(FakeCluster):

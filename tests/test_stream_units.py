@@ -29,7 +29,7 @@ from streaming.spark.outputs import assemble, poll_facts
 from streaming.vocabulary.columns import from_rows as columns_of, state_codes
 from streaming.vocabulary.replica_row import BOOL, INT, STRING
 from streaming.vocabulary.snapshot import SCHEMAS, PollError, Snapshot, combine, from_rows, table
-from streaming.spark.source import (CLUSTER_BUCKET, LISTED, POLL_TABLE, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
+from streaming.spark.source import (CLUSTER_BUCKET, LISTED, POLL_TABLE, UNANSWERED, UNREPORTED, PollStreamReader, poll_rows, snapshot_rows,
                                     with_unreported)
 from streaming.control import gate
 from streaming.spark.stateful import (OUTPUT_COLUMNS, REPLICA_KIND, REPORTED_KINDS, read_memory, replica_frame,
@@ -243,6 +243,17 @@ def test_the_offsets_carry_the_watch_list_while_the_controller_is_silent(tmp_pat
     assert [p.listed for p in reader.partitions({"poll": 4}, end)] == [(moving,)]
     gate.write(path, "reassigning", time.time() * 1000)
     assert [p.listed for p in reader.partitions(end, reader.latestOffset(end, None))] == [None]
+
+
+def test_the_offsets_carry_the_brokers_the_controller_holds_as_unresponsive(tmp_path):
+    path = str(tmp_path / "gate.json")
+    reader = PollStreamReader({"bootstrap": "127.0.0.1:1", "gate": path})
+    gate.write(path, "reassigning", time.time() * 1000, unanswered={3: 1795665700123})
+    end = json.loads(json.dumps(reader.latestOffset({"poll": 4}, None)))
+    assert end == {"poll": 5, UNANSWERED: [[3, 1795665700123]]}
+    assert [p.unanswered for p in reader.partitions({"poll": 4}, end)] == [{3: 1795665700123}]
+    gate.write(path, "reassigning", time.time() * 1000)  # it answers again: nothing handed over
+    assert [p.unanswered for p in reader.partitions(end, reader.latestOffset(end, None))] == [{}]
 
 
 # A memory blob as the job wrote it from pandas frames (history.MEMORY_DTYPES before the core dropped pandas).

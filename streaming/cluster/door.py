@@ -320,6 +320,18 @@ class Door:
             return {node: int(wall * 1000) for node, wall in self._held.unanswered_since(time.monotonic()).items()
                     if node != held.CONTROLLER}
 
+    def hold_unanswered(self, since_ms):
+        """Hold as unresponsive the brokers another door holds so ({broker: Unix ms since it has not answered}: the
+        controller's, handed to a batch through the gate), unless held here already: this door then sends them nothing
+        and probes them, instead of waiting out a request deadline on each first. A broker that answers the probe is
+        released within about a deadline (streaming.cluster.held). Not logged: the controller's door logged the hold,
+        and an idle worker's door lets it end between batches, so each batch would say it again."""
+        with self._held_lock:
+            now = time.monotonic()
+            for node, ms in since_ms.items():
+                if self._held.hold_of(node, now) is None:
+                    self._held.lapsed(node, now, ms / 1000.0)
+
     def _held_why(self, node):
         """Why `node` (or held.CONTROLLER) is held, as the end of a "did not answer (...)" line; None when it is not."""
         with self._held_lock:

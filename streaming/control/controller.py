@@ -436,7 +436,8 @@ class Controller:
         duties, facts, now_s = self.duties, self.handover.facts(), self.clock()
         view = batch_view(listed, duties.looks.reassigning, duties.owned.partitions, duties.owned.unread,
                           len(duties.plans.statuses) if duties.plans is not None else 0, facts)
-        reason = duties.liveness.decide(view, facts, duties.looks.for_batches, now_s, now_wall)
+        reason = duties.liveness.decide(view, facts, duties.looks.for_batches, now_s, now_wall,
+                                        self.admin.unanswered_since())
         waiting_since_s = duties.liveness.publish(listed, facts, duties.looks.kafka_controller_silent(), now_s,
                                                   now_wall)
         late = duties.liveness.shows_own_poll(facts, waiting_since_s, duties.pictures.poll_s, now_s)

@@ -24,18 +24,23 @@ class Decision:
     it reports each (finished, when its poll no longer lists it: a move shorter than the wait for a batch), and so
     does its replay after a crash, whose fresh poll may find them ended and whose state never saw them. `listed`:
     while the controller of the cluster answers nobody, the controller's last list (its door's `listed_or_last`),
-    which the batch's poll takes instead of asking (no reassignment changes meanwhile); None otherwise."""
+    which the batch's poll takes instead of asking (no reassignment changes meanwhile); None otherwise. `unanswered`:
+    ((broker, Unix ms), ...) of the brokers the controller's door holds as unresponsive and since when, which the
+    batch's door holds too instead of waiting out a request deadline on each first (streaming.cluster.held)."""
     wanted: bool
     unreported: tuple = ()
     listed: tuple | None = None
+    unanswered: tuple = ()
 
 
-def write(path, reason, now_ms, unreported=(), listed=None):
-    """Record the controller's decision: `reason` is why a batch is wanted, None when none is."""
+def write(path, reason, now_ms, unreported=(), listed=None, unanswered=None):
+    """Record the controller's decision: `reason` is why a batch is wanted, None when none is; `unanswered`:
+    {broker: Unix ms since it has not answered} (Decision)."""
     temporary = f"{path}.tmp"
     with open(temporary, "w") as out:
         json.dump({"reason": reason, "ts_ms": int(now_ms), "unreported": list(unreported),
-                   "listed": None if listed is None else list(listed)}, out)
+                   "listed": None if listed is None else list(listed),
+                   "unanswered": sorted([int(b), int(ms)] for b, ms in (unanswered or {}).items())}, out)
     os.replace(temporary, path)
 
 
@@ -47,6 +52,8 @@ def read(path, now_ms):
         listed = decision.get("listed")
         return Decision(wanted=not fresh or decision["reason"] is not None,
                         unreported=tuple(decision.get("unreported") or ()) if fresh else (),
-                        listed=tuple(listed) if fresh and listed is not None else None)
+                        listed=tuple(listed) if fresh and listed is not None else None,
+                        unanswered=tuple((int(b), int(ms)) for b, ms in decision.get("unanswered") or ()) if fresh
+                        else ())
     except (OSError, ValueError, KeyError, TypeError):
         return Decision(wanted=True)

@@ -15,6 +15,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from sinks.spool import DIRECTORY as SPOOL_DIRECTORY
+from sinks.spool import Spool
+from streaming.spark.checkpoint import local_path
 from streaming.spark.job_log import log_line
 from streaming.vocabulary import defaults
 from streaming.vocabulary.cluster_name import name_of
@@ -81,6 +84,26 @@ def controller_of(config, admin, applier, metrics, writer, gate_path):
                       picture_of=lambda snapshot: first_look(snapshot, 2 * config.trigger_interval_s))
 
 
+def progress_spool(config, publisher, metrics):
+    """What the batches and the controller write the progress topic with when the checkpoint location is local:
+    the progress spool in it (sinks.spool: a batch's records are durable on disk when its write returns, and a
+    thread delivers them to Kafka in order through `publisher`), its sender started. None with a remote checkpoint
+    location: they write through the publisher, each write waiting for Kafka's acknowledgement (docs/architecture.md
+    "The progress spool")."""
+    checkpoint = local_path(config.checkpoint_location)
+    if checkpoint is None:
+        return None
+
+    def failed(error, backlog):
+        metrics.poll_errors.labels(api=PRODUCE).inc()
+        log_line(f"progress topic: delivering the spool's {backlog} record(s) failed, retrying: "
+                 f"{first_line(str(error)) or type(error).__name__}")
+
+    spool = Spool(os.path.join(checkpoint, SPOOL_DIRECTORY), publisher.write, failed)
+    metrics.progress_spool_records.set_function(lambda: spool.backlog_records)
+    return spool.start()
+
+
 def run(config, out=sys.stderr):
     """Run until SIGINT/SIGTERM (then stop cleanly; the checkpoint lets the next run resume).
 
@@ -102,7 +125,7 @@ def run(config, out=sys.stderr):
         signal.signal(signum, lambda *_: stop.set())
     metrics = MonitorMetrics(config.cluster_label, config.metrics_detail, apis=POLL_APIS + (PRODUCE,))
     metrics.serve(config.metrics_port, config.metrics_address)
-    admin = spark = controller = None
+    admin = spark = controller = spool = None
     gate_directory = tempfile.mkdtemp(prefix="reassign-monitor-gate-")  # the driver's machine (control.gate)
     try:
         # The driver's one door to the cluster: topics, progress records and the controller share it. It logs
@@ -112,7 +135,9 @@ def run(config, out=sys.stderr):
         admin = KafkaClusterAdmin(config.bootstrap, config.command_config, config.timeout_s, log=log_line)
         applier = applier_of(admin, log=log_line)
         ensure_progress_topic(applier, config.progress_topic)
-        writer = applier.publisher(config.progress_topic)
+        publisher = applier.publisher(config.progress_topic)
+        spool = progress_spool(config, publisher, metrics)
+        writer = publisher if spool is None else spool
         gate_path = os.path.join(gate_directory, "gate.json")
         controller = controller_of(config, admin, applier, metrics, writer, gate_path).start()
         from streaming.spark import job  # pyspark, pyarrow, pandas: seconds of imports, after the controller is up
@@ -143,6 +168,8 @@ def run(config, out=sys.stderr):
     finally:
         if controller is not None:
             controller.stop()
+        if spool is not None:  # its last records delivered before the door closes; what is left waits on disk
+            spool.close(config.timeout_s)
         shutil.rmtree(gate_directory, ignore_errors=True)
         for closable in (admin, metrics):
             if closable is not None:

@@ -101,8 +101,10 @@ def batch_rows(batch):
 class BatchHandler:
     """foreachBatch: decode the batch, write records, update Prometheus, and hand the batch's findings to the job's
     controller (streaming.control.controller), which alone acts on the cluster. The records name the cluster as its
-    metrics do (`metrics.cluster`). A failed write raises: the query
-    stops and a restart replays the batch (no transition is lost). `controller` None (the benchmarks): the batch
+    metrics do (`metrics.cluster`). `writer`: the progress spool
+    (sinks.spool: durable on disk when `write` returns) or, with a remote checkpoint location, the progress topic's
+    publisher (acknowledged by Kafka). A failed write raises: the query stops and a restart replays the batch (no
+    transition is lost). `controller` None (the benchmarks): the batch
     only computes and writes."""
 
     def __init__(self, writer, metrics, controller=None, out=sys.stdout,

@@ -24,7 +24,10 @@ writes how it ended, so no record is left showing it in flight. The next batch n
 While Kafka's active controller answers nobody (streaming.cluster.door `listed_or_last`), the end offset carries the
 job controller's last list (`LISTED`), which the poll takes instead of asking: the executor's own door may hold an
 older list (one per worker process, listed once a batch), and no reassignment changes meanwhile. It is in the
-offset log too.
+offset log too. It also carries the brokers the controller's door holds as unresponsive and since when
+(`UNANSWERED`): the executor's door holds them too before it polls, instead of waiting out a request deadline on
+each in every worker process first (at a 2 s trigger that lapse alone kept a batch 6.7 s from the one before while a
+broker hung). A replay's door holds them as well; one that answers again is released by its first probe's answer.
 Replay: after a restart Spark re-plans the last uncommitted batch from the end offset its offset log
 recorded, never from `latestOffset`, so the gate cannot skip or reorder a replay; a live poll cannot be
 replayed, so the replayed batch polls afresh. The sinks are written for that (records carry the batch id; a later
@@ -69,6 +72,7 @@ CLUSTER_TABLES = ("brokers", "log_dirs_answered", "offline_log_dirs", "reassignm
                   "broker_throttles")
 UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
 LISTED = "listed"  # the offsets' key for the controller's list while Kafka's controller answers nobody (docstring)
+UNANSWERED = "unanswered"  # the offsets' key for the brokers the controller's door holds as unresponsive (docstring)
 ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
@@ -158,11 +162,12 @@ def _row_key(row):
 
 
 class PollPartition(InputPartition):
-    def __init__(self, poll_id, unreported=(), listed=None):
+    def __init__(self, poll_id, unreported=(), listed=None, unanswered=()):
         super().__init__(poll_id)
         self.poll_id = poll_id
         self.unreported = tuple(unreported)
         self.listed = None if listed is None else tuple(listed)
+        self.unanswered = {int(broker): int(ms) for broker, ms in unanswered}
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -188,17 +193,21 @@ class PollStreamReader(DataSourceStreamReader):
             end[UNREPORTED] = handed
         if decision.listed is not None:
             end[LISTED] = list(decision.listed)
+        if decision.unanswered:
+            end[UNANSWERED] = [list(held) for held in decision.unanswered]
         return end
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED))]
+        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED), end.get(UNANSWERED, ()))]
 
     def read(self, partition):
         started = time.monotonic()
         ts_ms = int(time.time() * 1000)
         try:
-            snapshot = with_unreported(poll(cached_admin(self.options), now_ms=ts_ms, all_partitions=True,
-                                            listed=partition.listed), partition.unreported)
+            admin = cached_admin(self.options)
+            admin.hold_unanswered(partition.unanswered)
+            snapshot = with_unreported(poll(admin, now_ms=ts_ms, all_partitions=True, listed=partition.listed),
+                                       partition.unreported)
         except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
             # admin door has dropped whatever client went stale, so the cached door is reused next poll)
             snapshot = failed_poll(ts_ms, error, time.monotonic() - started)

@@ -36,16 +36,18 @@ class Liveness:
         self.reason = "not decided"
         self._wanted_since_s = None  # a batch is wanted since then
 
-    def decide(self, view, facts, listed_for_batches, now_s, now_wall):
+    def decide(self, view, facts, listed_for_batches, now_s, now_wall, unanswered=None):
         """The reason a batch is wanted (None: none), decided on `view` (batch_rules.BatchView) and written to the gate
-        with the moves no batch reported yet (`facts`: handover.BatchFacts) and the door's last list while Kafka's
-        controller is silent (`listed_for_batches`)."""
+        with the moves no batch reported yet (`facts`: handover.BatchFacts), the door's last list while Kafka's
+        controller is silent (`listed_for_batches`) and the brokers the door holds as unresponsive (`unanswered`:
+        {broker: Unix ms since})."""
         reason = batch_rules.batch_reason(view)
         if reason is None:
             self._wanted_since_s = None
         elif self._wanted_since_s is None:
             self._wanted_since_s = now_s
-        gate.write(self.gate_path, reason, now_wall * 1000, facts.unreported[:HANDOVER_LIMIT], listed_for_batches)
+        gate.write(self.gate_path, reason, now_wall * 1000, facts.unreported[:HANDOVER_LIMIT], listed_for_batches,
+                   unanswered)
         if reason != self.reason:
             self.say(f"{BATCHES_LINE}{reason}" if reason else IDLE_LINE)
             self.reason = reason
