@@ -11,7 +11,7 @@ from tests.cluster_cli import cancel_everything, clear_broker_throttles
 from tests.compat_support import VERSIONS as COMPAT_VERSIONS
 from tests.compat_support import start_lane
 from tests.job_process import OWNED_JOB_CLUSTER, OWNED_JOB_TRIGGER_S
-from tests.kafka_fixtures import ROOT, LocalCluster, shared_cluster
+from tests.kafka_fixtures import ROOT, shared_cluster
 
 # Properties are checked for what they say, never for how fast an example runs: the unit tests share the
 # machine with the clusters and the job starting beside them (WARMED). Half Hypothesis's 100 examples by default, and
@@ -40,15 +40,21 @@ RUN_TOGETHER = ("owned_job", "fault_job", "fault_default_job", "disk_job", "reau
 LAST_USE = pytest.StashKey()
 
 # `--part` (tests/run_suite.py): the tests on clusters of their own that no other test uses - the fault cluster, the
-# disk cluster and the compatibility lane's versions but the shared cluster's - or every other test. The two parts share nothing but
-# the machine (clusters, ports, jobs, directories), so `make test` runs them side by side.
+# disk cluster and the compatibility lane's versions but the shared cluster's; the secured cluster's; or every other
+# test. The three parts share nothing but the machine (clusters, ports, jobs, directories), so `make test` runs them
+# side by side.
 def _on_clusters_of_their_own(item):
     version = _compat_version(item)
     return ({"fault_cluster", "disk_cluster"} & set(item.fixturenames)
             or (version is not None and not version.shared))
 
 
-PARTS = {"faults-and-versions": _on_clusters_of_their_own, "others": lambda item: not _on_clusters_of_their_own(item)}
+def _on_the_secured_cluster(item):
+    return "secure_cluster" in item.fixturenames
+
+
+PARTS = {"faults-and-versions": _on_clusters_of_their_own, "secured": _on_the_secured_cluster,
+         "others": lambda item: not (_on_clusters_of_their_own(item) or _on_the_secured_cluster(item))}
 
 
 def pytest_addoption(parser):

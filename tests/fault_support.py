@@ -284,8 +284,10 @@ def moving(cluster, topic):
 
 
 def records(job, prefix):
-    """[(key, value)] of the job's progress records whose key starts with `prefix`."""
-    return [(k, v) for k, v in read_topic(job.bootstrap, job.progress_topic) if k.startswith(prefix)]
+    """[(key, value)] of the job's progress records whose key starts with `prefix`, once its spool delivered
+    what it holds (a removal's record reaches the topic after the removal itself: read right after it, while Kafka
+    elected a new controller, none was there yet)."""
+    return [(k, v) for k, v in read_topic(job.bootstrap, job.delivered().progress_topic) if k.startswith(prefix)]
 
 
 def removals(job, names, since_batch):

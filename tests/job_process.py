@@ -15,7 +15,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from sinks.metric_names import POLL_DURATION
+from sinks.metric_names import POLL_DURATION, PROGRESS_SPOOL_RECORDS
 from sinks.metric_names import LAST_POLL as LAST_POLL_METRIC
 from tests.kafka_fixtures import wait_for
 
@@ -24,6 +24,7 @@ CLI = str(Path(sys.executable).with_name("reassign-monitor"))
 OWNED_JOB_TRIGGER_S = 2.0  # the shared `owned_job` (conftest)
 OWNED_JOB_CLUSTER = "shared-owned"  # its --cluster-name: the `cluster` of its series and records
 LAST_POLL = LAST_POLL_METRIC.name
+SPOOLED = PROGRESS_SPOOL_RECORDS.name
 # Spark batches handled (the poll-duration histogram's count, observed in foreachBatch itself; the batch-duration
 # histogram comes from Spark's listener events, which can lag a batch). Liveness (LAST_POLL) comes from the
 # driver's watch seconds after start, long before Spark's first batch: tests that need Spark's results wait on this.
@@ -110,6 +111,14 @@ class JobProcess:
 
     def metric(self, name, **labels):
         return sample_value(self.samples(), name, **labels)
+
+    def delivered(self, timeout_s=60):
+        """Wait until the job's progress spool holds nothing Kafka has not acknowledged (its records are in the
+        progress topic: a write to the spool returns before that, docs/architecture.md "The progress spool");
+        at once when the job is not running. Returns self."""
+        if self.process is not None and self.process.poll() is None:
+            wait_for(lambda: self.metric(SPOOLED) == 0, timeout_s, message="the progress spool delivered")
+        return self
 
     def log(self):
         return Path(self.log_path).read_text()
