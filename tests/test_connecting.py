@@ -108,3 +108,25 @@ def test_a_hung_bootstrap_server_costs_one_request_deadline_and_the_next_one_is_
     (first_at, first_closed), (second_at, _) = contacts
     assert first_closed is not None and deadline_s - 0.2 <= first_closed - first_at <= deadline_s + 0.5, contacts
     assert second_at - first_at <= deadline_s + 0.5 and took_s <= budget_s + 0.5, (contacts, took_s)
+
+
+def test_an_authentication_without_a_verdict_by_the_deadline_is_not_said_to_have_succeeded(tmp_path):
+    """The connection diagnosis (streaming.cluster.connect_diagnosis) against a server that accepts and never
+    answers, over SASL_PLAINTEXT: TCP succeeds, the SASL handshake gets no answer. What it says names the missing
+    verdict, never an authentication that succeeded (said so once of a wrong password at a load of 25)."""
+    from streaming.cluster.connect_diagnosis import diagnose
+    from streaming.vocabulary import client_config
+    from streaming.vocabulary.errors import Unreachable
+
+    server = HungServer()
+    config_path = tmp_path / "client.properties"
+    config_path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                           "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                           'username="admin" password="not-the-password";\n')
+    try:
+        found = diagnose(server.address, client_config.read_config(config_path), 2.0)
+    finally:
+        server.close()
+    assert isinstance(found, Unreachable), found
+    assert "authentication as user admin with SCRAM-SHA-512 had no verdict" in str(found), found
+    assert "succeeded on a second attempt" not in str(found) and "not-the-password" not in str(found)

@@ -152,4 +152,7 @@ def _sasl_problem(bootstrap, config, deadline):
                 return AuthenticationFailed(f"authentication as {principal} refused by {bootstrap}: {brief(error, 400)}")
             if kind == TLS:
                 return TlsFailed(f"TLS handshake with {bootstrap} failed: {brief(error, 400)}")
-    return None
+    # No verdict before the deadline is not a success: said as such, never as an authentication that succeeded.
+    return Unreachable(f"connecting to {bootstrap}: no usable answer within the timeout: TCP"
+                       f"{', TLS' if config.protocol in TLS_PROTOCOLS else ''} succeeded, authentication as {principal} "
+                       f"had no verdict before it (the cluster may be overloaded; a longer --timeout gives it more time)")
