@@ -2,7 +2,7 @@
 in-memory ledger, with a clock the test moves: what the controller, janitor, steering and plan tests share."""
 
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sinks.prometheus import MonitorMetrics
@@ -15,6 +15,22 @@ from streaming.vocabulary.kafka_apis import DESCRIBE_CONFIGS, LIST_REASSIGNMENTS
 from streaming.vocabulary.throttle_actions import Policy
 
 CLUSTER_NAME = "under-test"  # the controller's metrics' and records' `cluster`
+
+
+@dataclass
+class Elsewhere(MemoryLedger):
+    """The ownership topic as another process (`execute`) writes it: a record `arrives` at the n-th read (refresh)
+    from now, whichever reader (a duty of the controller, a plan's step) makes that read."""
+    coming: list = field(default_factory=list)  # [reads still to come, record]
+
+    def arrives(self, record, at_read):
+        self.coming.append([at_read, record])
+
+    def refresh(self):
+        for arrival in self.coming:
+            arrival[0] -= 1
+        for _, record in [a for a in self.coming if a[0] == 0]:
+            self.put(record)
 
 
 class Clock:

@@ -2,7 +2,7 @@
 admin fake with an in-memory ledger (tests/controller_support.py)."""
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pytest
 
@@ -17,7 +17,7 @@ from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
 from streaming.vocabulary.errors import AuthenticationFailed, NotAuthorized, TlsFailed, Unreachable
 from streaming.vocabulary.kafka_apis import READ
 from streaming.vocabulary.snapshot import Snapshot
-from tests.controller_support import CLUSTER_NAME, Clock, Writer, a_controller, findings, sample
+from tests.controller_support import CLUSTER_NAME, Clock, Elsewhere, Writer, a_controller, findings, sample
 from tests.fake_cluster import FakeCluster
 from tests.test_janitor import request, throttled
 from tests.test_throttle_observe import foreign_throttled_move
@@ -314,22 +314,6 @@ def test_a_move_of_ours_that_came_and_went_unseen_is_handed_over(tmp_path, arriv
         clock.now += 1
         controller.tick()
     assert list(gate.read(controller.gate_path, clock.now * 1000).unreported) == handed
-
-
-@dataclass
-class Elsewhere(MemoryLedger):
-    """The ownership topic as another process (`execute`) writes it: a record `arrives` at the controller's n-th
-    read (refresh) from now, whichever of its duties makes that read."""
-    coming: list = field(default_factory=list)  # [reads still to come, record]
-
-    def arrives(self, record, at_read):
-        self.coming.append([at_read, record])
-
-    def refresh(self):
-        for arrival in self.coming:
-            arrival[0] -= 1
-        for _, record in [a for a in self.coming if a[0] == 0]:
-            self.put(record)
 
 
 def handed(controller, clock):

@@ -15,6 +15,7 @@ from streaming.control.plans.scheduler import Limits
 from streaming.control.plans.step import advance_once, still_throttled
 from streaming.cluster.poller import poll
 from streaming.vocabulary.errors import ClusterError, NotAuthorized
+from tests.controller_support import Elsewhere
 from tests.fake_cluster import FakeCluster
 from streaming.vocabulary.states import OwnershipState, PlanState
 
@@ -161,21 +162,6 @@ def test_a_partition_finishing_after_the_sweep_keeps_its_slot_until_its_entries_
     assert fake.topics == {("t", "leader"): "2:1,3:1", ("t", "follower"): "2:2,3:2"}
 
 
-class ArrivingLedger:
-    """A MemoryLedger written to by someone else too: their records (`arriving`) show from the next refresh on."""
-
-    def __init__(self, ledger):
-        self.ledger, self.arriving = ledger, []
-
-    def refresh(self):
-        for record in self.arriving:
-            self.ledger.put(record)
-        self.arriving.clear()
-
-    def __getattr__(self, name):
-        return getattr(self.ledger, name)
-
-
 def test_a_wave_after_someone_else_swept_the_one_before_takes_no_rate_of_ours_for_a_prior():
     """The job's janitor, between the step's read and its sweep, removes the finished wave's throttles and marks it
     done: the ledger the next wave's claims are judged against is newer than the read. Judged against that read,
@@ -183,7 +169,7 @@ def test_a_wave_after_someone_else_swept_the_one_before_takes_no_rate_of_ours_fo
     set when it ends (seen on Kafka 2.8 in ZooKeeper mode, where broker configs show late). The step reads the
     cluster again when its ledger moved, so the wave records no prior and its end removes the rates."""
     fake, memory = setup(partitions=2, limits=Limits(1))
-    ledger = ArrivingLedger(memory)
+    ledger = Elsewhere(latest=memory.latest, plan_headers=memory.plan_headers)
     step(fake, ledger)  # wave 1: t-0
     fake.partitions[("t", 0)] = {"replicas": [2], "isr": [2], "leader": 2}
     fake.reassigning.clear()
@@ -196,7 +182,7 @@ def test_a_wave_after_someone_else_swept_the_one_before_takes_no_rate_of_ours_fo
         if len(reads) == 1:  # the job's janitor, right after this read: wave 1's throttles gone, wave 1 done
             fake.topics.clear()
             fake.rates.clear()
-            ledger.arriving.append(first.with_state(OwnershipState.DONE, 15_000))
+            ledger.arrives(first.with_state(OwnershipState.DONE, 15_000), at_read=1)
         return snapshot
 
     result = advance_once(fake, read, writer(fake, ledger), PLAN_ID, 20_000, 1.0)
