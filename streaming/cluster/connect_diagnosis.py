@@ -59,9 +59,14 @@ def diagnose(bootstrap, config, timeout_s):
     if problem is None and protocol in SASL_PROTOCOLS and config.uses_librdkafka:
         problem = _sasl_problem(bootstrap, config, deadline)
     return problem or Unreachable(
-        f"connecting to {bootstrap}: no usable answer within the timeout, although TCP"
-        f"{', TLS' if protocol in TLS_PROTOCOLS else ''}{' and authentication' if protocol in SASL_PROTOCOLS else ''}"
-        f" succeeded on a second attempt (the cluster may be overloaded)")
+        f"connecting to {bootstrap}: no usable answer within the timeout, although {_transport(protocol)}"
+        f"{' and authentication' if protocol in SASL_PROTOCOLS else ''} succeeded on a second attempt (the cluster may "
+        f"be overloaded)")
+
+
+def _transport(protocol):
+    """What a connection that got this far passed before authentication: "TCP", or "TCP, TLS"."""
+    return "TCP, TLS" if protocol in TLS_PROTOCOLS else "TCP"
 
 
 def _address(text):
@@ -153,6 +158,6 @@ def _sasl_problem(bootstrap, config, deadline):
             if kind == TLS:
                 return TlsFailed(f"TLS handshake with {bootstrap} failed: {brief(error, 400)}")
     # No verdict before the deadline is not a success: said as such, never as an authentication that succeeded.
-    return Unreachable(f"connecting to {bootstrap}: no usable answer within the timeout: TCP"
-                       f"{', TLS' if config.protocol in TLS_PROTOCOLS else ''} succeeded, authentication as {principal} "
-                       f"had no verdict before it (the cluster may be overloaded; a longer --timeout gives it more time)")
+    return Unreachable(f"connecting to {bootstrap}: no usable answer within the timeout: {_transport(config.protocol)} "
+                       f"succeeded, authentication as {principal} had no verdict before it (the cluster may be "
+                       f"overloaded; a longer --timeout gives it more time)")

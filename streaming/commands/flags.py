@@ -46,6 +46,12 @@ def cluster_name(text):
     return text
 
 
+def given_cluster_name(args):
+    """The cluster's name the operator gave (its name in --clusters FILE, or --cluster-name), None when none was:
+    streaming.vocabulary.cluster_name.name_of then names it by its bootstrap servers."""
+    return args.cluster or args.cluster_name
+
+
 def topic_name(text):
     problem = topic_name_problem(text)
     if problem:

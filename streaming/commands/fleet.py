@@ -98,17 +98,11 @@ def load(path, name, run_parser):
         return fleet_file.parse(text, os.path.dirname(path), checks(run_parser)).cluster(name)
 
 
-def named(args):
-    """The cluster's name (streaming.vocabulary.cluster_name) for `args` as `chosen` returns them."""
-    from streaming.vocabulary.cluster_name import name_of
-
-    return name_of(args.cluster or args.cluster_name, args.bootstrap_server)
-
-
 def chosen(args, argv, parser):
     """`args` for one cluster: unchanged for --bootstrap-server; for --clusters FILE --cluster NAME, the cluster's
-    servers and client file in place of the flags (and for `run`, `argv` parsed again by `parser` behind the
-    cluster's run flags). Usage problems and a bad file: BadInput, before anything connects."""
+    servers and client file in place of the flags, and for `run`, `argv` parsed again by `parser` behind the
+    cluster's run flags. Usage problems and a bad file: BadInput,
+    before anything connects."""
     if args.clusters is None:
         if args.cluster is not None:
             raise BadInput("--cluster names a cluster of --clusters FILE: give --clusters too")

@@ -120,10 +120,10 @@ def publish_actions(args, admin, applier, actions, cluster_id):
         return None
     from sinks.records import encode
     from sinks.throttle_records import throttle_record
-    from streaming.commands.fleet import named
+    from streaming.vocabulary.cluster_name import name_of
 
     ts_ms = int(time.time() * 1000)
-    outputs = [throttle_record(action, ts_ms, -1, cluster_id, cluster=named(args)) for action in actions]
+    outputs = [throttle_record(action, ts_ms, -1, cluster_id, cluster=name_of(flags.given_cluster_name(args), args.bootstrap_server)) for action in actions]
 
     try:
         if not admin.topic_exists(args.progress_topic):

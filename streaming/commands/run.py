@@ -101,7 +101,7 @@ def config_from(args):
     guard_url, guard_query = guard_of(args)
     return JobConfig(
         bootstrap=args.bootstrap_server, command_config=args.command_config,
-        cluster_name=args.cluster or args.cluster_name,
+        cluster_name=flags.given_cluster_name(args),
         timeout_s=args.timeout,
         master=master(args.master) or None, checkpoint_location=args.checkpoint_location,
         progress_topic=args.progress_topic, ownership_topic=args.ownership_topic,
