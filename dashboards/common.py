@@ -36,16 +36,17 @@ def datasource_variable():
 def label_variable(name, label, metric=m.REPLICA_STATE):
     """A multi-select variable over one label of `metric` in the clusters picked; "All" is the regex `.*` so it also
     matches series the label values query has not seen yet."""
-    return g.Template(name=name, label=label, query=f"label_values({selector(metric, CLUSTERS)}, {name})",
-                      dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*",
-                      refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
+    return _multi_select(name, label, f"label_values({selector(metric, CLUSTERS)}, {name})")
 
 
 def cluster_variable():
     """The clusters: every job exports its liveness gauge from its first poll, moving or not."""
-    return g.Template(name=m.CLUSTER, label="Cluster", query=f"label_values({m.LAST_POLL.name}, {m.CLUSTER})",
-                      dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*",
-                      refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
+    return _multi_select(m.CLUSTER, "Cluster", f"label_values({m.LAST_POLL.name}, {m.CLUSTER})")
+
+
+def _multi_select(name, label, query):
+    return g.Template(name=name, label=label, query=query, dataSource=DATASOURCE, includeAll=True, multi=True,
+                      allValue=".*", refresh=g.REFRESH_ON_TIME_RANGE_CHANGE)
 
 
 def selector(metric, *matchers, suffix=""):

@@ -44,6 +44,10 @@ def _override(name, *properties):
             "properties": [{"id": key, "value": value} for key, value in properties]}
 
 
+# A table cell coloured as a whole by its value's thresholds or mappings.
+COLOURED_CELL = (("custom.displayMode", "color-background"), ("custom.cellOptions", {"type": "color-background"}))
+
+
 def _red_above(threshold):
     return ("thresholds", {"mode": "absolute", "steps": [{"color": "green", "value": None},
                                                           {"color": "red", "value": threshold}]})
@@ -54,12 +58,9 @@ def _table():
     rename["reason"] = "Why"
     hidden = {"Time": True}
     overrides = [_override(header, ("unit", unit)) for header, _, unit in COLUMNS]
-    overrides += [_override("Unhealthy partitions", _red_above(1), ("custom.displayMode", "color-background"),
-                            ("custom.cellOptions", {"type": "color-background"})),
-                  _override("Last poll age", _red_above(30), ("custom.displayMode", "color-background"),
-                            ("custom.cellOptions", {"type": "color-background"})),
-                  _override("Polled", ("custom.displayMode", "color-background"),
-                            ("custom.cellOptions", {"type": "color-background"}),
+    overrides += [_override("Unhealthy partitions", _red_above(1), *COLOURED_CELL),
+                  _override("Last poll age", _red_above(30), *COLOURED_CELL),
+                  _override("Polled", *COLOURED_CELL,
                             ("mappings", [{"type": "value", "options": {
                                 "0": {"color": "red", "index": 0}, "1": {"color": "green", "index": 1}}}]))]
     return g.Table(
