@@ -74,6 +74,10 @@ CLUSTER_UP = Metric("kafka_reassignment_cluster_up", "gauge", (CLUSTER, "reason"
                     "succeed, reason polled; 0 when the last look failed, reason the kind of error it met "
                     "(streaming.vocabulary.errors KINDS: unreachable, authentication, tls, authorization, refused, ...). "
                     "Absent until the first look.")
+CLUSTER_INFO = Metric("kafka_reassignment_cluster_info", "gauge", (CLUSTER,),
+                      "1 for each cluster the job watches, labelled with the fleet file's labels of the cluster "
+                      "(docs/operations.md \"Several clusters\"; none for a cluster given by --bootstrap-server): join "
+                      "them to any series with `* on(cluster) group_left(LABEL) kafka_reassignment_cluster_info`.")
 LAST_POLL = Metric("kafka_reassignment_monitor_last_poll_timestamp_seconds", "gauge", (CLUSTER,),
                    "Unix time of the last successful poll of the cluster.")
 POLL_DURATION = Metric("kafka_reassignment_monitor_poll_duration_seconds", "histogram", (CLUSTER,),
@@ -99,7 +103,7 @@ PLAN_ETA = Metric("kafka_reassignment_plan_eta_seconds", "gauge", (CLUSTER, "req
 
 ALL = (REPLICA_COPIED_BYTES, REPLICA_TARGET_BYTES, REPLICA_PROGRESS_RATIO, REPLICA_IN_ISR, REPLICA_COPY_RATE,
        REPLICA_ETA, REPLICA_STALLED, REPLICA_REMOTE_BYTES, REPLICA_STATE, REPLICA_DIAGNOSIS, METRICS_ROWS_OMITTED, PARTITIONS, REMAINING_BYTES,
-       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, CLUSTER_UP, LAST_POLL,
+       COPY_RATE, ETA, BROKER_THROTTLE_RATE, TOPIC_THROTTLED_REPLICAS, THROTTLE_ACTIONS, CLUSTER_UP, CLUSTER_INFO, LAST_POLL,
        POLL_DURATION,
        BATCH_DURATION, POLL_ERRORS, PROGRESS_SPOOL_RECORDS, PLAN_PARTITIONS, PLAN_REMAINING_BYTES, PLAN_ETA)
 

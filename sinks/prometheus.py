@@ -125,8 +125,9 @@ def _later(a, b):
 class SnapshotCollector:
     """The gauges of the latest picture of one cluster (`cluster`: its name)."""
 
-    def __init__(self, cluster, detail="replica"):
+    def __init__(self, cluster, detail="replica", labels=None):
         self.cluster = cluster
+        self.labels = dict(labels or {})  # the fleet file's labels of the cluster (kafka_reassignment_cluster_info)
         self._lock = threading.Lock()
         self._picture = Picture()
         self._rows_s = None  # the time of the poll the shown rows come from (liveness may be later: `touch`)
@@ -190,17 +191,18 @@ class SnapshotCollector:
     def describe(self):
         return []  # names are fixed, but describing none keeps registration from calling collect()
 
-    def _samples(self):
+    def samples(self):
         with self._lock:
             picture, look = self._picture, self._look
         out = samples(picture, self.detail, self.budget)
         if look is not None:
             out.append((m.CLUSTER_UP, ("reason",), (look,), float(look == m.POLLED)))
+        out.append((m.CLUSTER_INFO, tuple(self.labels), tuple(self.labels.values()), 1.0))
         return labelled(out, self.cluster)
 
     def collect(self):
         families = {}
-        for metric, label_names, label_values, value in self._samples():
+        for metric, label_names, label_values, value in self.samples():
             family = families.get(metric.name)
             if family is None:
                 family = families[metric.name] = GaugeMetricFamily(metric.name, metric.help, labels=list(label_names))
@@ -209,7 +211,7 @@ class SnapshotCollector:
 
     def text(self, openmetrics=False):
         """What collect() yields, as exposition text written in one pass (sinks.exposition.render)."""
-        return render(self._samples(), openmetrics)
+        return render(self.samples(), openmetrics)
 
 
 class _OfCluster:
@@ -226,49 +228,93 @@ class _OfCluster:
         self.labels().observe(value)
 
 
-class MonitorMetrics:
-    """What the job serves for the cluster `cluster` (its name): the snapshot gauges plus counters and histograms.
-    `registry` holds them all, for readers in the process; /metrics writes the snapshot's text itself and has
-    prometheus_client write the rest (`_accumulated`). `apis`: the calls a poll makes, whose error counters start
-    at 0 (increase() then sees the first error)."""
+class Instruments:
+    """The counters and histograms of a job, one set whatever the number of clusters it watches (each series has its
+    cluster label: `MonitorMetrics` fills it in), in `registry`, which /metrics has prometheus_client write."""
 
-    def __init__(self, cluster, detail="replica", apis=()):
-        self.cluster = cluster
+    def __init__(self):
         self.registry = CollectorRegistry()
-        self._accumulated = CollectorRegistry()
-        self.snapshot = SnapshotCollector(cluster, detail)
-        self.registry.register(self.snapshot)
-
-        def both(collector):
-            self.registry.register(collector)
-            return collector
 
         def counter(metric):
-            return _OfCluster(both(Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels),
-                                           registry=self._accumulated)), cluster)
+            return Counter(metric.name.removesuffix("_total"), metric.help, list(metric.labels), registry=self.registry)
 
         def histogram(metric):
-            histogram = both(Histogram(metric.name, metric.help, list(metric.labels), registry=self._accumulated,
-                                       buckets=DURATION_BUCKETS))
-            histogram.labels(cluster)  # its series from the start, as an unlabelled histogram has
-            return _OfCluster(histogram, cluster)
+            return Histogram(metric.name, metric.help, list(metric.labels), registry=self.registry,
+                             buckets=DURATION_BUCKETS)
 
         self.throttle_actions = counter(m.THROTTLE_ACTIONS)
+        self.poll_errors = counter(m.POLL_ERRORS)
+        self.poll_duration = histogram(m.POLL_DURATION)
+        self.batch_duration = histogram(m.BATCH_DURATION)
+        self.progress_spool_records = Gauge(m.PROGRESS_SPOOL_RECORDS.name, m.PROGRESS_SPOOL_RECORDS.help,
+                                            list(m.PROGRESS_SPOOL_RECORDS.labels), registry=self.registry)
+        self.collectors = (self.throttle_actions, self.poll_errors, self.poll_duration, self.batch_duration,
+                           self.progress_spool_records)
+
+    def forget(self, cluster):
+        """Every series of `cluster`: a cluster taken out of a fleet job (streaming.spark.driver) leaves none behind."""
+        for collector in self.collectors:  # prometheus_client lists no family's series but in `_metrics`
+            for labels in [key for key in list(collector._metrics) if key[0] == cluster]:
+                collector.remove(*labels)
+
+
+class MonitorMetrics:
+    """What the job serves for the cluster `cluster` (its name): the snapshot gauges plus counters and histograms.
+    `registry` holds them all, for readers in the process; /metrics (`MetricsServer`) writes the snapshots' text
+    itself and has prometheus_client write the rest. `instruments`: the job's counters and histograms, shared by
+    the clusters of a fleet job (a job of one cluster makes its own). `labels`: the fleet file's labels of the
+    cluster, on its `kafka_reassignment_cluster_info` series. `apis`: the calls a poll makes, whose error counters
+    start at 0 (increase() then sees the first error)."""
+
+    def __init__(self, cluster, detail="replica", apis=(), instruments=None, labels=None):
+        self.cluster = cluster
+        self.instruments = instruments or Instruments()
+        self.registry = CollectorRegistry()
+        self.snapshot = SnapshotCollector(cluster, detail, labels)
+        self.registry.register(self.snapshot)
+        for collector in self.instruments.collectors:
+            self.registry.register(collector)
+        self.throttle_actions = _OfCluster(self.instruments.throttle_actions, cluster)
         for scope in m.THROTTLE_SCOPES:  # known labels start at 0: increase() then sees the first action
             for action in m.THROTTLE_ACTION_NAMES:
                 self.throttle_actions.labels(scope=scope, action=action)
-        self.poll_errors = counter(m.POLL_ERRORS)
+        self.poll_errors = _OfCluster(self.instruments.poll_errors, cluster)
         for api in apis:
             self.poll_errors.labels(api=api)
-        self.poll_duration = histogram(m.POLL_DURATION)
-        self.batch_duration = histogram(m.BATCH_DURATION)
-        self.progress_spool_records = both(Gauge(m.PROGRESS_SPOOL_RECORDS.name, m.PROGRESS_SPOOL_RECORDS.help,
-                                                 list(m.PROGRESS_SPOOL_RECORDS.labels),
-                                                 registry=self._accumulated)).labels(cluster)
+        for histogram in (self.instruments.poll_duration, self.instruments.batch_duration):
+            histogram.labels(cluster)  # its series from the start, as an unlabelled histogram has
+        self.poll_duration = _OfCluster(self.instruments.poll_duration, cluster)
+        self.batch_duration = _OfCluster(self.instruments.batch_duration, cluster)
+        self.progress_spool_records = self.instruments.progress_spool_records.labels(cluster)
+
+
+class MetricsServer:
+    """/metrics of a job: the snapshot gauges of every cluster it watches (one text, one family per metric) and the
+    job's instruments. Clusters join and leave while it serves (a fleet job's reload)."""
+
+    def __init__(self, instruments):
+        self.instruments = instruments
+        self._lock = threading.Lock()
+        self._clusters = {}  # name -> MonitorMetrics
         self._server = None
 
+    def add(self, metrics):
+        with self._lock:
+            self._clusters[metrics.cluster] = metrics
+
+    def remove(self, cluster):
+        with self._lock:
+            self._clusters.pop(cluster, None)
+        self.instruments.forget(cluster)
+
+    def text(self, openmetrics=False):
+        with self._lock:
+            clusters = list(self._clusters.values())
+        return render([sample for metrics in clusters for sample in metrics.snapshot.samples()], openmetrics)
+
     def serve(self, port, address="127.0.0.1"):
-        self._server, self._thread = serve(metrics_app(self.snapshot.text, self._accumulated), port, address)
+        self._server, _ = serve(metrics_app(self.text, self.instruments.registry), port, address)
+        return self
 
     def close(self):
         if self._server is not None:

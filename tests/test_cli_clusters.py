@@ -20,7 +20,7 @@ COMMANDS = {  # every command with --bootstrap-server but run (its own test belo
     "pause": ("--request-id", REQUEST_ID),
     "resume": ("--request-id", REQUEST_ID),
 }
-FLEET_ONLY = {"clusters", "cluster", "config_source"}
+FLEET_ONLY = {"clusters", "cluster", "config_source", "labels"}
 
 
 @pytest.fixture
@@ -131,8 +131,7 @@ def test_the_cluster_s_name_in_metrics_and_records(files, argv, label):
 
 USAGE = [
     # id, argv, the error line after "reassign-monitor COMMAND: error: "
-    ("run-fleet-job", ("run", "--clusters", "@FLEET"), fleet.NO_FLEET_JOB),
-    ("no-cluster", ("progress", "--clusters", "@FLEET"), "--clusters needs --cluster NAME: which cluster of the file"),
+    ("no-cluster", ("progress", "--clusters", "@FLEET"), fleet.NEEDS_CLUSTER),
     ("cluster-without-clusters", ("progress", "--bootstrap-server", SERVERS, "--cluster", "direct"),
      "--cluster names a cluster of --clusters FILE: give --clusters too"),
     ("command-config-with-clusters", ("cancel", "--all", "--clusters", "@FLEET", "--cluster", "direct", "--command-config", "x"),

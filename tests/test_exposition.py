@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sinks import metric_names as m
 from sinks.exposition import render
-from sinks.prometheus import MonitorMetrics, Picture, samples
+from sinks.prometheus import Instruments, MetricsServer, MonitorMetrics, Picture, samples
 from streaming.vocabulary.columns import from_rows
 
 OPENMETRICS_ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
@@ -101,9 +101,33 @@ def served():
     metrics.snapshot.update(many_moves(5))
     metrics.poll_errors.labels(api="Metadata").inc()
     metrics.batch_duration.observe(0.3)
-    metrics.serve(0)
-    yield metrics, f"http://127.0.0.1:{metrics._server.server_port}/metrics"
-    metrics.close()
+    server = MetricsServer(metrics.instruments)
+    server.add(metrics)
+    server.serve(0)
+    yield metrics, f"http://127.0.0.1:{server._server.server_port}/metrics"
+    server.close()
+
+
+def test_one_server_shows_every_cluster_of_a_fleet_each_family_once_and_forgets_a_cluster_taken_out():
+    instruments = Instruments()
+    server = MetricsServer(instruments)
+    for name, labels in (("eu", {"region": "eu-west-1"}), ("us", {})):
+        metrics = MonitorMetrics(name, "replica", apis=("Metadata",), instruments=instruments, labels=labels)
+        metrics.snapshot.update(many_moves(3))
+        metrics.poll_errors.labels(api="Metadata").inc()
+        server.add(metrics)
+    server.serve(0)
+    try:
+        url = f"http://127.0.0.1:{server._server.server_port}/metrics"
+        families = {f.name: f for f in text_string_to_metric_families(scrape(url)[1].decode())}
+        assert {s.labels["cluster"] for s in families[m.REPLICA_STATE.name].samples} == {"eu", "us"}
+        assert [(s.labels, s.value) for s in families[m.CLUSTER_INFO.name].samples] == [
+            ({"cluster": "eu", "region": "eu-west-1"}, 1.0), ({"cluster": "us"}, 1.0)]
+        server.remove("eu")
+        body = scrape(url)[1].decode()
+        assert 'cluster="eu"' not in body and 'cluster="us"' in body
+    finally:
+        server.close()
 
 
 def scrape(url, **headers):

@@ -18,8 +18,7 @@ from streaming.vocabulary.errors import BadInput, reading_input
 # parser, and the one-cluster form should not wait for them.
 
 CONFIG_FLAG = "--command-config"  # how messages name the client file of the one-cluster form
-NO_FLEET_JOB = ("--clusters without --cluster would watch every cluster of the file in one job, which does not exist "
-                "yet: pass --cluster NAME (one job per cluster)")
+NEEDS_CLUSTER = "--clusters needs --cluster NAME: which cluster of the file (only `run` watches them all)"
 
 
 def add_arguments(parser, target):
@@ -112,18 +111,39 @@ def chosen(args, argv, parser):
     if args.cluster_name is not None:
         raise BadInput("--cluster-name cannot go with --clusters: a cluster of the file is called by its name there")
     if args.cluster is None:
-        if args.command == "run":
-            raise BadInput(NO_FLEET_JOB)
-        raise BadInput("--clusters needs --cluster NAME: which cluster of the file")
-    named = f"--clusters {shown(args.clusters, 200)}: cluster {args.cluster}"
-    cluster = load(args.clusters, args.cluster, run_parser(parser))
+        if args.command != "run":
+            raise BadInput(NEEDS_CLUSTER)
+        args.fleet = lambda: every_cluster(args.clusters, args, argv, parser)
+        args.fleet()  # the whole file checked now, before anything starts
+        return args
+    return _of_cluster(args, argv, parser, load(args.clusters, args.cluster, run_parser(parser)))
+
+
+def _of_cluster(args, argv, parser, cluster):
+    named = f"--clusters {shown(args.clusters, 200)}: cluster {cluster.name}"
     if args.command == "run" and cluster.run_flags:
         alone = args
         args = parser.parse_args([argv[0], *_tokens(cluster.run_flags), *argv[1:]])
         _check_run_flags_together(args, alone, named)
+    else:
+        args = argparse.Namespace(**vars(args))
+    args.cluster = cluster.name
     args.bootstrap_server, args.command_config = cluster.bootstrap_servers, cluster.command_config
     args.config_source = f"{named}: {cluster.config_key}"
+    args.labels = tuple(cluster.labels.items())
     return args
+
+
+def every_cluster(path, args, argv, parser):
+    """`run`'s args for each cluster of the fleet file at `path` ([args], in the file's order), as `--cluster NAME`
+    would make them. The file is read anew at each call (a fleet job's reload)."""
+    from streaming.vocabulary import fleet_file
+    from streaming.vocabulary.operator_file import read_text
+
+    with reading_input(f"--clusters {shown(path, 200)}"):
+        text = read_text(path, fleet_file.MAX_FILE_BYTES)
+        fleet = fleet_file.parse(text, os.path.dirname(path), checks(run_parser(parser)))
+    return [_of_cluster(args, argv, parser, cluster) for cluster in fleet.clusters.values()]
 
 
 def _check_run_flags_together(args, alone, named):

@@ -201,9 +201,40 @@ def preflight(config):
     check_cluster(config)
 
 
+def fleet_members(every_cluster):
+    """The fleet job's members (streaming.spark.fleet_driver.Member) of `every_cluster()`, the fleet file's clusters'
+    args (streaming.commands.fleet.every_cluster): each cluster's flags and client file checked as `run --cluster
+    NAME` checks them, a problem named by its cluster."""
+    from streaming.spark.fleet_driver import Member
+    from streaming.vocabulary.client_config import read_config
+
+    members = []
+    for args in every_cluster():
+        if args.command_config is not None:
+            read_config(args.command_config, args.config_source)
+        members.append(Member(config_from(args), args.labels))
+    return tuple(members)
+
+
+def run_fleet(args):
+    """`run --clusters FILE` without --cluster: every cluster of the file in one job. Its clusters are not asked
+    before the job starts: one that is down or refuses the credentials is retried by the job, its
+    kafka_reassignment_cluster_up saying why, and keeps no other cluster waiting."""
+    from streaming.spark.fleet_driver import FleetConfig, run_fleet as run_job
+
+    members = fleet_members(args.fleet)
+    job = members[0].config
+    check_checkpoint(job.checkpoint_location)
+    check_metrics_port(job.metrics_address, job.metrics_port)
+    check_java()
+    return run_job(FleetConfig(job, members, args.clusters, lambda: fleet_members(args.fleet)))
+
+
 def run(args):
     from streaming.spark.driver import run as run_job
 
+    if getattr(args, "fleet", None) is not None:
+        return run_fleet(args)
     config = config_from(args)
     preflight(config)
     return run_job(config)

@@ -108,8 +108,9 @@ class BatchHandler:
     only computes and writes."""
 
     def __init__(self, writer, metrics, controller=None, out=sys.stdout,
-                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S):
+                 pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, line_prefix=""):
         self.writer, self.metrics, self.controller, self.out = writer, metrics, controller, out
+        self.line_prefix = line_prefix  # a fleet job's lines name the cluster they are about
         self.pending_after_s = pending_after_s  # a PENDING move gets a reason after two triggers
         self.last_output = None
         # (batch id, seconds computing the batch: poll + transforms + state, seconds in the sinks)
@@ -127,7 +128,7 @@ class BatchHandler:
             try:
                 row = plan_row(status, output.replicas, output.snapshot.tables, ts_ms)
             except Exception as error:
-                print(f"plan {request_id}: no report this batch: {type(error).__name__}: {error}", file=sys.stderr,
+                print(f"{self.line_prefix}plan {request_id}: no report this batch: {type(error).__name__}: {error}", file=sys.stderr,
                       flush=True)
                 continue
             if row is not None:
@@ -137,7 +138,11 @@ class BatchHandler:
     def __call__(self, frame, batch_id):
         started = time.monotonic()
         batch = frame.toArrow()
-        computed = time.monotonic()
+        self.handle(batch, batch_id, started, time.monotonic())
+
+    def handle(self, batch, batch_id, started, computed):
+        """The cluster's rows of a batch of the stateful output (an Arrow table), computed from `started` to
+        `computed` (monotonic seconds)."""
         with collector_paused():
             cluster, replicas = batch_rows(batch)
             tables = codec.decode_tables([row["table"] for row in cluster], [row["payload"] for row in cluster])
@@ -151,7 +156,7 @@ class BatchHandler:
             self.metrics.poll_errors.labels(api=api).inc(count)
         if not facts.ok:
             reasons = "; ".join(f"{e.api}: {e.message}" for e in facts.errors)
-            print(f"batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
+            print(f"{self.line_prefix}batch {batch_id}: poll failed: {reasons}", file=sys.stderr, flush=True)
             if self.controller is not None:
                 self.controller.batch_ran()
             return
@@ -175,7 +180,7 @@ class BatchHandler:
             self.controller.hand_over(findings_of(output, batch_id, [row["request_id"] for row in plan_rows]))
         self.timings.append((batch_id, computed - started, time.monotonic() - computed))
         if self.out is not None:
-            print(f"batch {batch_id}: {describe(output)}", file=self.out, flush=True)
+            print(f"{self.line_prefix}batch {batch_id}: {describe(output)}", file=self.out, flush=True)
 
 
 def findings_of(output, batch_id, plans_reported=()):
@@ -186,7 +191,36 @@ def findings_of(output, batch_id, plans_reported=()):
         throttles_binding=output.throttles_binding, plans_reported=tuple(plans_reported))
 
 
-def _batch_duration_listener(metrics):
+class FleetBatchHandler:
+    """foreachBatch of a fleet job: each cluster's rows of the batch to its own BatchHandler (`handlers()`:
+    {cluster name: BatchHandler}, those of the clusters the query polls). A cluster whose handler fails does not keep
+    the others' from theirs; the first failure is raised after them all, so that the batch is replayed (records
+    carry the batch id: a replayed record supersedes its first write)."""
+
+    def __init__(self, handlers):
+        self.handlers = handlers
+
+    def __call__(self, frame, batch_id):
+        started = time.monotonic()
+        batch = frame.toArrow()
+        computed = time.monotonic()
+        failure = None
+        handlers = self.handlers()
+        for name in pc.unique(batch["cluster"]).to_pylist():
+            handler = handlers.get(name)
+            if handler is None:  # a replayed batch of a cluster taken out of the fleet since: nobody to tell
+                continue
+            try:
+                handler.handle(batch.filter(pc.equal(batch["cluster"], name)), batch_id, started, computed)
+            except Exception as error:
+                print(f"batch {batch_id}: cluster {name}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+                failure = failure or error
+        if failure is not None:
+            raise failure
+
+
+def batch_duration_listener(watched):
+    """A listener observing each batch's wall time for the clusters `watched()` returns (their MonitorMetrics)."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     class BatchDurations(StreamingQueryListener):
@@ -196,7 +230,8 @@ def _batch_duration_listener(metrics):
         def onQueryProgress(self, event):
             total_ms = event.progress.durationMs.get("triggerExecution")
             if total_ms is not None:
-                metrics.batch_duration.observe(total_ms / 1000.0)
+                for metrics in watched():
+                    metrics.batch_duration.observe(total_ms / 1000.0)
 
         def onQueryIdle(self, event):
             pass
@@ -207,12 +242,18 @@ def _batch_duration_listener(metrics):
     return BatchDurations()
 
 
-def track(stream, settings):
-    """The stateful part of the query, on any stream of source rows (the benchmarks feed it synthetic ones)."""
+# What the state is keyed by: a job of one cluster by bucket alone (as every checkpoint before fleet jobs), a fleet
+# job by cluster and bucket, so that each cluster's state is its own in the checkpoint.
+ONE_CLUSTER_KEY, FLEET_KEY = ("bucket",), ("cluster", "bucket")
+
+
+def track(stream, settings, key=ONE_CLUSTER_KEY, per_cluster=None):
+    """The stateful part of the query, on any stream of source rows (the benchmarks feed it synthetic ones);
+    `per_cluster`: a fleet's clusters' own Settings (streaming.spark.stateful.make_tracker)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return stream.groupBy("bucket").applyInPandasWithState(
-        make_tracker(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
+    return stream.groupBy(*key).applyInPandasWithState(
+        make_tracker(settings, per_cluster), OUTPUT_SCHEMA, STATE_SCHEMA, "update", GroupStateTimeout.NoTimeout)
 
 
 def poll_stream(spark, config, source=PollDataSource, gate_path=None):
@@ -221,6 +262,7 @@ def poll_stream(spark, config, source=PollDataSource, gate_path=None):
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())
             .option("bootstrap", config.bootstrap)
+            .option("cluster", config.cluster_label)
             .option("command_config", config.command_config or "")
             .option("timeout", str(config.timeout_s))
             .option("buckets", str(STATE_BUCKETS))
@@ -228,9 +270,13 @@ def poll_stream(spark, config, source=PollDataSource, gate_path=None):
             .load())
 
 
-def start_tracking(stream, config, handler):
+def settings_of(config):
+    return Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s)
+
+
+def start_tracking(stream, config, handler, key=ONE_CLUSTER_KEY, per_cluster=None):
     """The stateful query over `stream`, its batches handed to `handler`, checkpointed."""
-    tracked = track(stream, Settings(stall_after_s=config.stall_after_s, rate_window_s=config.rate_window_s))
+    tracked = track(stream, settings_of(config), key, per_cluster)
     return (tracked.writeStream.foreachBatch(handler)
             .option("checkpointLocation", config.checkpoint_location)
             .trigger(processingTime=f"{int(config.trigger_interval_s * 1000)} milliseconds")
@@ -241,6 +287,22 @@ def start_tracking(stream, config, handler):
 
 def start_query(spark, config, handler, gate_path=None):
     return start_tracking(poll_stream(spark, config, gate_path=gate_path), config, handler)
+
+
+def start_fleet_query(spark, config, handler, members):
+    """The fleet job's query (streaming.spark.fleet_source): `config` the job's (checkpoint, trigger), `members`
+    [(JobConfig, gate path)] of the clusters it polls, each with its own trigger interval and Settings."""
+    from streaming.spark.fleet_source import FleetDataSource, roster_option
+    from streaming.spark.source import Target
+
+    spark.dataSource.register(FleetDataSource)
+    roster = roster_option([(Target(c.cluster_label, c.bootstrap, c.command_config, c.timeout_s), gate_path,
+                             c.trigger_interval_s) for c, gate_path in members])
+    stream = (spark.readStream.format(FleetDataSource.name()).option("roster", roster)
+              .option("buckets", str(STATE_BUCKETS)).option("poll_deadline", str(2 * config.trigger_interval_s))
+              .load())
+    per_cluster = {c.cluster_label: settings_of(c) for c, _ in members}
+    return start_tracking(stream, config, handler, FLEET_KEY, per_cluster)
 
 
 def last_finished_batch(query):

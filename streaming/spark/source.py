@@ -44,7 +44,7 @@ they were; it is retried next trigger, never fatal.
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -58,7 +58,10 @@ from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, 
 from streaming.control import gate
 
 SOURCE_NAME = "kafka_reassignment_poll"
-SOURCE_SCHEMA = "poll_id long, ts_ms long, bucket int, table string, payload binary"
+# `cluster`: the name of the cluster polled (streaming.vocabulary.cluster_name), which a fleet job's stateful step
+# keys its state by (streaming.spark.fleet_source); a job of one cluster keys by bucket alone, as its checkpoints
+# always did.
+SOURCE_SCHEMA = "cluster string, poll_id long, ts_ms long, bucket int, table string, payload binary"
 CLUSTER_BUCKET = -1
 # Fixed for the life of a checkpoint (buckets key the state). One bucket per state partition: each bucket
 # costs a fixed overhead per batch (a call of the stateful function, its state blob, its output frame),
@@ -73,22 +76,37 @@ CLUSTER_TABLES = ("brokers", "log_dirs_answered", "offline_log_dirs", "reassignm
 UNREPORTED = "unreported"  # the offsets' key for the controller's unreported moves (module docstring)
 LISTED = "listed"  # the offsets' key for the controller's list while Kafka's controller answers nobody (docstring)
 UNANSWERED = "unanswered"  # the offsets' key for the brokers the controller's door holds as unresponsive (docstring)
-ROW_SCHEMA = pa.schema([("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
+ROW_SCHEMA = pa.schema([("cluster", pa.string()), ("poll_id", pa.int64()), ("ts_ms", pa.int64()), ("bucket", pa.int32()),
                         ("table", pa.string()), ("payload", pa.binary())])
 
-_admins = {}  # per worker process: (bootstrap, command_config, timeout) -> KafkaClusterAdmin
+_admins = {}  # per worker process: Target -> KafkaClusterAdmin
 
 
-def _admin_key(options):
-    return options["bootstrap"], options.get("command_config") or None, float(options.get("timeout", TIMEOUT_S))
+@dataclass(frozen=True)
+class Target:
+    """Which cluster a poll asks, and how: what an input partition carries to the executor (picklable)."""
+    name: str
+    bootstrap: str
+    command_config: str | None = None
+    timeout_s: float = TIMEOUT_S
+
+    @classmethod
+    def of(cls, options):
+        """The target of a source's options (PollDataSource's; a fleet cluster's, streaming.spark.fleet_source)."""
+        return cls(options.get("cluster") or "", options["bootstrap"], options.get("command_config") or None,
+                   float(options.get("timeout", TIMEOUT_S)))
+
+    def options(self):
+        return {"cluster": self.name, "bootstrap": self.bootstrap, "command_config": self.command_config or "",
+                "timeout": str(self.timeout_s)}
 
 
-def cached_admin(options):
+def cached_admin(target):
     from streaming.cluster.admin import KafkaClusterAdmin
 
-    key = _admin_key(options)
+    key = target
     if key not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
-        _admins[key] = KafkaClusterAdmin(key[0], key[1], key[2], log=log_line)
+        _admins[key] = KafkaClusterAdmin(target.bootstrap, target.command_config, target.timeout_s, log=log_line)
     return _admins[key]
 
 
@@ -143,8 +161,9 @@ def failed_poll(ts_ms, error, duration_s):
                     errors=(PollError.of(DESCRIBE_CLUSTER, error),))
 
 
-def to_batch(rows):
-    return pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA)
+def to_batch(rows, cluster=""):
+    """The Arrow batch of source rows, each of them the cluster's `cluster` (its name)."""
+    return pa.RecordBatch.from_pylist([dict(zip(ROW_SCHEMA.names, (cluster, *row))) for row in rows], schema=ROW_SCHEMA)
 
 
 def with_unreported(snapshot, unreported):
@@ -162,12 +181,60 @@ def _row_key(row):
 
 
 class PollPartition(InputPartition):
-    def __init__(self, poll_id, unreported=(), listed=None, unanswered=()):
+    """One poll of one cluster: `target` None for the reader's own cluster (a job of one cluster)."""
+
+    def __init__(self, poll_id, unreported=(), listed=None, unanswered=(), target=None):
         super().__init__(poll_id)
         self.poll_id = poll_id
         self.unreported = tuple(unreported)
         self.listed = None if listed is None else tuple(listed)
         self.unanswered = {int(broker): int(ms) for broker, ms in unanswered}
+        self.target = target
+
+
+def advanced(start, decision):
+    """The end offset after `start` for the gate's `decision` (streaming.control.gate): `start` itself, unchanged
+    with all it carries, while no batch is wanted (Spark plans none); else one more poll, with what the controller
+    hands over (module docstring)."""
+    if not decision.wanted:
+        return start
+    end = {"poll": int(start["poll"]) + 1}
+    # The batch that ended at `start` reported what it carried; the controller learns that only after it
+    # (Controller.hand_over), so its gate may still hand those moves over: not a second time.
+    carried = {_row_key(row) for row in start.get(UNREPORTED, ())}
+    handed = [row for row in decision.unreported if _row_key(row) not in carried]
+    if handed:
+        end[UNREPORTED] = handed
+    if decision.listed is not None:
+        end[LISTED] = list(decision.listed)
+    if decision.unanswered:
+        end[UNANSWERED] = [list(held) for held in decision.unanswered]
+    return end
+
+
+def decision_of(gate_path, now_ms):
+    """The controller's gate (a batch every trigger without one)."""
+    return gate.read(gate_path, now_ms) if gate_path else gate.Decision(wanted=True)
+
+
+def partition_of(end, target=None):
+    """The input partition of one cluster's poll ending at `end`."""
+    return PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED), end.get(UNANSWERED, ()), target)
+
+
+def polled_rows(target, partition, buckets):
+    """The source rows of one poll of `target` (on an executor). Any failure becomes a reported poll error; the
+    query lives on (the admin door has dropped whatever client went stale, so the cached door is reused next poll)."""
+    started = time.monotonic()
+    ts_ms = int(time.time() * 1000)
+    try:
+        admin = cached_admin(target)
+        admin.hold_unanswered(partition.unanswered)
+        snapshot = with_unreported(poll(admin, now_ms=ts_ms, all_partitions=True, listed=partition.listed),
+                                   partition.unreported)
+    except Exception as error:
+        snapshot = failed_poll(ts_ms, error, time.monotonic() - started)
+    return poll_rows(partition.poll_id, snapshot, buckets)
 
 
 class PollStreamReader(DataSourceStreamReader):
@@ -180,46 +247,22 @@ class PollStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start, limit):
         """One new poll per trigger while the controller wants a batch; the same offset (no batch) while it does not."""
-        gate_path = self.options.get("gate")
-        decision = gate.read(gate_path, time.time() * 1000) if gate_path else gate.Decision(wanted=True)
-        if not decision.wanted:
-            return start  # unchanged, what it carries included: Spark plans no batch
-        end = {"poll": int(start["poll"]) + 1}
-        # The batch that ended at `start` reported what it carried; the controller learns that only after it
-        # (Controller.hand_over), so its gate may still hand those moves over: not a second time.
-        carried = {_row_key(row) for row in start.get(UNREPORTED, ())}
-        handed = [row for row in decision.unreported if _row_key(row) not in carried]
-        if handed:
-            end[UNREPORTED] = handed
-        if decision.listed is not None:
-            end[LISTED] = list(decision.listed)
-        if decision.unanswered:
-            end[UNANSWERED] = [list(held) for held in decision.unanswered]
-        return end
+        return advanced(start, decision_of(self.options.get("gate"), time.time() * 1000))
 
     def partitions(self, start, end):
-        return [PollPartition(int(end["poll"]), end.get(UNREPORTED, ()), end.get(LISTED), end.get(UNANSWERED, ()))]
+        return [partition_of(end)]
 
     def read(self, partition):
-        started = time.monotonic()
-        ts_ms = int(time.time() * 1000)
-        try:
-            admin = cached_admin(self.options)
-            admin.hold_unanswered(partition.unanswered)
-            snapshot = with_unreported(poll(admin, now_ms=ts_ms, all_partitions=True, listed=partition.listed),
-                                       partition.unreported)
-        except Exception as error:  # any failure becomes a reported poll error; the query lives on (the
-            # admin door has dropped whatever client went stale, so the cached door is reused next poll)
-            snapshot = failed_poll(ts_ms, error, time.monotonic() - started)
-        return iter([to_batch(poll_rows(partition.poll_id, snapshot, self.buckets))])
+        target = Target.of(self.options)
+        return iter([to_batch(polled_rows(target, partition, self.buckets), target.name)])
 
     def commit(self, end):
         pass
 
 
 class PollDataSource(DataSource):
-    """Options: bootstrap (required), command_config, timeout (s), buckets (state buckets, fixed for
-    the life of a checkpoint), gate (the controller's gate file; absent: a batch every trigger)."""
+    """Options: bootstrap (required), cluster (its name), command_config, timeout (s), buckets (state buckets, fixed
+    for the life of a checkpoint), gate (the controller's gate file; absent: a batch every trigger)."""
 
     @classmethod
     def name(cls):

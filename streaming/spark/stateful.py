@@ -33,7 +33,7 @@ STATE_SCHEMA = "memory binary"
 # `payload`. As 25,000 rows of 19 columns a bucket, Spark converted the replica rows from Arrow to its own rows
 # and back to Arrow for the driver's toArrow: the largest part of Spark's own time at 100,000 moving replicas
 # (bench/RESULTS.md, "Where a synthetic batch's wall time goes in Spark"). name -> (Spark SQL type, nullable).
-OUTPUT_FIELDS = {"kind": ("string", False), "poll_id": ("long", False), "ts_ms": ("long", False),
+OUTPUT_FIELDS = {"cluster": ("string", False), "kind": ("string", False), "poll_id": ("long", False), "ts_ms": ("long", False),
                  "table": ("string", True), "payload": ("binary", True)}
 OUTPUT_SCHEMA = ", ".join(f"{name} {spark}" for name, (spark, _) in OUTPUT_FIELDS.items())
 OUTPUT_COLUMNS = list(OUTPUT_FIELDS)
@@ -50,7 +50,7 @@ warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenati
 
 
 def _passthrough(rows):
-    out = pd.DataFrame({"kind": CLUSTER_KIND, "poll_id": rows["poll_id"], "ts_ms": rows["ts_ms"],
+    out = pd.DataFrame({"cluster": rows["cluster"], "kind": CLUSTER_KIND, "poll_id": rows["poll_id"], "ts_ms": rows["ts_ms"],
                         "table": rows["table"], "payload": rows["payload"]})
     return out.reindex(columns=OUTPUT_COLUMNS)
 
@@ -58,13 +58,13 @@ def _passthrough(rows):
 MEMORY_ARROW = codec.arrow_schema(MEMORY_SCHEMA)
 
 
-def replica_frame(report, poll_id, ts_ms):
+def replica_frame(report, poll_id, ts_ms, cluster=""):
     """The output frame of a bucket's report (history report columns): one row, the poll's rows in its payload
     (streaming.spark.job.batch_rows reads them back)."""
     rows = len(report)
     columns = report.with_columns(poll_id=np.full(rows, poll_id, dtype=np.int64),
                                   ts_ms=np.full(rows, ts_ms, dtype=np.int64))
-    return pd.DataFrame({"kind": [REPLICA_KIND], "poll_id": [poll_id], "ts_ms": [ts_ms], "table": [None],
+    return pd.DataFrame({"cluster": [cluster], "kind": [REPLICA_KIND], "poll_id": [poll_id], "ts_ms": [ts_ms], "table": [None],
                          "payload": [codec.encode_columns(columns, REPORTED_KINDS)]}, columns=OUTPUT_COLUMNS)
 
 
@@ -83,6 +83,7 @@ def track_bucket(rows, memory, settings):
     group state's blob: an Arrow IPC stream of MEMORY_SCHEMA; None when nothing is tracked, in and out).
     Pure; the Spark wrapper below only moves the blob in and out of the group state."""
     memory = read_memory(memory)
+    cluster = str(rows["cluster"].iloc[0]) if "cluster" in rows else ""
     ts_ms = int(rows["ts_ms"].max())
     poll_id = int(rows["poll_id"].max())
     snapshot = codec.snapshot_columns(rows["table"].tolist(), rows["payload"].tolist(), ts_ms)
@@ -91,7 +92,7 @@ def track_bucket(rows, memory, settings):
     if len(tracked):
         current = concat([current, finished_replicas(tracked, snapshot, current)], REPLICA_KINDS)
     memory, report = step(memory, current, ts_ms, settings)
-    return write_memory(memory), replica_frame(report, poll_id, ts_ms)
+    return write_memory(memory), replica_frame(report, poll_id, ts_ms, cluster)
 
 
 @contextmanager
@@ -109,14 +110,19 @@ def collector_paused():
             gc.enable()
 
 
-def make_tracker(settings=Settings()):
+def make_tracker(settings=Settings(), per_cluster=None):
+    """The stateful function, keyed by (bucket,) in a job of one cluster and by (cluster, bucket) in a fleet job;
+    `per_cluster`: {cluster name: Settings} where a fleet file's cluster sets its own (`settings` for the others)."""
+    per_cluster = dict(per_cluster or {})
+
     def track(key, batches, state):
         rows = pd.concat(list(batches), ignore_index=True)
-        if key[0] == CLUSTER_BUCKET:
+        if key[-1] == CLUSTER_BUCKET:
             yield _passthrough(rows)
             return
+        own = per_cluster.get(key[0], settings) if len(key) > 1 else settings
         with collector_paused():
-            memory, out = track_bucket(rows, state.get[0] if state.exists else None, settings)
+            memory, out = track_bucket(rows, state.get[0] if state.exists else None, own)
         if memory is not None:
             state.update((memory,))
         else:
