@@ -586,10 +586,13 @@ for command in FLEET_COMMANDS:
     ]
 CASES += [
     Case("progress-fleet-without-cluster", "usage", ("progress", "--clusters", "@FILE"), file=FLEET, file_name="fleet.toml"),
-    # The fleet job (every cluster in one job) does not exist yet: refused with the usage exit code.
-    Case("run-fleet-job", "usage", ("run", "--clusters", "@FILE", "--metrics-port", "@FREE"), file=FLEET,
-         file_name="fleet.toml"),
 ]
+# The fleet job (`run --clusters FILE`, every cluster in one job): a bad file is refused before anything starts, as for
+# one cluster of it.
+FLEET_JOB_ARGV = ("run", "--clusters", "@FILE", "--timeout", "1", "--checkpoint-location", "@TMP/cp", "--metrics-port",
+                  "@FREE")
+CASES += [Case(f"run-fleet-job-{name}", category, FLEET_JOB_ARGV, file=text, config=client, file_name="fleet.toml")
+          for name, category, text, client in BAD_FLEETS]
 
 IDS = [case.id for case in CASES]
 assert len(IDS) == len(set(IDS)), "case ids are unique"

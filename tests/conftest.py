@@ -158,7 +158,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if PARTS[part](item)]
     uses = _uses
     lane = lambda item: _compat_version(item) is not None  # noqa: E731
-    items.sort(key=lambda item: (uses(item, CLUSTER_FIXTURES) or lane(item), lane(item),  # stable
+    last = lambda item: item.get_closest_marker("last_in_part") is not None  # noqa: E731
+    items.sort(key=lambda item: (last(item), uses(item, CLUSTER_FIXTURES) or lane(item), lane(item),  # stable
                                  not uses(item, FIRST_ON_THE_CLUSTER)))
     used = [name for name in WARM_ORDER if any(uses(item, (name,)) for item in items)]
     lanes = [version for version in COMPAT_VERSIONS if version.warm_name in used]

@@ -21,6 +21,7 @@ from contextlib import nullcontext
 # error should not wait for them.
 
 from streaming.vocabulary import durations, reassignment_file
+from streaming.vocabulary.cluster_name import name_of
 from streaming.commands import flags
 from streaming.commands import reassign_common as common
 from streaming.vocabulary.errors import EXIT_IN_PROGRESS, EXIT_OK, BadInput
@@ -56,6 +57,11 @@ def _rows(admin, moves):
     return snapshot, rows
 
 
+def _cluster(args):
+    """The cluster's name in the JSON document (streaming.vocabulary.cluster_name)."""
+    return name_of(flags.given_cluster_name(args), args.bootstrap_server)
+
+
 def _exit_code(report):
     return EXIT_IN_PROGRESS if report.in_progress else EXIT_OK
 
@@ -66,7 +72,7 @@ def _once(admin, moves, args):
 
     source = ONGOING if moves is None else FROM_FILE
     rows = diagnose(snapshot, rows)
-    report = build(snapshot, rows, source)
+    report = build(snapshot, rows, source, _cluster(args))
     print(to_json(report) if args.output == "json" else to_text(report), flush=True)
     if moves is None and args.output != "json":  # the JSON document's shape is the report's alone
         _active_plans(admin, args, snapshot, rows)
@@ -181,7 +187,7 @@ def _watch_plan(admin, args, interval_s):
     return _redraw(args.output, interval_s, frame)
 
 
-def _watch(admin, moves, output, interval_s):
+def _watch(admin, moves, output, interval_s, cluster):
     """Poll every `interval_s` (measured from the start of each poll) until nothing moves."""
     from streaming.core import history
     from streaming.core.progress_report import (FROM_FILE, ONGOING, PENDING_REASON_AFTER_POLLS, build, diagnose,
@@ -194,7 +200,7 @@ def _watch(admin, moves, output, interval_s):
         nonlocal memory
         snapshot, rows = _rows(admin, moves)
         memory, rows = with_history(memory, rows, snapshot.ts_ms)
-        report = build(snapshot, diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s), source)
+        report = build(snapshot, diagnose(snapshot, rows, PENDING_REASON_AFTER_POLLS * interval_s), source, cluster)
         done = None if report.in_progress else _exit_code(report)
         if rows_that_fit is None:
             return to_json(report), done
@@ -218,7 +224,7 @@ def run(args, connect):
         if args.request_id is not None:
             return _watch_plan(admin, args, args.watch) if args.watch else _plan(admin, args)
         if args.watch:
-            return _watch(admin, moves, args.output, args.watch)
+            return _watch(admin, moves, args.output, args.watch, _cluster(args))
         return _once(admin, moves, args)
     finally:
         admin.close()

@@ -4,7 +4,7 @@ text and renderables out.
 
 The JSON document's shape is progress_report.schema.json beside this module (tests validate against it):
 
-    {"schema": SCHEMA_ID, "ts_ms", "cluster_id", "source": "ongoing" | "reassignment-json-file",
+    {"schema": SCHEMA_ID, "ts_ms", "cluster", "cluster_id", "source": "ongoing" | "reassignment-json-file",
      "in_progress": bool, "replicas": [{topic, partition, broker, intra_broker, status, state, moving,
      reassigning, numerator, denominator, progress, in_isr, offset_lag, messages_behind_estimate, remote_bytes,
      rate_bytes_per_sec, eta_seconds}], "summary": {...}, "errors": [{"api", "message"}]}
@@ -49,6 +49,7 @@ class Report:
     replicas: object  # Columns (streaming.core.kip179's, with history and diagnosis where made)
     summary: dict
     errors: tuple = ()
+    cluster: str = ""  # its name (streaming.vocabulary.cluster_name), as the job's metrics and records call it
 
     @property
     def in_progress(self):
@@ -112,8 +113,9 @@ def summarize(rows, source):
             "in_progress": in_progress}
 
 
-def build(snapshot, rows, source):
-    return Report(snapshot.ts_ms, snapshot.cluster_id, source, rows, summarize(rows, source), tuple(snapshot.errors))
+def build(snapshot, rows, source, cluster=""):
+    return Report(snapshot.ts_ms, snapshot.cluster_id, source, rows, summarize(rows, source), tuple(snapshot.errors),
+                  cluster)
 
 
 def report_rows(report, replicas=None):
@@ -126,7 +128,7 @@ def report_rows(report, replicas=None):
 
 def to_document(report):
     replicas = [{name: json_value(value) for name, value in row.items()} for row in report_rows(report)]
-    return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster_id": report.cluster_id,
+    return {"schema": SCHEMA_ID, "ts_ms": int(report.ts_ms), "cluster": report.cluster, "cluster_id": report.cluster_id,
             "source": report.source, "in_progress": report.in_progress, "replicas": replicas,
             "summary": {k: json_value(v) if not isinstance(v, dict) else v for k, v in report.summary.items()},
             "errors": [{"api": e.api, "message": e.message} for e in report.errors]}

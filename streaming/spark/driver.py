@@ -227,8 +227,13 @@ def run(config, out=sys.stderr):
     finally:
         if parts is not None:
             parts.close()
-        shutil.rmtree(gate_directory, ignore_errors=True)
-        server.close()
-        if spark is not None:
-            spark.stop()
+        close_job(gate_directory, server, spark)
     return 0
+
+
+def close_job(gate_directory, server, spark):
+    """What a job closes last, once its clusters' parts are closed: the gates, /metrics, Spark."""
+    shutil.rmtree(gate_directory, ignore_errors=True)
+    server.close()
+    if spark is not None:
+        spark.stop()

@@ -14,7 +14,6 @@ said in one line and changes nothing.
 """
 
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from typing import Callable
 
 from sinks.spool import DIRECTORY as SPOOL_DIRECTORY
 from streaming.spark.checkpoint import local_path
-from streaming.spark.driver import JobConfig, run_queries, start_cluster, stop_on_signals
+from streaming.spark.driver import JobConfig, close_job, run_queries, start_cluster, stop_on_signals
 from streaming.spark.job_log import log_line
 from streaming.vocabulary.echo import first_line
 from streaming.vocabulary.errors import BadInput, kind_of
@@ -245,8 +244,5 @@ def run_fleet(config, out=sys.stderr):
             fleet.settle()
     finally:
         fleet.close()
-        shutil.rmtree(gate_directory, ignore_errors=True)
-        server.close()
-        if spark is not None:
-            spark.stop()
+        close_job(gate_directory, server, spark)
     return 0

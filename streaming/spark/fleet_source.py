@@ -16,11 +16,13 @@ instead of starting another on the same door.
 """
 
 import json
+import os
 import threading
 import time
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
+from streaming.spark.job_log import log_line
 from streaming.spark.source import (SOURCE_SCHEMA, STATE_BUCKETS, Target, advanced, decision_of, failed_poll,
                                     partition_of, poll_rows, polled_rows, to_batch)
 from streaming.vocabulary.defaults import TRIGGER_INTERVAL_S
@@ -70,10 +72,17 @@ def fleet_partitions(start, end):
 
 
 _polls = {}  # per worker process: Target -> the thread of its poll under way
+POLLS_HERE = "this executor's worker process polls it"  # logged once per cluster and process: where the polls run
+
+
+def _first_poll_here(target):
+    if target not in _polls:
+        log_line(f"[{target.name}] {POLLS_HERE} (pid {os.getpid()})")
 
 
 def bounded_rows(target, partition, buckets, deadline_s):
     """The rows of `target`'s poll, or a failed poll's once `deadline_s` has passed (its poll goes on alone)."""
+    _first_poll_here(target)
     running = _polls.get(target)
     if running is not None and running.is_alive():
         return poll_rows(partition.poll_id, failed_poll(int(time.time() * 1000), TimeoutError(

@@ -68,7 +68,7 @@ KEYS = (
         f"the shared client profile whose `{COMMAND_CONFIG}` it uses"),
     Key(CLUSTER_TABLE, LABELS, "table of strings",
         f"labels of the cluster (Prometheus label names; not `{'`, `'.join(sorted(RESERVED_LABELS))}`, which is the "
-        "cluster's name); kept for the fleet job's series, not yet used by a one-cluster job"),
+        "cluster's name): the labels of its `kafka_reassignment_cluster_info` series"),
     Key(CLUSTER_TABLE, RUN, "table", f"this cluster's values of `run` flags: `{RUN_TABLE}` below"),
     Key(RUN_TABLE, "FLAG", "as on the command line: a string (`\"5s\"`, `\"200MB\"`) or number; `true`/`false` "
                            "for a flag without value",
