@@ -80,6 +80,18 @@ def _table():
                              "indexByName": {name: i for i, name in enumerate([m.CLUSTER, *rename.values()])}}}])
 
 
+def _labels_table():
+    """The fleet file's labels of each cluster, a column each (kafka_reassignment_cluster_info)."""
+    return g.Table(
+        title="Clusters' labels", dataSource=DATASOURCE,
+        targets=targets((selector(m.CLUSTER_INFO, CLUSTERS), ""), instant=True, table=True),
+        description="The labels the fleet file gives each cluster (`labels`), one column each: join them onto any "
+                    "series with `* on(cluster) group_left(LABEL) kafka_reassignment_cluster_info`.",
+        filterable=True,
+        transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True,
+                                                                           "__name__": True}}}])
+
+
 def build():
     panels = layout([
         (10, [(_table(), 24)]),
@@ -102,6 +114,7 @@ def build():
                          "1 while the job's looks at the cluster succeed (polled); 0 with the kind of error the last "
                          "look met: unreachable (no broker answered), authentication, tls, authorization (an ACL), "
                          "refused, bug.", drawStyle="bars", fillOpacity=80), 24)]),
+        (6, [(_labels_table(), 24)]),
     ])
     return dashboard("Kafka reassignments: fleet", UID,
                      "Every cluster's reassignments at a glance: moves, bytes left, ETA, unhealthy states.",
