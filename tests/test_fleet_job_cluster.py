@@ -1,10 +1,10 @@
 """The fleet job (`run --clusters FILE` without --cluster) on three real clusters of two Kafka versions, one of them
-secured: the secured cluster (SASL_SSL, through a client profile), the shared cluster, and a 3.9.1 KRaft cluster of
-this test's own. One job, one Spark query:
+secured: the secured cluster (4.1.1, SASL_SSL, through a client profile) and two clusters of this test's own, 3.9.1
+and 4.1.1 KRaft. One job, one Spark query:
 - a throttled move on each cluster, executed through the fleet file: each reported in its own cluster's progress topic
   under its own `cluster`, with an ETA, and its throttles removed by the job once it completed;
 - every broker of the test's own cluster SIGSTOPped for 40 s: the two other clusters' published polls stay at most two
-  triggers + 1 s apart, a move on the shared cluster made meanwhile is reported and its throttles removed, and the
+  triggers + 1 s apart, a move on the 4.1.1 one made meanwhile is reported and its throttles removed, and the
   stopped cluster's kafka_reassignment_cluster_up says why;
 - the test's own cluster taken out of the fleet file while the job runs, then put back: its series leave /metrics and
   come back, while a move in flight on the secured cluster keeps its state (the same state_since_ms, its rate measured
@@ -12,8 +12,7 @@ this test's own. One job, one Spark query:
 - a real Prometheus scraping the job throughout: every dashboard query parses, the queries show all three clusters,
   and the job's /metrics (three clusters in one) passes `promtool check metrics`.
 
-It runs in the `secured` part of `make test` (tests/run_suite.py), the last of it: the shared cluster is up by then
-(the `others` part started it); alone, this test starts it and stops it."""
+It runs in the `secured` part of `make test` (tests/run_suite.py), the last of it."""
 
 import contextlib
 import json
@@ -33,7 +32,7 @@ from sinks.records import REPLICA_KIND
 from streaming.vocabulary.errors import EXIT_OK
 from tests.cluster_cli import cli, expect_throttles, ownership_topic, write_plan
 from tests.job_process import BATCHES, FIRST_POLL_S, JobProcess, read_raw
-from tests.kafka_fixtures import ROOT, LocalCluster, shared_cluster, wait_for
+from tests.kafka_fixtures import ROOT, LocalCluster, wait_for
 from tests.prometheus_server import prometheus_server
 from tests.test_job_dashboards_cluster import scrape
 
@@ -50,20 +49,27 @@ SLOW_RATE, SLOW_MEGABYTES = 200_000, 6  # in flight for tens of seconds: across 
 OWN_VERSION = "3.9.1"
 
 
-def own_cluster():
-    """The test's own cluster: TEST_FLEET_KAFKA_BASE_PORT and TEST_FLEET_CLUSTER_DIR, like every test cluster's
-    (the default ports follow the compatibility lane's)."""
-    return LocalCluster(Path(os.environ.get("TEST_FLEET_CLUSTER_DIR", ROOT / ".local-cluster" / "fleet")),
-                        int(os.environ.get("TEST_FLEET_KAFKA_BASE_PORT", "30900")), KAFKA_VERSION=OWN_VERSION,
-                        KAFKA_MODE="kraft", KAFKA_HEAP="256m")
+# The test's own clusters, (name, Kafka version): on TEST_FLEET_KAFKA_BASE_PORT + 150 x their place (brokers +1..3,
+# controllers +101..103) and in TEST_FLEET_CLUSTER_DIR/NAME. Not the shared cluster: the job's janitor adopts the
+# throttles of any move it sees (docs/ownership.md "Adoption"), and the `others` part's tests move partitions there
+# meanwhile.
+OWN_CLUSTERS = (("own", OWN_VERSION), ("plain", "4.1.1"))
+PORTS_PER_CLUSTER = 150
 
 
-def fleet_text(secure_cluster, shared, own=None):
+def own_cluster(place):
+    name, version = OWN_CLUSTERS[place]
+    return LocalCluster(Path(os.environ.get("TEST_FLEET_CLUSTER_DIR", ROOT / ".local-cluster" / "fleet")) / name,
+                        int(os.environ.get("TEST_FLEET_KAFKA_BASE_PORT", "30900")) + PORTS_PER_CLUSTER * place,
+                        KAFKA_VERSION=version, KAFKA_MODE="kraft", KAFKA_HEAP="256m")
+
+
+def fleet_text(secure_cluster, plain, own=None):
     clusters = [
         "[client-profiles.secured-admin]\n" f'command-config = "{secure_cluster.admin_config}"\n',
         "[clusters.secured]\n" f'bootstrap-servers = "{secure_cluster.bootstrap}"\nclient-profile = "secured-admin"\n'
         'labels = { tier = "secure" }\n',
-        "[clusters.shared]\n" f'bootstrap-servers = "{shared.bootstrap}"\n',
+        "[clusters.plain]\n" f'bootstrap-servers = "{plain.bootstrap}"\n',
     ]
     if own is not None:
         clusters.append("[clusters.own]\n" f'bootstrap-servers = "{own.bootstrap}"\n'
@@ -153,18 +159,18 @@ def not_polled(job, name):
 
 def test_three_clusters_of_two_versions_one_secured_in_one_job(secure_cluster, tmp_path):
     stack = contextlib.ExitStack()
-    own = own_cluster()
-    own_start = threading.Thread(target=own.up)
-    own_start.start()
-    shared = shared_cluster()
-    shared.up()  # running already in `make test` (started by the `others` part): then only its address
-    own_start.join()
+    own, plain = own_cluster(0), own_cluster(1)
+    starting = [threading.Thread(target=cluster.up) for cluster in (own, plain)]
+    for thread in starting:
+        thread.start()
+    for thread in starting:
+        thread.join()
     job = None
     try:
         fleet = tmp_path / "fleet.toml"
-        fleet.write_text(fleet_text(secure_cluster, shared, own))
+        fleet.write_text(fleet_text(secure_cluster, plain, own))
         own_topic = ownership_topic()
-        clusters = {"secured": secure_cluster, "shared": shared, "own": own}
+        clusters = {"secured": secure_cluster, "plain": plain, "own": own}
         job = JobProcess("unused", tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval", f"{TRIGGER_S:g}s",
                          "--ownership-topic", own_topic, "--master", "local[2]", "--rate-window", "10s")
         job.args = [word for word in job.args if word not in ("--bootstrap-server", "unused")] + ["--clusters",
@@ -194,16 +200,16 @@ def test_three_clusters_of_two_versions_one_secured_in_one_job(secure_cluster, t
         for node in (1, 2, 3):
             os.kill(own.pid(node), signal.SIGSTOP)
         try:
-            topic = shared.create_topic(shared.unique_topic("fleet-during"), {0: [1]}, megabytes=MEGABYTES)
-            execute(str(fleet), "shared", own_topic, write_plan(tmp_path / "during.json", [(topic, 0, [3])]))
-            expect_throttles(shared, [topic], {}, timeout_s=STOPPED_S)
+            topic = plain.create_topic(plain.unique_topic("fleet-during"), {0: [1]}, megabytes=MEGABYTES)
+            execute(str(fleet), "plain", own_topic, write_plan(tmp_path / "during.json", [(topic, 0, [3])]))
+            expect_throttles(plain, [topic], {}, timeout_s=STOPPED_S)
             wait_for(lambda: not_polled(job, "own"), STOPPED_S, message="the stopped cluster shown as not polled")
             why = not_polled(job, "own")
             time.sleep(max(0.0, stopped_at + STOPPED_S - time.time()))
         finally:
             for node in (1, 2, 3):
                 os.kill(own.pid(node), signal.SIGCONT)
-        gaps = {name: sampler.longest_gap(name, stopped_at, stopped_at + STOPPED_S) for name in ("secured", "shared")}
+        gaps = {name: sampler.longest_gap(name, stopped_at, stopped_at + STOPPED_S) for name in ("secured", "plain")}
         print(f"\nFLEET FIGURES stopped cluster: longest published gaps {gaps}, own cluster shown as {why}", flush=True)
         assert all(gap is not None and gap <= PUBLISHED_GAP_BOUND_S for gap in gaps.values()), gaps
         assert why, "the stopped cluster's cluster_up named no reason"
@@ -213,10 +219,10 @@ def test_three_clusters_of_two_versions_one_secured_in_one_job(secure_cluster, t
         execute(str(fleet), "secured", own_topic, write_plan(tmp_path / "slow.json", [(slow, 0, [3])], ), SLOW_RATE)
         wait_for(lambda: job.metric(PARTITIONS.name, cluster="secured", state="COPYING"), 30,
                  message="the secured cluster's move reported")
-        fleet.write_text(fleet_text(secure_cluster, shared))
+        fleet.write_text(fleet_text(secure_cluster, plain))
         wait_for(lambda: job.metric(CLUSTER_INFO.name, cluster="own") is None, 30,
                  message="the cluster taken out of the file gone from /metrics")
-        fleet.write_text(fleet_text(secure_cluster, shared, own))
+        fleet.write_text(fleet_text(secure_cluster, plain, own))
         wait_for(lambda: cluster_up(job, "own").get("polled") == 1.0, 60, message="the cluster put back polled")
         expect_throttles(secure_cluster, [slow], {}, timeout_s=120)
         reported = completed(job, secure_cluster, "secured", slow)
@@ -238,4 +244,4 @@ def test_three_clusters_of_two_versions_one_secured_in_one_job(secure_cluster, t
             job.stop()
             print(job.log()[-4000:])
         own.down()
-        shared.down()
+        plain.down()
