@@ -85,8 +85,8 @@ def bounded_rows(target, partition, buckets, deadline_s):
     _first_poll_here(target)
     running = _polls.get(target)
     if running is not None and running.is_alive():
-        return poll_rows(partition.poll_id, failed_poll(int(time.time() * 1000), TimeoutError(
-            f"its poll before, started on this executor, has not ended (longer than {deadline_s:g}s)"), 0.0), buckets)
+        return _failed_rows(partition, buckets, f"its poll before, started on this executor, has not ended (longer "
+                                                f"than {deadline_s:g}s)", 0.0)
     answer = {}
     started = time.monotonic()
     thread = threading.Thread(target=lambda: answer.update(rows=polled_rows(target, partition, buckets)),
@@ -96,8 +96,12 @@ def bounded_rows(target, partition, buckets, deadline_s):
     thread.join(deadline_s)
     if "rows" in answer:
         return answer["rows"]
-    return poll_rows(partition.poll_id, failed_poll(int(time.time() * 1000), TimeoutError(
-        f"no answer within {deadline_s:g}s (twice the trigger interval)"), time.monotonic() - started), buckets)
+    return _failed_rows(partition, buckets, f"no answer within {deadline_s:g}s (twice the trigger interval)",
+                        time.monotonic() - started)
+
+
+def _failed_rows(partition, buckets, why, duration_s):
+    return poll_rows(partition.poll_id, failed_poll(int(time.time() * 1000), TimeoutError(why), duration_s), buckets)
 
 
 class FleetStreamReader(DataSourceStreamReader):

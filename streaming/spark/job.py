@@ -23,7 +23,7 @@ from streaming.core.history import Settings
 from streaming.spark.outputs import assemble, describe, poll_facts
 from streaming.control.findings import BatchFindings
 from streaming.control.plans.report import plan_row
-from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource
+from streaming.spark.source import POLL_TABLE, STATE_BUCKETS, PollDataSource, Target
 from streaming.spark.stateful import (CLUSTER_KIND, OUTPUT_SCHEMA, REPLICA_KIND, REPORTED_KINDS, STATE_SCHEMA,
                                      collector_paused, make_tracker)
 
@@ -261,10 +261,7 @@ def poll_stream(spark, config, source=PollDataSource, gate_path=None):
     streaming.control.gate; None: every trigger). bench/stream.py passes its alternative sources."""
     spark.dataSource.register(source)
     return (spark.readStream.format(source.name())
-            .option("bootstrap", config.bootstrap)
-            .option("cluster", config.cluster_label)
-            .option("command_config", config.command_config or "")
-            .option("timeout", str(config.timeout_s))
+            .options(**Target.of_config(config).options())
             .option("buckets", str(STATE_BUCKETS))
             .option("gate", gate_path or "")
             .load())
@@ -293,11 +290,9 @@ def start_fleet_query(spark, config, handler, members):
     """The fleet job's query (streaming.spark.fleet_source): `config` the job's (checkpoint, trigger), `members`
     [(JobConfig, gate path)] of the clusters it polls, each with its own trigger interval and Settings."""
     from streaming.spark.fleet_source import FleetDataSource, roster_option
-    from streaming.spark.source import Target
 
     spark.dataSource.register(FleetDataSource)
-    roster = roster_option([(Target(c.cluster_label, c.bootstrap, c.command_config, c.timeout_s), gate_path,
-                             c.trigger_interval_s) for c, gate_path in members])
+    roster = roster_option([(Target.of_config(c), gate_path, c.trigger_interval_s) for c, gate_path in members])
     stream = (spark.readStream.format(FleetDataSource.name()).option("roster", roster)
               .option("buckets", str(STATE_BUCKETS)).option("poll_deadline", str(2 * config.trigger_interval_s))
               .load())

@@ -91,6 +91,11 @@ class Target:
     timeout_s: float = TIMEOUT_S
 
     @classmethod
+    def of_config(cls, config):
+        """The target of a cluster's job configuration (streaming.spark.driver.JobConfig)."""
+        return cls(config.cluster_label, config.bootstrap, config.command_config, config.timeout_s)
+
+    @classmethod
     def of(cls, options):
         """The target of a source's options (PollDataSource's; a fleet cluster's, streaming.spark.fleet_source)."""
         return cls(options.get("cluster") or "", options["bootstrap"], options.get("command_config") or None,
@@ -104,10 +109,9 @@ class Target:
 def cached_admin(target):
     from streaming.cluster.admin import KafkaClusterAdmin
 
-    key = target
-    if key not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
-        _admins[key] = KafkaClusterAdmin(target.bootstrap, target.command_config, target.timeout_s, log=log_line)
-    return _admins[key]
+    if target not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
+        _admins[target] = KafkaClusterAdmin(target.bootstrap, target.command_config, target.timeout_s, log=log_line)
+    return _admins[target]
 
 
 def poll_facts(cluster_id, ts_ms, requests, duration_s, errors, retries=None):
