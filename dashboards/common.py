@@ -21,7 +21,7 @@ NOT_FINISHED = f'state!~"{FINISHED_RE}"'
 
 # The state column and legend colours, most severe reddest (ReplicaState order).
 STATE_COLORS = {"COMPLETED": "green", "CANCELLED": "text", "IN_SYNC": "green", "COPYING": "blue",
-                "PENDING": "purple", "FALLING_BEHIND": "orange", "STALLED": "red", "BROKER_OFFLINE": "dark-red"}
+                "PENDING": "purple", "UNOBSERVED": "blue", "FALLING_BEHIND": "orange", "STALLED": "red", "BROKER_OFFLINE": "dark-red"}
 
 GRID_WIDTH = 24
 

@@ -18,7 +18,8 @@ RATE_WINDOW_S = 60.0
 
 # A replica copying normally: every rule false. Cases override some facts.
 BASE = {"numerator": 500, "denominator": 1000, "in_isr": False, "finished": False, "in_replica_set": True,
-        "destination_alive": True, "leader_alive": True, "stalled_seconds": 0.0, "copy_rate": 100.0,
+        "destination_alive": True, "leader_alive": True, "destination_unobserved": False, "leader_unobserved": False,
+        "stalled_seconds": 0.0, "copy_rate": 100.0,
         "leader_rate": 10.0, "observed_seconds": 120.0, "still_reassigning": False, "being_removed": False,
         "was_in_sync": False}
 
@@ -44,6 +45,8 @@ CASES = [
      "COMPLETED"),
     ("destination-offline", {"destination_alive": False}, "BROKER_OFFLINE"),
     ("leader-offline", {"leader_alive": False}, "BROKER_OFFLINE"),
+    ("destination-unobserved", {"destination_alive": False, "destination_unobserved": True}, "UNOBSERVED"),
+    ("leader-unobserved", {"leader_alive": False, "leader_unobserved": True}, "UNOBSERVED"),
     ("stalled-at-threshold", {"stalled_seconds": STALL_AFTER_S}, "STALLED"),
     ("not-stalled-yet", {"stalled_seconds": STALL_AFTER_S - 1}, "COPYING"),
     ("falling-behind-equal-rates", {"copy_rate": 10.0, "leader_rate": 10.0}, "FALLING_BEHIND"),
@@ -56,6 +59,12 @@ CASES = [
     ("cancelled-beats-offline", {"finished": True, "in_replica_set": False, "leader_alive": False}, "CANCELLED"),
     ("offline-beats-in-sync", {"in_isr": True, "leader_alive": False}, "BROKER_OFFLINE"),
     ("offline-beats-stalled", {"destination_alive": False, "stalled_seconds": 9999.0}, "BROKER_OFFLINE"),
+    ("offline-leader-beats-unobserved-destination", {"destination_alive": False, "destination_unobserved": True,
+                                                     "leader_alive": False}, "BROKER_OFFLINE"),
+    ("unobserved-beats-in-sync", {"in_isr": True, "destination_alive": False, "destination_unobserved": True},
+     "UNOBSERVED"),
+    ("unobserved-beats-stalled", {"leader_alive": False, "leader_unobserved": True, "stalled_seconds": 9999.0},
+     "UNOBSERVED"),
     ("in-sync-beats-stalled", {"in_isr": True, "stalled_seconds": 9999.0}, "IN_SYNC"),
     ("in-sync-beats-pending", {"in_isr": True, "numerator": 0}, "IN_SYNC"),
     ("stalled-beats-falling-behind", {"stalled_seconds": 9999.0, "copy_rate": 0.0}, "STALLED"),

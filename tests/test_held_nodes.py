@@ -21,7 +21,11 @@ from streaming.cluster.poller import poll
 from streaming.vocabulary.defaults import REQUEST_DEADLINE_S, TIMEOUT_S, request_deadline_s
 from streaming.vocabulary.errors import NodeGone
 from streaming.vocabulary.kafka_apis import LIST_REASSIGNMENTS
-from streaming.vocabulary.snapshot import without_gone
+from streaming.core.classify import classify
+from streaming.core.measure import replica_progress
+from streaming.core.snapshot_columns import from_snapshot
+from streaming.vocabulary.snapshot import unobserved_brokers, without_gone
+from streaming.vocabulary.states import ReplicaState
 from tests.fake_cluster import FakeCluster
 
 HOLD_S = 5.0
@@ -226,19 +230,25 @@ def test_the_default_deadline_is_well_inside_kafka_python_s_and_the_default_time
     assert request_deadline_s(TIMEOUT_S) == REQUEST_DEADLINE_S <= TIMEOUT_S / 4
 
 
-@pytest.mark.parametrize("alive, gone, since, expected", [
-    pytest.param({1: True, 2: True}, set(), {}, {1: (True, None), 2: (True, None)}, id="none-held"),
-    pytest.param({1: True, 2: True}, {2}, {}, {1: (True, None), 2: (False, None)}, id="gone-is-not-alive"),
-    pytest.param({1: True, 2: True}, {2}, {2: 7_000}, {1: (True, None), 2: (False, 7_000)},
-                 id="unresponsive-is-not-alive-since-when"),
-    pytest.param({1: True, 2: False}, {2}, {2: 7_000}, {1: (True, None), 2: (False, 7_000)},
-                 id="fenced-and-unresponsive-keeps-since-when"),
-    pytest.param({1: True, 2: False}, {2}, {}, {1: (True, None), 2: (False, None)}, id="fenced-and-gone"),
-    pytest.param({1: True}, {7}, {7: 7_000}, {1: (True, None)}, id="unknown-held-node-adds-nothing"),
+# expected: broker -> (alive, unanswered since, Kafka's own view); unobserved: held as unresponsive, Kafka's alive.
+@pytest.mark.parametrize("alive, gone, since, expected, unobserved", [
+    pytest.param({1: True, 2: True}, set(), {}, {1: (True, None, True), 2: (True, None, True)}, [], id="none-held"),
+    pytest.param({1: True, 2: True}, {2}, {}, {1: (True, None, True), 2: (False, None, True)}, [],
+                 id="gone-is-not-alive"),
+    pytest.param({1: True, 2: True}, {2}, {2: 7_000}, {1: (True, None, True), 2: (False, 7_000, True)}, [2],
+                 id="unresponsive-is-not-alive-since-when-and-unobserved"),
+    pytest.param({1: True, 2: False}, {2}, {2: 7_000}, {1: (True, None, True), 2: (False, 7_000, False)}, [],
+                 id="fenced-and-unresponsive-keeps-since-when-and-is-not-unobserved"),
+    pytest.param({1: True, 2: False}, {2}, {}, {1: (True, None, True), 2: (False, None, False)}, [],
+                 id="fenced-and-gone"),
+    pytest.param({1: True}, {7}, {7: 7_000}, {1: (True, None, True)}, [], id="unknown-held-node-adds-nothing"),
 ])
-def test_without_gone(alive, gone, since, expected):
-    rows = [{"broker": b, "alive": a} for b, a in alive.items()]
-    assert {r["broker"]: (r["alive"], r["unanswered_since_ms"]) for r in without_gone(rows, gone, since)} == expected
+def test_without_gone(alive, gone, since, expected, unobserved):
+    rows = without_gone([{"broker": b, "alive": a} for b, a in alive.items()], gone, since)
+    assert {r["broker"]: (r["alive"], r["unanswered_since_ms"], r["kafka_alive"]) for r in rows} == expected
+    assert unobserved_brokers(rows) == unobserved
+    # Applied again (the cluster part's rows, then the whole poll's), Kafka's view stays Kafka's.
+    assert without_gone(rows, gone, since) == rows
 
 
 def moving_to_2(**held):
@@ -255,6 +265,16 @@ def test_a_poll_reports_a_held_broker_not_alive_and_since_when(held, since):
     assert snapshot.alive_brokers() == {1, 3}
     assert {r["broker"]: r["unanswered_since_ms"] for r in snapshot["brokers"]} == {1: None, 2: since, 3: None}
     assert not snapshot.errors
+
+
+@pytest.mark.parametrize("held, state", [({"gone": {2}}, ReplicaState.BROKER_OFFLINE),
+                                         ({"unanswered": {2: 1_700_000_000_000}}, ReplicaState.UNOBSERVED)],
+                         ids=["gone", "unresponsive"])
+def test_a_move_to_a_held_broker_kafka_lists_alive_is_offline_when_refused_and_unobserved_when_silent(held, state):
+    """A refused connection: nothing listens on the broker's port, it is down whatever Kafka says yet. No answer:
+    the job cannot tell, and Kafka lists the broker alive (docs/progress.md "Unobserved replicas")."""
+    facts = replica_progress(from_snapshot(poll(moving_to_2(**held), now_ms=1, all_partitions=True)))
+    assert [ReplicaState(code) for code in classify(facts)] == [state]
 
 
 @pytest.mark.parametrize("held", [{"gone": {2}}, {"unanswered": {2: 1_700_000_000_000}}], ids=["gone", "unresponsive"])

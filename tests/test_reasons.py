@@ -56,6 +56,19 @@ CASES = [
     ("leader-does-not-answer", [row(state="BROKER_OFFLINE", denominator=None, since_s=3500)],
      {"offline": (1,), "unanswered": {1: 3_490_000}},
      ("LEADER_OFFLINE", "leader broker 1 of the partition does not answer since 00:58:10 UTC")),
+    # Does not answer the job while Kafka lists it alive: which broker, since when, and Kafka's view.
+    ("destination-unobserved", [row(state="UNOBSERVED", numerator=None, since_s=3540)],
+     {"offline": (3,), "unanswered": {3: 3_530_000}},
+     ("UNOBSERVED", "destination broker 3 does not answer the job since 00:58:50 UTC; Kafka lists it alive and the "
+                    "replica not yet in the ISR")),
+    ("destination-unobserved-in-sync", [row(state="UNOBSERVED", numerator=None, in_isr=True, since_s=3540)],
+     {"offline": (3,), "unanswered": {3: 3_530_000}},
+     ("UNOBSERVED", "destination broker 3 does not answer the job since 00:58:50 UTC; Kafka lists it alive and the "
+                    "replica in the ISR")),
+    ("leader-unobserved", [row(state="UNOBSERVED", denominator=None, since_s=3500)],
+     {"offline": (1,), "unanswered": {1: 3_490_000}},
+     ("UNOBSERVED", "leader broker 1 of the partition does not answer the job since 00:58:10 UTC; Kafka lists it "
+                    "alive")),
     ("another-broker-unanswering-leaves-the-line", [row(state="BROKER_OFFLINE", numerator=None, since_s=3540)],
      {"offline": (2, 3), "unanswered": {2: 3_530_000}},
      ("DESTINATION_OFFLINE", "destination broker 3 offline since 00:59:00 UTC")),

@@ -15,7 +15,8 @@ from streaming.vocabulary.states import ReplicaState
 
 # A yes/no fact the rows do not carry reads as this.
 FLAG_DEFAULTS = {"finished": False, "in_replica_set": False, "still_reassigning": False, "being_removed": False,
-                 "in_isr": False, "was_in_sync": False, "destination_alive": True, "leader_alive": True}
+                 "in_isr": False, "was_in_sync": False, "destination_alive": True, "leader_alive": True,
+                 "destination_unobserved": False, "leader_unobserved": False}
 
 
 def _flag(facts, name):
@@ -45,8 +46,16 @@ def is_cancelled(facts):
 
 
 def is_broker_offline(facts):
-    """The destination or the leader broker is not alive, or did not answer this poll (killed and not yet
-    fenced): nothing can be copied."""
+    """The destination or the leader broker is not alive by Kafka's view, or its connection was refused or closed
+    this poll (killed and not yet fenced): nothing can be copied."""
+    return ((~_flag(facts, "destination_alive") & ~_flag(facts, "destination_unobserved"))
+            | (~_flag(facts, "leader_alive") & ~_flag(facts, "leader_unobserved")))
+
+
+def is_unobserved(facts):
+    """Here, after the offline rule: the destination or the leader did not answer the job this poll while Kafka lists
+    it alive (hung and not yet fenced, or cut off from the job and not from the other brokers). Its bytes are not
+    seen; Kafka does not call it down, and the move may well go on (docs/progress.md "Unobserved replicas")."""
     return ~_flag(facts, "destination_alive") | ~_flag(facts, "leader_alive")
 
 
@@ -82,6 +91,7 @@ RULES = (
     (lambda facts, stall_after_s, rate_window_s: is_completed(facts), ReplicaState.COMPLETED),
     (lambda facts, stall_after_s, rate_window_s: is_cancelled(facts), ReplicaState.CANCELLED),
     (lambda facts, stall_after_s, rate_window_s: is_broker_offline(facts), ReplicaState.BROKER_OFFLINE),
+    (lambda facts, stall_after_s, rate_window_s: is_unobserved(facts), ReplicaState.UNOBSERVED),
     (lambda facts, stall_after_s, rate_window_s: is_in_sync(facts), ReplicaState.IN_SYNC),
     (lambda facts, stall_after_s, rate_window_s: is_stalled(facts, stall_after_s), ReplicaState.STALLED),
     (lambda facts, stall_after_s, rate_window_s: is_falling_behind(facts, rate_window_s), ReplicaState.FALLING_BEHIND),
@@ -95,7 +105,7 @@ def classify(facts, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
     holds wins.
 
     Finished moves first (nothing else matters once the partition left the reassignment); then a dead
-    broker (it explains any stall); then ISR membership (a replica in sync is done copying, whatever
+    broker (it explains any stall); then one the job cannot see (its bytes are unknown); then ISR membership (a replica in sync is done copying, whatever
     its byte counts say); then the history rules; then whether any byte arrived.
     """
     holds = [rule(facts, stall_after_s, rate_window_s) for rule, _ in RULES]

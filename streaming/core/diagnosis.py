@@ -8,7 +8,7 @@ number behind it, in one line (`says`, made only for the few rows it is the reas
 streaming.vocabulary.reasons.ReasonCode name.
 
 Order is precedence: a dead broker explains everything else; then a destination log dir Kafka took offline (the
-replica's log is gone with it); a replica that copied everything but is not
+replica's log is gone with it); then a broker that does not answer the job while Kafka lists it alive; a replica that copied everything but is not
 in the ISR says so whatever its byte rate; then why no byte arrives (a throttle set too low, else a silent
 leader); then a copy that cannot keep up; then why a move has not started.
 """
@@ -130,6 +130,23 @@ def leader_offline_says(row, ctx):
     return f"leader broker {row['leader']} of the partition {_offline(row['leader'], row, ctx)}"
 
 
+def unobserved(rows, ctx):
+    return _in(rows, ReplicaState.UNOBSERVED)
+
+
+def unobserved_says(row, ctx):
+    """Which broker does not answer the job, since when, and what Kafka says of it (alive, as the state's rule has
+    it: streaming.core.classify.is_unobserved)."""
+    broker = row["broker"] if row["broker"] in ctx.unanswered else row["leader"]
+    since = ctx.unanswered.get(broker)
+    role = (f"destination broker {broker}" if broker == row["broker"] else
+            f"leader broker {broker} of the partition")
+    kafka_view = ("alive" if broker != row["broker"] else
+                  "alive and the replica in the ISR" if row["in_isr"] else "alive and the replica not yet in the ISR")
+    return (f"{role} does not answer the job{'' if since is None else f' since {utc_clock(since)} UTC'}; "
+            f"Kafka lists it {kafka_view}")
+
+
 def held_by_a_replica_out_of_isr(rows, ctx):
     """In the ISR for two triggers while the partition still reassigns, because a target replica that is not
     moving is out of the ISR: Kafka completes a reassignment only once every target replica is in the ISR
@@ -226,6 +243,7 @@ RULES = (
     (destination_offline, destination_offline_says, ReasonCode.DESTINATION_OFFLINE),
     (log_dir_offline, log_dir_offline_says, ReasonCode.LOG_DIR_OFFLINE),
     (leader_offline, leader_offline_says, ReasonCode.LEADER_OFFLINE),
+    (unobserved, unobserved_says, ReasonCode.UNOBSERVED),
     (held_by_a_replica_out_of_isr, held_by_a_replica_out_of_isr_says, ReasonCode.TARGET_REPLICA_OUT_OF_ISR),
     (caught_up_not_in_isr, caught_up_not_in_isr_says, ReasonCode.CAUGHT_UP_NOT_IN_ISR),
     (throttle_too_low, throttle_too_low_says, ReasonCode.THROTTLE_TOO_LOW),
@@ -236,7 +254,7 @@ RULES = (
 )
 # What the rules read besides the replica's key and state; rows without history (a one-shot report) lack them.
 HISTORY = ("state_since_ms", "stalled_seconds", "copy_rate", "leader_rate")
-_READ = ("topic", "partition", "broker", "leader", *HISTORY)
+_READ = ("topic", "partition", "broker", "leader", "in_isr", *HISTORY)
 
 
 def diagnose(rows, ctx):

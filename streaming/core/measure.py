@@ -127,7 +127,7 @@ def replica_progress(snapshot):
     ids = _keyed(snapshot, "log_dirs", "partitions", "reassignments", "offsets")
     sizes = _log_sizes(snapshot, ids["log_dirs"])
     moves = concat([_inter_broker_moves(snapshot, ids, sizes), _intra_broker_moves(snapshot, ids, sizes)], _MOVE_KINDS)
-    answered, alive = snapshot.answered_brokers(), snapshot.alive_brokers()
+    answered, alive, unobserved = snapshot.answered_brokers(), snapshot.alive_brokers(), snapshot.unobserved_brokers()
     broker, leader, in_isr = moves["broker"], moves["leader"], moves["in_isr"]
     destination_answered, leader_answered = np.isin(broker, answered), np.isin(leader, answered)
     # A broker that answered but holds no log yet has copied 0 bytes; one that did not answer is unknown.
@@ -152,6 +152,8 @@ def replica_progress(snapshot):
         # default) but answers nothing: it is offline for this poll, not "no bytes yet".
         "destination_alive": np.isin(broker, alive) & destination_answered,
         "leader_alive": np.isin(leader, alive) & leader_answered,
+        # Held as unresponsive while Kafka lists it alive (streaming.core.classify.is_unobserved).
+        "destination_unobserved": np.isin(broker, unobserved), "leader_unobserved": np.isin(leader, unobserved),
         "finished": np.zeros(n, bool), "in_replica_set": np.ones(n, bool), "still_reassigning": np.ones(n, bool),
         "being_removed": np.zeros(n, bool),
     }, n)
@@ -204,7 +206,8 @@ def finished_replicas(tracked, snapshot, current):
         **{name: gone[name] for name in KEY}, "numerator": nothing, "denominator": nothing, "progress": nothing,
         "in_isr": listed("partitions", "isr"), "leader": np.full(n, NO_LEADER, np.int64), "offset_lag": nothing,
         "messages_behind_estimate": nothing, "remote_bytes": nothing, "destination_alive": np.ones(n, bool),
-        "leader_alive": np.ones(n, bool),
+        "leader_alive": np.ones(n, bool), "destination_unobserved": np.zeros(n, bool),
+        "leader_unobserved": np.zeros(n, bool),
         "finished": np.ones(n, bool), "in_replica_set": listed("partitions", "replicas"),
         "still_reassigning": member(ids["reassignments"], partition_id),
         "being_removed": listed("reassignments", "removing"),

@@ -51,6 +51,11 @@ class SnapshotColumns:
         brokers = self["brokers"]
         return brokers["broker"][brokers["alive"]]
 
+    def unobserved_brokers(self):
+        """As streaming.vocabulary.snapshot.unobserved_brokers: held as unresponsive while Kafka lists them alive."""
+        brokers = self["brokers"]
+        return brokers["broker"][~np.isnan(brokers["unanswered_since_ms"]) & brokers["kafka_alive"]]
+
     def answered_brokers(self):
         return self["log_dirs_answered"]["broker"]
 

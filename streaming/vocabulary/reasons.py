@@ -11,6 +11,7 @@ class ReasonCode(Enum):
     DESTINATION_OFFLINE = "the destination broker is offline or does not answer"
     LOG_DIR_OFFLINE = "the destination broker took the log dir holding the replica offline (full or failed)"
     LEADER_OFFLINE = "the partition's leader is offline, does not answer, or there is none"
+    UNOBSERVED = "the destination or the leader broker does not answer the job while Kafka lists it alive"
     TARGET_REPLICA_OUT_OF_ISR = "in the ISR, but the reassignment waits for a target replica that is not moving and is out of the ISR"
     CAUGHT_UP_NOT_IN_ISR = "all bytes copied but the replica has not joined the ISR"
     THROTTLE_TOO_LOW = "no bytes arrive and the throttle that binds the move is below what one fetch per quota window carries"

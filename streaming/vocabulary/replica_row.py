@@ -41,8 +41,11 @@ FIELDS = {
     "state_since_ms": INT,
     "transition": BOOL,
 }
-CORE_FACTS = {"destination_alive": BOOL, "leader_alive": BOOL, "finished": BOOL, "in_replica_set": BOOL,
-              "still_reassigning": BOOL, "being_removed": BOOL}
+# *_alive: the broker answered this poll and Kafka lists it alive; *_unobserved: it did not answer the job (held as
+# unresponsive: streaming.cluster.held) while Kafka lists it alive.
+CORE_FACTS = {"destination_alive": BOOL, "leader_alive": BOOL, "destination_unobserved": BOOL,
+              "leader_unobserved": BOOL, "finished": BOOL, "in_replica_set": BOOL, "still_reassigning": BOOL,
+              "being_removed": BOOL}
 # What the budget model and the reasons add to a batch's replica rows (streaming.core.diagnosis).
 DIAGNOSIS = {"reason_code": TEXT, "reason": TEXT}
 

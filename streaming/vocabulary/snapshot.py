@@ -31,8 +31,9 @@ SCHEMAS = {
     "offsets": (("topic", STRING), ("partition", INT32), ("log_start", INT64), ("log_end", INT64),
                 ("local_log_start", INT64)),
     # DescribeCluster: registered brokers; `alive` = registered, not fenced and not held by the door;
-    # `unanswered_since_ms`: since when a broker the door holds as unresponsive has not answered (else null).
-    "brokers": (("broker", INT32), ("alive", BOOL), ("unanswered_since_ms", INT64)),
+    # `unanswered_since_ms`: since when a broker the door holds as unresponsive has not answered (else null);
+    # `kafka_alive`: Kafka's own view, registered and not fenced, whatever the door holds (null: not known).
+    "brokers": (("broker", INT32), ("alive", BOOL), ("unanswered_since_ms", INT64), ("kafka_alive", BOOL)),
     # DescribeLogDirs: the log dirs a broker answered with an error (Kafka took them offline: full or failed).
     "offline_log_dirs": (("broker", INT32), ("log_dir", STRING)),
     # DescribeLogDirs: the brokers that answered in this poll (the log dirs of a broker missing here are
@@ -74,7 +75,14 @@ def without_gone(brokers, gone, unanswered_since_ms=None):
     fenced one."""
     since = unanswered_since_ms or {}
     return [{**b, "alive": b["alive"] and b["broker"] not in gone,
-             "unanswered_since_ms": since.get(b["broker"], b.get("unanswered_since_ms"))} for b in brokers]
+             "unanswered_since_ms": since.get(b["broker"], b.get("unanswered_since_ms")),
+             "kafka_alive": b["alive"] if b.get("kafka_alive") is None else b["kafka_alive"]} for b in brokers]
+
+
+def unobserved_brokers(brokers):
+    """The ids of the brokers (DescribeCluster rows) that do not answer the job (held as unresponsive) while Kafka
+    lists them alive: what they hold is not seen, and Kafka does not call them down."""
+    return sorted(b["broker"] for b in brokers if b.get("unanswered_since_ms") is not None and b.get("kafka_alive"))
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,9 @@ class Snapshot:
 
     def alive_brokers(self):
         return frozenset(alive_brokers(self["brokers"]))
+
+    def unobserved_brokers(self):
+        return frozenset(unobserved_brokers(self["brokers"]))
 
     def answered_brokers(self):
         return frozenset(row["broker"] for row in self["log_dirs_answered"])

@@ -22,9 +22,12 @@ class ReplicaState(IntEnum):
     IN_SYNC = 2  # joined the ISR while the partition still reassigns
     COPYING = 3  # bytes arriving
     PENDING = 4  # no bytes yet
-    FALLING_BEHIND = 5  # the leader grows at least as fast as the copy: cannot finish at this throttle
-    STALLED = 6  # not in ISR and no numerator growth for --stall-after
-    BROKER_OFFLINE = 7  # destination or leader broker not alive
+    # the job gets no answer from the destination or the leader while Kafka lists that broker alive: the move's
+    # progress is not seen (a hung broker before Kafka fences it, a network path the job lacks and Kafka has)
+    UNOBSERVED = 5
+    FALLING_BEHIND = 6  # the leader grows at least as fast as the copy: cannot finish at this throttle
+    STALLED = 7  # not in ISR and no numerator growth for --stall-after
+    BROKER_OFFLINE = 8  # destination or leader broker not alive by Kafka's view, or its connection refused
 
 
 FINISHED_STATES = frozenset({ReplicaState.COMPLETED, ReplicaState.CANCELLED})
