@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 JARS := deploy/kafka/lib/.resolved
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test docs venv jars prometheus podman kerberos wheel image cluster-up cluster-down bench clean
+.PHONY: demo test docs venv jars prometheus podman netns kerberos wheel image cluster-up cluster-down bench clean
 
 # The `kerberos` extra (GSSAPI through kafka-python: the `gssapi` package, built from source against libkrb5-dev).
 venv: $(VENV)/.installed
@@ -41,6 +41,12 @@ podman:
 	@command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null || \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq podman runc mmdebstrap >/dev/null; }
 
+# nftables and iproute2: the fault test that cuts a broker's client port off inside a network namespace of its own
+# (tests/netns.py).
+netns:
+	@command -v nft >/dev/null && command -v ip >/dev/null || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nftables iproute2 >/dev/null; }
+
 # dist/: the wheel and the sdist, rebuilt when the package's files changed (deploy/build.sh).
 wheel: venv
 	deploy/build.sh wheel
@@ -49,7 +55,7 @@ wheel: venv
 image: venv podman
 	deploy/build.sh image
 
-test: venv jars prometheus podman
+test: venv jars prometheus podman netns
 	$(PY) -m tests.run_suite
 
 demo: venv jars prometheus

@@ -33,6 +33,9 @@
 # LocalTieredStorage keeps remote segments in CLUSTER_DIR/remote-storage, shared by the brokers. It ships only in
 # the kafka-storage test jar, resolved from Maven Central (deploy/kafka/tiered-storage-pom.xml) into
 # deploy/kafka/lib[/<version>]/tiered-storage/ on first use. A topic uses it with remote.storage.enable=true.
+# REPLICATION_LISTENER=1 (default 0; plaintext KRaft only) moves the brokers' traffic among themselves to a listener of
+# its own, REPLICATION on BASE+20+N, so that the clients' port (BASE+N) can be cut off while Kafka still replicates and
+# lists the broker alive (the fault tests drop packets to it inside a network namespace of their own).
 # LOG_DIRS_PER_BROKER (default 1) gives each broker that many log dirs (JBOD): node N's are CLUSTER_DIR/nodeN/data,
 # then data2, data3, ... A directory may be a mount point made beforehand (a small tmpfs for a disk that fills): in
 # KRaft mode it must be mounted before the node is first formatted, which writes meta.properties into every log dir.
@@ -61,6 +64,7 @@ zookeeper_heap=${ZOOKEEPER_HEAP:-64m}
 log_dirs_per_broker=${LOG_DIRS_PER_BROKER:-1}
 scram_users=${SCRAM_USERS:-reassign-monitor reassign-operator}
 tiered_storage=${TIERED_STORAGE:-0}
+replication_listener=${REPLICATION_LISTENER:-0}
 tls_dir=$cluster_dir/tls
 secrets_dir=$cluster_dir/secrets
 lib=$root/deploy/kafka/lib
@@ -71,6 +75,7 @@ nodes=(1 2 3)
 broker_port() { echo $((base_port + $1)); }
 controller_port() { echo $((base_port + 100 + $1)); }
 mtls_port() { echo $((base_port + 10 + $1)); }
+replication_port() { echo $((base_port + 20 + $1)); }
 zookeeper_port() { echo $((base_port + 100)); }
 zookeeper_mode() { [ "$mode" = zookeeper ]; }
 # Node N's log dirs, comma-separated: data, data2, data3, ...
@@ -91,6 +96,7 @@ zookeeper_alive() { runs "$(zookeeper_pid)" "$cluster_dir/zookeeper/data"; }
 die() { echo "local-cluster: $*" >&2; exit 1; }
 secured() { [ "$security" = sasl_ssl ]; }
 tiered() { [ "$tiered_storage" = 1 ]; }
+own_replication_listener() { [ "$replication_listener" = 1 ]; }
 # The brokers' classpath: the broker's jars, and LocalTieredStorage's with TIERED_STORAGE=1.
 classpath() { if tiered; then echo "$lib/*:$tiered_lib/*"; else echo "$lib/*"; fi; }
 oauth_jwks_url=${OAUTH_JWKS_URL:-}
@@ -147,6 +153,11 @@ check_version() {
     1) [ "$number" -ge 306 ] || die "TIERED_STORAGE=1 needs Kafka 3.6 or newer (KAFKA_VERSION=$version)"
        if secured; then die "TIERED_STORAGE=1 needs SECURITY=plaintext"; fi ;;
     *) die "TIERED_STORAGE=$tiered_storage: expected 0 or 1" ;;
+  esac
+  case "$replication_listener" in
+    0) ;;
+    1) if secured || zookeeper_mode; then die "REPLICATION_LISTENER=1 needs SECURITY=plaintext and KAFKA_MODE=kraft"; fi ;;
+    *) die "REPLICATION_LISTENER=$replication_listener: expected 0 or 1" ;;
   esac
   mkdir -p "$cluster_dir"
   if [ -f "$made" ]; then
@@ -221,13 +232,22 @@ EOF
 }
 
 plaintext_listeners() {
-  cat <<EOF
+  if own_replication_listener; then
+    cat <<EOF
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),REPLICATION://127.0.0.1:$(replication_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),REPLICATION://127.0.0.1:$(replication_port "$1")
+inter.broker.listener.name=REPLICATION
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT
+EOF
+  else
+    cat <<EOF
 listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1"),CONTROLLER://127.0.0.1:$(controller_port "$1")
 advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$1")
-controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 EOF
+  fi
+  echo controller.listener.names=CONTROLLER
 }
 
 secured_listeners() {

@@ -45,7 +45,7 @@ LAST_USE = pytest.StashKey()
 # side by side.
 def _on_clusters_of_their_own(item):
     version = _compat_version(item)
-    return ({"fault_cluster", "disk_cluster"} & set(item.fixturenames)
+    return ({"fault_cluster", "disk_cluster", "cut_off_cluster"} & set(item.fixturenames)
             or (version is not None and not version.shared))
 
 

@@ -39,7 +39,8 @@ FAILURE_CASES = [
     ("lapse-holds-unresponsive", LAPSE, False, UNRESPONSIVE),
     ("closed-connection-holds-gone", kerrors.KafkaConnectionError("Connection reset"), False, GONE),
     ("refused-connect-holds-gone", kerrors.KafkaConnectionError("unable to connect: refused"), False, GONE),
-    ("connect-timeout-holds-gone", kerrors.KafkaConnectionError("Connection timed out"), False, GONE),
+    # Nothing answered the connect (packets dropped on the way): not known to be down, Kafka may still see it.
+    ("connect-timeout-holds-unresponsive", kerrors.KafkaConnectionError("Connection timed out"), False, UNRESPONSIVE),
     # kafka-python's own state, not the node's: the connect that failed before held it already.
     ("reconnect-backoff-holds-nothing", kerrors.NodeNotReadyError(3), False, None),
     ("paused-connection-holds-nothing", kerrors.NodeNotReadyError("Node paused: {'buffer'}"), False, None),

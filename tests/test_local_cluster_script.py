@@ -32,8 +32,13 @@ def test_a_pid_file_whose_pid_runs_something_else_is_neither_running_nor_stopped
     ({"TIERED_STORAGE": "yes"}, "TIERED_STORAGE=yes: expected 0 or 1"),
     ({"TIERED_STORAGE": "1", "KAFKA_VERSION": "3.5.2"}, "TIERED_STORAGE=1 needs Kafka 3.6 or newer"),
     ({"TIERED_STORAGE": "1", "SECURITY": "sasl_ssl"}, "TIERED_STORAGE=1 needs SECURITY=plaintext"),
-], ids=["not-a-switch", "before-3.6", "secured"])
-def test_tiered_storage_is_refused_where_it_cannot_run_before_anything_starts(tmp_path, settings, refusal):
+    ({"REPLICATION_LISTENER": "yes"}, "REPLICATION_LISTENER=yes: expected 0 or 1"),
+    ({"REPLICATION_LISTENER": "1", "SECURITY": "sasl_ssl"}, "REPLICATION_LISTENER=1 needs SECURITY=plaintext and KAFKA_MODE=kraft"),
+    ({"REPLICATION_LISTENER": "1", "KAFKA_MODE": "zookeeper", "KAFKA_VERSION": "3.6.2"},
+     "REPLICATION_LISTENER=1 needs SECURITY=plaintext and KAFKA_MODE=kraft"),
+], ids=["tiered-not-a-switch", "tiered-before-3.6", "tiered-secured", "replication-listener-not-a-switch",
+        "replication-listener-secured", "replication-listener-zookeeper"])
+def test_a_setting_is_refused_where_it_cannot_run_before_anything_starts(tmp_path, settings, refusal):
     env = {"CLUSTER_DIR": str(tmp_path), "KAFKA_BASE_PORT": "29990", "PATH": "/usr/bin:/bin", **settings}
     up = subprocess.run([str(SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=30)
     assert up.returncode == 1 and refusal in up.stderr, up.stderr

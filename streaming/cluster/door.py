@@ -21,8 +21,8 @@ SIGSTOP, a long GC pause, a stuck disk; held until it answers a probe the door k
 one; controller-bound requests (kafka-python pins them to a cached node id) are steered to a live broker, which
 under KRaft forwards them to the active controller; a request for that very node's own facts (its log dirs, its
 configs) is answered "did not answer" at once (NodeGone), and DescribeCluster reports the node not alive (the
-poll adds since when an unresponsive one has not answered), so the poll shows its replicas BROKER_OFFLINE while
-every other replica keeps updating.
+poll adds since when an unresponsive one has not answered, and Kafka's own view), so the poll shows its replicas
+BROKER_OFFLINE, or UNOBSERVED while Kafka lists it alive, and every other replica keeps updating.
 A node is marked only for what a request sent to it met. A forwarded request's lapse holds the path to the
 controller (every controller-bound call then fails at once; `listed_or_last` answers the last list) and makes
 the broker a suspect, held only if a probe of its own lapses too; a request that failed
@@ -118,17 +118,24 @@ def config_acl_resource(is_broker, name):
     return "Cluster" if is_broker else f"Topic {name}"
 
 
+# kafka-python's word for a connect that got no answer at all (kafka/net/inet.py): packets to the node are dropped
+# on the way, or the host does not answer; a process that is gone refuses the connect at once.
+CONNECT_TIMED_OUT = "Connection timed out"
+
+
 def failure_hold(error, closed_by_door, collateral=False):
     """The hold a failed request puts on the node it was sent to: held.UNRESPONSIVE for a lapse (kafka-python's
     own RequestTimedOutError, raised when the deadline passed with the connection open; an answer carrying Kafka's
-    REQUEST_TIMED_OUT never fails the send), held.GONE for a connection closed or refused, None for anything
+    REQUEST_TIMED_OUT never fails the send) and for a connect that timed out (nothing answered it: the node may well
+    be alive, as Kafka may still see it, only not reachable from here), held.GONE for a connection closed or
+    refused, None for anything
     else - NodeNotReadyError included: kafka-python raises it for a node in its reconnect backoff (the failed
     connect before it held the node already) or for a connection it paused itself (a full write buffer). None for everything when the door had closed that client itself (`closed_by_door`: a stale client
     dropped by another thread), and for a lapse that is `collateral`: kafka-python closes a connection when one
     request on it lapses and fails every request in flight on it with that same error, and a broker answers the
     requests of one connection in order, so the later ones waited on the first (a request it forwarded to a
     controller that does not answer, say), not on the node."""
-    from kafka.errors import NodeNotReadyError, RequestTimedOutError
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
 
     if closed_by_door:
         return None
@@ -136,7 +143,15 @@ def failure_hold(error, closed_by_door, collateral=False):
         return None if collateral else held.UNRESPONSIVE
     if isinstance(error, NodeNotReadyError):
         return None
+    if isinstance(error, KafkaConnectionError) and CONNECT_TIMED_OUT in str(error):
+        return held.UNRESPONSIVE
     return held.GONE if kind_of(error) == GONE else None
+
+
+def _error_text(error):
+    """The error's class and message once (kafka-python's messages start with the class's name)."""
+    name, text = type(error).__name__, str(error)
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 class Door:
@@ -461,7 +476,8 @@ class Door:
             if broker is not None:
                 self._addresses[node] = f"{broker.host}:{broker.port}"
             now = time.monotonic()
-            if why == held.UNRESPONSIVE and forwarded:
+            # A connect that timed out never reached the broker, let alone the controller behind it.
+            if why == held.UNRESPONSIVE and forwarded and CONNECT_TIMED_OUT not in str(error):
                 who, newly = held.CONTROLLER, self._held.forwarded_lapsed(node, now, asked_wall)
             elif why == held.UNRESPONSIVE:
                 who, newly = f"broker {node}", self._held.lapsed(node, now, asked_wall)
@@ -470,7 +486,7 @@ class Door:
         if newly:
             through = f", asked through broker {node}" if who == held.CONTROLLER else ""
             self._say(f"{who}{HELD_AS}{why} ({self._held_why(node if who != held.CONTROLLER else held.CONTROLLER)}"
-                      f"{through}; {type(error).__name__})")
+                      f"{through}; {_error_text(error)})")
 
     def _probe(self, key):
         """Probe a held node or a suspect (a Metadata request without topics, answered from its own cache), past
