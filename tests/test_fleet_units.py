@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from streaming.vocabulary.defaults import RECORD_ROW_BUDGET
+
 from streaming.control.gate import Decision
 from streaming.spark.fleet_source import CLUSTERS, TARGET, fleet_offset, fleet_partitions, roster_of, roster_option
 from streaming.spark.fleet_driver import Member, changes
@@ -82,8 +84,8 @@ class Recorded:
     def __init__(self, fails=False):
         self.seen, self.fails = [], fails
 
-    def handle(self, batch, batch_id, started, computed):
-        self.seen.append((batch_id, batch["payload"].to_pylist()))
+    def handle(self, batch, batch_id, started, computed, record_budget):
+        self.seen.append((batch_id, batch["payload"].to_pylist(), record_budget))
         if self.fails:
             raise OSError("spool full")
 
@@ -96,7 +98,7 @@ class Frame:
         return self.table
 
 
-def test_each_cluster_s_rows_go_to_its_handler_and_one_failure_keeps_no_other_from_its_rows():
+def test_each_cluster_s_rows_go_to_its_handler_with_its_share_of_the_records_and_one_failure_keeps_no_other_from_its_rows():
     import pyarrow as pa
 
     from streaming.spark.job import FleetBatchHandler
@@ -105,4 +107,7 @@ def test_each_cluster_s_rows_go_to_its_handler_and_one_failure_keeps_no_other_fr
     handlers = {"eu": Recorded(fails=True), "us": Recorded()}
     with pytest.raises(OSError):
         FleetBatchHandler(lambda: handlers)(Frame(table), 9)
-    assert {name: h.seen for name, h in handlers.items()} == {"eu": [(9, [b"1", b"3"])], "us": [(9, [b"2"])]}
+    # The batch's record budget is one job's, shared by the three clusters it polled (docs/records.md).
+    share = RECORD_ROW_BUDGET // 3
+    assert {name: h.seen for name, h in handlers.items()} == {"eu": [(9, [b"1", b"3"], share)],
+                                                              "us": [(9, [b"2"], share)]}

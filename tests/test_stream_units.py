@@ -34,6 +34,7 @@ from streaming.spark.source import (CLUSTER_BUCKET, LISTED, POLL_TABLE, UNANSWER
 from streaming.control import gate
 from streaming.spark.stateful import (OUTPUT_COLUMNS, REPLICA_KIND, REPORTED_KINDS, read_memory, replica_frame,
                                       track_bucket, write_memory)
+from streaming.vocabulary.defaults import RECORD_ROW_BUDGET
 from streaming.vocabulary.states import MOVING_STATE_NAMES, PlanState
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -384,14 +385,8 @@ def batch_output(batch_id=7, in_isr=(), states=None, budget=None, steady=False):
     cluster = frames[1].loc[frames[1]["bucket"] == CLUSTER_BUCKET]
     tables = codec.decode_tables(cluster["table"], cluster["payload"])
     facts = poll_facts(tables.pop(POLL_TABLE))
-    if budget is None:
-        return assemble(replicas, tables, facts, batch_id, cluster="cluster-x")
-    rewritten = records.rewritten
-    try:
-        records.rewritten = lambda rows, batch: rewritten(rows, batch, budget)
-        return assemble(replicas, tables, facts, batch_id, cluster="cluster-x")
-    finally:
-        records.rewritten = rewritten
+    return assemble(replicas, tables, facts, batch_id, cluster="cluster-x",
+                    record_budget=RECORD_ROW_BUDGET if budget is None else budget)
 
 
 def test_batch_records_are_valid_and_keyed_as_the_contract_says():

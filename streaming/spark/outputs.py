@@ -93,15 +93,16 @@ class BatchOutput:
 
 
 def assemble(replicas, tables, facts, batch_id, requests=None, pending_after_s=2 * defaults.TRIGGER_INTERVAL_S, *,
-             cluster):
+             cluster, record_budget=defaults.RECORD_ROW_BUDGET):
     """The batch's output from its replica rows (history report columns). `requests`: {request id: [(topic,
     partition)]} of ongoing `execute` requests, for per-request rows. Every ETA (replica, partition, request,
     cluster) is the budget model's; `pending_after_s`: how long a PENDING move waits before it gets a reason;
-    `cluster`: the cluster's name in the records (streaming.vocabulary.cluster_name)."""
+    `cluster`: the cluster's name in the records (streaming.vocabulary.cluster_name); `record_budget`: the steady
+    rows rewritten at most (sinks.records.rewritten)."""
     replicas, model, partitions, moving_partitions, summary, state = _analysed(replicas, tables, facts.ts_ms,
                                                                               pending_after_s)
     cluster_id, ts_ms = facts.cluster_id, facts.ts_ms
-    written = records.rewritten(replicas, batch_id)
+    written = records.rewritten(replicas, batch_id, record_budget)
     # A partition's record is written with its replicas' (a partition's state changes only with one of theirs).
     of_replica, of_partition = partition_ids((replicas["topic"], replicas["partition"]),
                                              (partitions["topic"], partitions["partition"]))
