@@ -204,14 +204,15 @@ def measure(query, handler, batches):
 
 
 class MeasuringHandler(BatchHandler):
-    """BatchHandler that also keeps each batch's poll duration, number of moving replicas and records written."""
+    """BatchHandler that also keeps each batch's poll duration, number of moving replicas and records written. It
+    measures in `handle`, which a fleet job's FleetBatchHandler calls for each cluster (bench/fleet.py)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.polls, self.moving, self.records = [], [], []
 
-    def __call__(self, frame, batch_id):
-        super().__call__(frame, batch_id)
+    def handle(self, batch, batch_id, *timing_and_budget):
+        super().handle(batch, batch_id, *timing_and_budget)
         if self.last_output is not None:
             self.polls.append((batch_id, self.last_output.snapshot.duration_s))
             self.moving.append((batch_id, len(self.last_output.picture.replicas)))
