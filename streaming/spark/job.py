@@ -198,7 +198,8 @@ class FleetBatchHandler:
     the others' from theirs; the first failure is raised after them all, so that the batch is replayed (records
     carry the batch id: a replayed record supersedes its first write). The batch's budget of steady records is one
     job's, shared evenly by the clusters it polled: 20 clusters of 5,000 moving replicas cost a batch what one cluster
-    of 100,000 does (bench/RESULTS.md "Fleet batch latency (bench/fleet.py latency)"), instead of twenty times its records."""
+    of 100,000 does, instead of twenty times its records (bench/RESULTS.md "Fleet batch latency (bench/fleet.py
+    latency)")."""
 
     def __init__(self, handlers):
         self.handlers = handlers
