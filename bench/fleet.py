@@ -28,11 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
+from pyspark.sql.datasource import DataSource, InputPartition  # noqa: E402
 
 from bench.idle import SETTLE_S, window  # noqa: E402
 from bench.results import markdown_table, write_section  # noqa: E402
-from bench.stream import WARMUP, MeasuringHandler, NullWriter, measure, percentile, synthetic_snapshot  # noqa: E402
+from bench.stream import (WARMUP, MeasuringHandler, NullWriter, SyntheticReader, measure, percentile,  # noqa: E402
+                          synthetic_snapshot)
 from streaming.spark.job import STATE_BUCKETS  # noqa: E402
 from streaming.spark.source import SOURCE_SCHEMA, snapshot_rows, to_batch  # noqa: E402
 
@@ -46,18 +47,12 @@ def cluster_names(clusters):
     return [f"bench-{i:02d}" for i in range(clusters)]
 
 
-class SyntheticFleetReader(DataSourceStreamReader):
+class SyntheticFleetReader(SyntheticReader):
     """One input partition per synthetic cluster, each polled afresh every batch, as the fleet source has."""
 
     def __init__(self, options):
+        super().__init__(options)
         self.names = cluster_names(int(options["clusters"]))
-        self.replicas = int(options["replicas"])
-
-    def initialOffset(self):
-        return {"poll": 0}
-
-    def latestOffset(self, start, limit):
-        return {"poll": int(start["poll"]) + 1}
 
     def partitions(self, start, end):
         return [InputPartition((name, int(end["poll"]))) for name in self.names]
