@@ -138,7 +138,8 @@ def latency(args):
         loads.append((arm, start_load, os.getloadavg()[0]))
         for key, values in json.loads(done.stdout.strip().splitlines()[-1]).items():
             pooled.setdefault(arm, {}).setdefault(key, []).extend(values)
-    labels = {"fleet": f"fleet: {args.clusters} clusters x {args.replicas:,}", "single": f"one cluster: {args.single:,}"}
+    labels = {"fleet": f"fleet: {args.clusters} clusters x {args.replicas:,}",
+              "single": f"one cluster: {args.single:,}"}
     fmt = lambda xs, q: f"{percentile(xs, q):.2f}"  # noqa: E731
     rows = [[labels[arm], f"{int(statistics.median(pooled[arm]['replicas'])):,}", fmt(pooled[arm]["compute"], 50),
              fmt(pooled[arm]["compute"], 95), fmt(pooled[arm]["sinks"], 50), fmt(pooled[arm]["sinks"], 95),
@@ -153,7 +154,8 @@ def latency(args):
         f"writes, local[2], 4 state buckets per cluster, 1 s trigger, {args.batches} batches after {WARMUP} warm-up "
         f"per run; runs paired A B B A ({', '.join(PAIR_ORDER)}), each a child process with a Spark session of its "
         f"own, the two runs of an arm pooled. compute = Spark scheduling + source + transforms + state, to the driver's "
-        f"toArrow; sinks = every cluster's handling of the batch, one after the other (records counted, not sent; metrics); batch = "
+        f"toArrow; sinks = every cluster's handling of the batch, one after the other (records counted, not sent; "
+        f"metrics); batch = "
         f"Spark's triggerExecution. 1-minute load average at the start / end of each run: "
         + ", ".join(f"{arm} {a:.1f} / {b:.1f}" for arm, a, b in loads)
         + f".\n\n{table}\n\nFleet batch p50 / one-cluster batch p50: {ratio:.2f}."))
@@ -215,9 +217,9 @@ def idle(args):
         return statistics.median(run[key] for run in runs[arm])
 
     labels = {"single": "one cluster", "fleet": "fleet of three clusters"}
-    rows = [[labels[arm], f"{median(arm, 'cores'):.3f}", f"{median(arm, 'rss_mean'):.0f}", f"{median(arm, 'rss_max'):.0f}",
-             f"{median(arm, 'pss_mean'):.0f}", f"{median(arm, 'processes'):.0f}", f"{median(arm, 'driver_ms'):.1f}",
-             f"{median(arm, 'first_batch'):.1f}"] for arm in ("single", "fleet")]
+    rows = [[labels[arm], f"{median(arm, 'cores'):.3f}", f"{median(arm, 'rss_mean'):.0f}",
+             f"{median(arm, 'rss_max'):.0f}", f"{median(arm, 'pss_mean'):.0f}", f"{median(arm, 'processes'):.0f}",
+             f"{median(arm, 'driver_ms'):.1f}", f"{median(arm, 'first_batch'):.1f}"] for arm in ("single", "fleet")]
     rows.append(["fleet / one", f"{median('fleet', 'cores') / median('single', 'cores'):.2f}",
                  f"{median('fleet', 'rss_mean') / median('single', 'rss_mean'):.2f}",
                  f"{median('fleet', 'rss_max') / median('single', 'rss_max'):.2f}",
@@ -249,7 +251,8 @@ def main():
         command.add_argument("--single", type=int, default=100_000)
         command.add_argument("--batches", type=int, default=8)
     command = commands.add_parser("idle")
-    command.add_argument("--base-port", type=int, default=45_000, help="cluster i's ports: BASE + 400 i + 1..3, +101..103")
+    command.add_argument("--base-port", type=int, default=45_000,
+                         help="cluster i's ports: BASE + 400 i + 1..3, +101..103")
     command.add_argument("--window", type=float, default=30.0, help="seconds of each measuring window")
     args = parser.parse_args()
     if args.command == "latency":

@@ -36,14 +36,16 @@ def write_plan(path, moves):
     return path
 
 
-def throttles(cluster, topics):
-    """{(topic, kind): frozenset of entries | "*"} and {(broker, kind): rate} as the cluster shows them."""
-    admin = cluster.admin()
+def throttles(cluster, topics, admin=None):
+    """{(topic, kind): frozenset of entries | "*"} and {(broker, kind): rate} as the cluster shows them; asked
+    through `admin` (a test's client, kept open), else a client of its own."""
+    client = admin or cluster.admin()
     try:
-        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-                                           + [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in BROKERS])
+        described = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+                                            + [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in BROKERS])
     finally:
-        admin.close()
+        if admin is None:
+            client.close()
     shown = {}
     for topic in topics:
         for kind, key in TOPIC_THROTTLE_KEYS.items():

@@ -69,7 +69,11 @@ class BatchWatch(threading.Thread):
                 value = sample_value(samples, name, **labels)
                 if value is not None:
                     series.append((now, value))
+            self.sampled(now, samples)
             self._halt.wait(0.2)
+
+    def sampled(self, now, samples):
+        """What a test watches besides, from the same scrape (at monotonic `now`)."""
 
     def __enter__(self):
         self.started_at = time.monotonic()
@@ -227,11 +231,12 @@ def polls_longer_than(job, seconds):
     return total, total - within
 
 
-def atoms(cluster, topics):
+def atoms(cluster, topics, admin=None):
     """The cluster's throttle configs as a set: (topic, kind, entry) per throttled-replicas entry,
-    (broker, kind, rate) per broker rate. Owned = what execute added; foreign = what was there before."""
+    (broker, kind, rate) per broker rate. Owned = what execute added; foreign = what was there before. `admin`: as
+    cluster_cli.throttles."""
     out = set()
-    for (name, kind), value in throttles(cluster, topics).items():
+    for (name, kind), value in throttles(cluster, topics, admin).items():
         if isinstance(value, int):
             out.add((name, kind, value))
         else:

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from sinks.metric_names import LAST_POLL, REPLICA_COPIED_BYTES, REPLICA_COPY_RATE, REPLICA_ETA, REPLICA_STATE
+from sinks.metric_names import REPLICA_COPIED_BYTES, REPLICA_COPY_RATE, REPLICA_ETA, REPLICA_STATE
 from streaming.vocabulary.errors import EXIT_OK
 from streaming.vocabulary.states import ReplicaState
-from tests.fault_support import atoms, execute, figure, published_gap_bound_s, replica_states
-from tests.job_process import FIRST_POLL_S, JobProcess, batch_lines, sample_value
+from tests.fault_support import BatchWatch, atoms, execute, figure, published_gap_bound_s, replica_states
+from tests.job_process import FIRST_POLL_S, JobProcess, sample_value
 from tests.kafka_fixtures import ROOT, FaultCluster, wait_for
 from tests.netns import NetworkNamespace
 
@@ -74,47 +74,38 @@ def log_size(cluster, broker, topic):
         return None
 
 
-class Sampler(threading.Thread):
-    """Every SAMPLE_S, from a thread of its own (in the namespace: started from the test's thread): the job's batch
-    lines (when each first appeared), its /metrics (the last-poll gauge, the healthy replica's copied bytes, the victim
-    replica's state) and the two destinations' logs on disk."""
+class CutWatch(BatchWatch):
+    """BatchWatch (batch lines and the last-poll gauge, every 0.2 s) with, from the same scrapes, the healthy
+    replica's picture on /metrics (copied bytes, rate, ETA), the victim replica's states there, and the two
+    destinations' logs on disk. Started from the test's thread, so in the namespace."""
 
     def __init__(self, job, cluster, healthy, victim):
-        super().__init__(daemon=True)
-        self.job, self.cluster, self.healthy, self.victim = job, cluster, healthy, victim
-        self.batches = {}  # batch id -> monotonic time its line appeared
-        self.published, self.healthy_picture, self.states, self.disk = [], [], [], []  # [(monotonic, value)]
-        self.halt = threading.Event()
+        super().__init__(job)
+        self.cluster, self.healthy, self.victim = cluster, healthy, victim
+        self.healthy_picture, self.states, self.disk = [], [], []  # [(monotonic, value)]
 
-    def run(self):
-        while not self.halt.is_set():
-            now = time.monotonic()
-            for batch, _, _ in batch_lines(self.job.log()):
-                self.batches.setdefault(batch, now)
-            samples = self.job.samples()
-            self.published.append((now, sample_value(samples, LAST_POLL.name)))
-            self.healthy_picture.append((now, tuple(
-                sample_value(samples, metric.name, topic=self.healthy, partition=0, broker=HEALTHY_DESTINATION)
-                for metric in (REPLICA_COPIED_BYTES, REPLICA_COPY_RATE, REPLICA_ETA))))
-            self.states.append((now, {labels_state for (name, labels), value in samples.items()
-                                      if name == REPLICA_STATE.name and value == 1
-                                      and dict(labels).get("topic") == self.victim
-                                      for labels_state in [dict(labels)["state"]]}))
-            self.disk.append((now, log_size(self.cluster, HEALTHY_DESTINATION, self.healthy),
-                              log_size(self.cluster, VICTIM, self.victim)))
-            self.halt.wait(SAMPLE_S)
+    def sampled(self, now, samples):
+        self.healthy_picture.append((now, tuple(
+            sample_value(samples, metric.name, topic=self.healthy, partition=0, broker=HEALTHY_DESTINATION)
+            for metric in (REPLICA_COPIED_BYTES, REPLICA_COPY_RATE, REPLICA_ETA))))
+        self.states.append((now, {dict(labels)["state"] for (name, labels), value in samples.items()
+                                   if name == REPLICA_STATE.name and value == 1
+                                   and dict(labels).get("topic") == self.victim}))
+        self.disk.append((now, log_size(self.cluster, HEALTHY_DESTINATION, self.healthy),
+                          log_size(self.cluster, VICTIM, self.victim)))
 
-    def stop(self):
-        self.halt.set()
-        self.join(10)
+    def batches_between(self, since, until):
+        return sorted(t for t, _ in self.seen.values() if since <= t <= until)
 
     def longest_batch_gap(self, since, until):
-        times = sorted([since, until] + [t for t in self.batches.values() if since <= t <= until])
+        """Seconds without a batch line from `since` to `until`, both ends counted."""
+        times = [since, *self.batches_between(since, until), until]
         return max(b - a for a, b in zip(times, times[1:]))
 
-    def longest_published_gap(self, since, until):
-        """Seconds between two polls the job published (the gauge's values: Unix times) from `since` to `until`."""
-        values = sorted({v for t, v in self.published if since <= t <= until and v is not None})
+    def longest_published_cut_gap(self, since, until):
+        """Seconds between two polls the job published (the gauge's values: Unix times) while sampled from `since` to
+        `until`: the cut's own, not the gap into it that BatchWatch.longest_published_gap counts too."""
+        values = sorted({gauge for t, _, gauge in self.polls if since <= t <= until})
         return max([b - a for a, b in zip(values, values[1:])], default=None)
 
     def longest_healthy_update_gap(self, since, until):
@@ -158,7 +149,7 @@ class EndWatch(threading.Thread):
         try:
             while not self.halt.is_set() and (len(self.ended) < len(self.topics) or len(self.gone) < len(self.owned)):
                 moving = {tp.topic for tp in admin.list_partition_reassignments()}
-                left = atoms(self.cluster, self.topics)
+                left = atoms(self.cluster, self.topics, admin)
                 now = time.monotonic()
                 for topic in self.topics:
                     if topic not in moving:
@@ -190,7 +181,7 @@ def test_a_broker_cut_off_from_the_job_but_not_from_kafka(cut_off_cluster, tmp_p
     job = JobProcess(cluster.bootstrap, tmp_path / "checkpoint", tmp_path / "job.log", "--trigger-interval",
                      f"{TRIGGER_S:g}s", "--master", "local[2]", "--rate-window", "10s")
     job.start()
-    sampler = Sampler(job, cluster, healthy, victim)
+    watch = CutWatch(job, cluster, healthy, victim)
     try:
         job.wait_first_batch(FIRST_POLL_S)
         before = atoms(cluster, [victim, healthy])
@@ -198,7 +189,7 @@ def test_a_broker_cut_off_from_the_job_but_not_from_kafka(cut_off_cluster, tmp_p
                 str(RATE))
         owned = atoms(cluster, [victim, healthy]) - before
         assert owned, "execute set no throttle"
-        sampler.start()
+        watch.__enter__()
         wait_for(lambda: (job.metric(REPLICA_COPIED_BYTES.name, topic=healthy, partition=0,
                                      broker=HEALTHY_DESTINATION) or 0) > 0, 60, interval_s=0.2,
                  message="the healthy move's first bytes on /metrics")
@@ -212,33 +203,35 @@ def test_a_broker_cut_off_from_the_job_but_not_from_kafka(cut_off_cluster, tmp_p
         ends.start()
         ends.join(240)
         ends.halt.set()
-        sampler.stop()
+        watch.__exit__()
         log = job.log()
         stop_offset = len(log)
         job.process.send_signal(signal.SIGTERM)
         code = job.process.wait(60)
         after_stop = job.log()[stop_offset:]
     finally:
-        sampler.halt.set()
+        if watch.is_alive():
+            watch.__exit__()
         job.stop()
 
     bound_s = published_gap_bound_s(TRIGGER_S)
     records = [(v["ts_ms"], state, v.get("reason") or "") for _, state, v in replica_states(job, victim, 0, VICTIM)]
-    during = [(state, reason) for ts_ms, state, reason in records if cut_wall_ms + 1000 * bound_s <= ts_ms <= healed_wall_ms]
+    during = [(state, reason) for ts_ms, state, reason in records
+              if cut_wall_ms + 1000 * bound_s <= ts_ms <= healed_wall_ms]
     found = {
-        "batch_gap_s": round(sampler.longest_batch_gap(cut, healed), 2),
-        "batches_during_cut": sum(cut <= t <= healed for t in sampler.batches.values()),
-        "published_gap_s": sampler.longest_published_gap(cut, healed),
-        "healthy_update_gap_s": round(sampler.longest_healthy_update_gap(cut, healed), 2),
-        "healthy_disk_to_metrics_s": sampler.healthy_lag(cut, healed - bound_s),
+        "batch_gap_s": round(watch.longest_batch_gap(cut, healed), 2),
+        "batches_during_cut": len(watch.batches_between(cut, healed)),
+        "published_gap_s": watch.longest_published_cut_gap(cut, healed),
+        "healthy_update_gap_s": round(watch.longest_healthy_update_gap(cut, healed), 2),
+        "healthy_disk_to_metrics_s": watch.healthy_lag(cut, healed - bound_s),
         # A batch whose poll came before the cut may reach /metrics seconds into it (a batch under load): what
         # /metrics shows from the middle of the cut on, and that it never says BROKER_OFFLINE.
-        "victim_states_on_metrics": sorted(sampler.victim_states(cut + CUT_S / 2, healed)),
-        "victim_states_whole_cut": sorted(sampler.victim_states(cut, healed)),
-        "victim_grew_on_disk": sampler.victim_grew_on_disk(cut, healed),
+        "victim_states_on_metrics": sorted(watch.victim_states(cut + CUT_S / 2, healed)),
+        "victim_states_whole_cut": sorted(watch.victim_states(cut, healed)),
+        "victim_grew_on_disk": watch.victim_grew_on_disk(cut, healed),
         "victim_records_during_cut": sorted({state for state, _ in during}),
         "query_failures": [line for line in log.splitlines() if QUERY_FAILED in line],
-        "late_removals": ends.late_removals(lambda atom: {victim, healthy} if isinstance(atom[0], int) and atom[0] == SOURCE
+        "late_removals": ends.late_removals(lambda atom: {victim, healthy} if atom[0] == SOURCE
                                             else {victim} if atom[0] in (victim, VICTIM) else {healthy}),
         "ended": sorted(ends.ended), "exit": code,
     }

@@ -123,6 +123,12 @@ def config_acl_resource(is_broker, name):
 CONNECT_TIMED_OUT = "Connection timed out"
 
 
+def connect_timed_out(error):
+    from kafka.errors import KafkaConnectionError
+
+    return isinstance(error, KafkaConnectionError) and CONNECT_TIMED_OUT in str(error)
+
+
 def failure_hold(error, closed_by_door, collateral=False):
     """The hold a failed request puts on the node it was sent to: held.UNRESPONSIVE for a lapse (kafka-python's
     own RequestTimedOutError, raised when the deadline passed with the connection open; an answer carrying Kafka's
@@ -135,7 +141,7 @@ def failure_hold(error, closed_by_door, collateral=False):
     request on it lapses and fails every request in flight on it with that same error, and a broker answers the
     requests of one connection in order, so the later ones waited on the first (a request it forwarded to a
     controller that does not answer, say), not on the node."""
-    from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
+    from kafka.errors import NodeNotReadyError, RequestTimedOutError
 
     if closed_by_door:
         return None
@@ -143,7 +149,7 @@ def failure_hold(error, closed_by_door, collateral=False):
         return None if collateral else held.UNRESPONSIVE
     if isinstance(error, NodeNotReadyError):
         return None
-    if isinstance(error, KafkaConnectionError) and CONNECT_TIMED_OUT in str(error):
+    if connect_timed_out(error):
         return held.UNRESPONSIVE
     return held.GONE if kind_of(error) == GONE else None
 
@@ -477,7 +483,7 @@ class Door:
                 self._addresses[node] = f"{broker.host}:{broker.port}"
             now = time.monotonic()
             # A connect that timed out never reached the broker, let alone the controller behind it.
-            if why == held.UNRESPONSIVE and forwarded and CONNECT_TIMED_OUT not in str(error):
+            if why == held.UNRESPONSIVE and forwarded and not connect_timed_out(error):
                 who, newly = held.CONTROLLER, self._held.forwarded_lapsed(node, now, asked_wall)
             elif why == held.UNRESPONSIVE:
                 who, newly = f"broker {node}", self._held.lapsed(node, now, asked_wall)

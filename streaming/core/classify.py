@@ -105,8 +105,9 @@ def classify(facts, stall_after_s=STALL_AFTER_S, rate_window_s=RATE_WINDOW_S):
     holds wins.
 
     Finished moves first (nothing else matters once the partition left the reassignment); then a dead
-    broker (it explains any stall); then one the job cannot see (its bytes are unknown); then ISR membership (a replica in sync is done copying, whatever
-    its byte counts say); then the history rules; then whether any byte arrived.
+    broker (it explains any stall); then one the job cannot see (its bytes are unknown); then ISR membership (a
+    replica in sync is done copying, whatever its byte counts say); then the history rules; then whether any byte
+    arrived.
     """
     holds = [rule(facts, stall_after_s, rate_window_s) for rule, _ in RULES]
     return np.select(holds, [state.value for _, state in RULES], OTHERWISE.value).astype(np.int8)

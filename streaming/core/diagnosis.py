@@ -8,9 +8,9 @@ number behind it, in one line (`says`, made only for the few rows it is the reas
 streaming.vocabulary.reasons.ReasonCode name.
 
 Order is precedence: a dead broker explains everything else; then a destination log dir Kafka took offline (the
-replica's log is gone with it); then a broker that does not answer the job while Kafka lists it alive; a replica that copied everything but is not
-in the ISR says so whatever its byte rate; then why no byte arrives (a throttle set too low, else a silent
-leader); then a copy that cannot keep up; then why a move has not started.
+replica's log is gone with it); then a broker that does not answer the job while Kafka lists it alive; a replica
+that copied everything but is not in the ISR says so whatever its byte rate; then why no byte arrives (a throttle
+set too low, else a silent leader); then a copy that cannot keep up; then why a move has not started.
 """
 
 from dataclasses import dataclass, field
@@ -137,12 +137,12 @@ def unobserved(rows, ctx):
 def unobserved_says(row, ctx):
     """Which broker does not answer the job, since when, and what Kafka says of it (alive, as the state's rule has
     it: streaming.core.classify.is_unobserved)."""
-    broker = row["broker"] if row["broker"] in ctx.unanswered else row["leader"]
+    if row["broker"] in ctx.unanswered:
+        broker, role = row["broker"], f"destination broker {row['broker']}"
+        kafka_view = f"alive and the replica {'in' if row['in_isr'] else 'not yet in'} the ISR"
+    else:
+        broker, role, kafka_view = row["leader"], f"leader broker {row['leader']} of the partition", "alive"
     since = ctx.unanswered.get(broker)
-    role = (f"destination broker {broker}" if broker == row["broker"] else
-            f"leader broker {broker} of the partition")
-    kafka_view = ("alive" if broker != row["broker"] else
-                  "alive and the replica in the ISR" if row["in_isr"] else "alive and the replica not yet in the ISR")
     return (f"{role} does not answer the job{'' if since is None else f' since {utc_clock(since)} UTC'}; "
             f"Kafka lists it {kafka_view}")
 

@@ -4,7 +4,8 @@
 throttle that adoption takes when no batch's poll came for a trigger (their throttles shown: no batch shows what
 changed while nothing moves).
 The door holds a node that stopped answering after one request deadline, so such a picture shows its replicas
-UNOBSERVED (BROKER_OFFLINE once Kafka fenced it) and every other replica's progress; the progress topic gets them from the next batch."""
+UNOBSERVED (BROKER_OFFLINE once Kafka fenced it) and every other replica's progress; the progress topic gets them
+from the next batch."""
 
 import threading
 
