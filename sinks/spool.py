@@ -172,7 +172,9 @@ class Spool:
             if not delivered:
                 with self._changed:
                     if not self._records and not self._stop.is_set():
-                        self._changed.wait(1.0)
+                        # Until a write or close notifies: an idle job's sender costs nothing (it looked at its
+                        # directory every second, one cluster's share of an idle fleet's CPU).
+                        self._changed.wait()
 
     def close(self, timeout_s):
         """Stop the sender once it delivered what the spool holds, or after `timeout_s`: what is left stays on

@@ -1,5 +1,8 @@
 """KafkaClusterAdmin calls whose answers the progress depends on, checked against the real cluster."""
 
+import threading
+import time
+
 import pytest
 from kafka import TopicPartition
 
@@ -44,3 +47,27 @@ def test_list_offsets_reads_log_start_and_end_from_the_given_leaders(cluster, of
         admin.close()
     assert {r["partition"]: (r["log_start"], r["log_end"], r["local_log_start"]) for r in rows} == expected
     assert all(r["topic"] == offsets_topic for r in rows)
+
+
+def test_records_came_waits_for_a_record_and_says_when_one_came(cluster, clean):
+    """The ownership watch's call (the quiet controller's wake-up): False after waiting when nothing was written, True
+    as soon as a record is, long before its wait is over, and False again once it was told."""
+    topic = cluster.create_topic(cluster.unique_topic("watched"), {0: [1]})
+    clean.append(topic)
+    admin = KafkaClusterAdmin(cluster.bootstrap)
+    try:
+        assert admin.records_came(topic, 0, 1.0) is False  # starts at the end: nothing written since
+        answers = []
+        watch = threading.Thread(target=lambda: answers.append((admin.records_came(topic, 0, 20.0), time.monotonic())))
+        watch.start()
+        time.sleep(1.0)
+        written = time.monotonic()
+        cluster.produce(topic, [0], RECORD_BYTES / 1_000_000, RECORD_BYTES)
+        watch.join(30)
+        came, at = answers[0]
+        assert came and at - written < 10.0, (came, at - written)
+        started = time.monotonic()
+        assert admin.records_came(topic, 0, 1.0) is False
+        assert time.monotonic() - started >= 0.9  # it waited for one
+    finally:
+        admin.close()

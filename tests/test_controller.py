@@ -2,6 +2,7 @@
 admin fake with an in-memory ledger (tests/controller_support.py)."""
 
 import json
+import threading
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,9 @@ from streaming.control.batch_rules import BatchView
 from streaming.control.controller import LOG_PREFIX, SLOW_TICK_LINE, WRITE_BOUND_S
 from streaming.control.ownership.records import Move, Refusal
 from streaming.control.ownership.store import MemoryLedger
+from streaming.control.duties.adoption import QUIET_VIEW_S, Adoption
+from streaming.control.duties.looks import SLOW_LOOK_LINE, Looks
+from streaming.control.rounds import QUIET_TICK_S, TICK_INTERVAL_S, Round
 from streaming.vocabulary.defaults import REQUEST_DEADLINE_S
 from streaming.vocabulary.errors import AuthenticationFailed, NotAuthorized, TlsFailed, Unreachable
 from streaming.vocabulary.kafka_apis import READ
@@ -23,6 +27,7 @@ from tests.test_janitor import request, throttled
 from tests.test_throttle_observe import foreign_throttled_move
 from streaming.control.ownership.records import Origin
 from streaming.vocabulary.states import OwnershipState
+from streaming.vocabulary.throttle_actions import Policy
 
 T0 = frozenset({("t", 0)})
 IDLE = dict(listed=True, batches_done=1)
@@ -275,16 +280,23 @@ def test_a_listed_move_is_handed_to_every_batch_until_one_reported_it(tmp_path):
     assert gate.read(controller.gate_path, clock.now * 1000).unreported == ()
 
 
-def test_an_idle_controller_reads_the_ledger_once_a_trigger(tmp_path):
-    """A request whose move started and completed between two ticks was never listed: the idle controller still
-    finds its record within a trigger interval, removes its throttles then and hands the move to the next batch."""
+def idle_with_a_move_unseen(tmp_path):
+    """(controller, cluster, ledger, clock): an idle controller, then a request `execute` wrote whose move came and went
+    between two of its looks."""
     cluster, ledger = throttled(), MemoryLedger()
     controller, _, clock = a_controller_on(tmp_path, cluster, ledger, trigger_s=10.0)
     controller.tick()
     controller.hand_over(batch())
     clock.now += 1
     assert controller.tick() is None
-    ledger.put(request())  # execute wrote it; the move came and went unseen
+    ledger.put(request())
+    return controller, cluster, ledger, clock
+
+
+def test_an_idle_controller_reads_the_ledger_once_a_trigger(tmp_path):
+    """A request whose move started and completed between two ticks was never listed: the idle controller still
+    finds its record within a trigger interval, removes its throttles then and hands the move to the next batch."""
+    controller, cluster, ledger, clock = idle_with_a_move_unseen(tmp_path)
     clock.now += 1
     assert controller.tick() is None  # read once a trigger while idle: not yet
     clock.now += 10
@@ -1034,3 +1046,69 @@ def test_until_the_first_batch_a_move_of_ours_that_came_and_went_is_swept_at_the
     controller.tick()
     assert cluster.topics[("t", "follower")] == ""
     assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
+
+
+def test_a_quiet_controller_reads_a_record_the_watch_saw_at_once(tmp_path):
+    """While quiet the controller looks once a trigger (rounds.Round.interval_s) and reads the ledger as often; an
+    `execute`'s record seen by the ownership watch is read by the next tick, which the watch starts at once, so a move
+    that came and went between two looks has its throttles removed then."""
+    controller, cluster, ledger, clock = idle_with_a_move_unseen(tmp_path)
+    controller.ownership_written()
+    clock.now += 0.1
+    assert controller.tick() == "unreported"
+    assert cluster.topics[("t", "follower")] == ""
+    assert [r.state for r in ledger.records()] == [OwnershipState.DONE]
+
+
+def test_the_ownership_watch_wakes_the_controller_on_a_record(tmp_path):
+    controller, _, _ = a_controller_on(tmp_path, throttled(), MemoryLedger())
+    watch = threading.Thread(target=controller._watching_ownership, daemon=True)
+    watch.start()
+    try:
+        assert not controller._wake.wait(0.7)  # nothing written: no wake-up
+        controller.ledger.put(request())
+        assert controller._wake.wait(2.0)
+    finally:
+        controller._stop.set()
+        watch.join(QUIET_TICK_S + 5)
+    assert not watch.is_alive()
+
+
+@pytest.mark.parametrize("quiet, trigger_s, expected_s", [
+    (False, 10.0, TICK_INTERVAL_S),  # a batch is wanted: every second
+    (True, 10.0, 10.0),  # quiet: once a trigger
+    (True, 2.0, 2.0),
+    (True, 60.0, QUIET_TICK_S),  # at most QUIET_TICK_S apart
+    (True, 0.5, TICK_INTERVAL_S),  # never more often than a tick
+])
+def test_a_quiet_controller_looks_every_few_seconds(quiet, trigger_s, expected_s):
+    assert Round(quiet=quiet).interval_s(TICK_INTERVAL_S, trigger_s) == expected_s
+
+
+@pytest.mark.parametrize("expected_s, gap_s, slow", [
+    (TICK_INTERVAL_S, 1.9, False),
+    (TICK_INTERVAL_S, 2.5, True),  # twice the tick interval and more
+    (QUIET_TICK_S, QUIET_TICK_S, False),  # quiet: the interval itself is not slow
+    (QUIET_TICK_S, QUIET_TICK_S + 1.5, True),
+])
+def test_a_look_is_slow_beyond_the_interval_the_controller_expects(expected_s, gap_s, slow):
+    clock, said = Clock(), []
+    looks = Looks(FakeCluster(), clock, said.append)
+    looks.listed_or_last()
+    looks.expect(expected_s)
+    clock.now += gap_s
+    looks.listed_or_last()
+    assert bool([line for line in said if line.startswith(SLOW_LOOK_LINE)]) == slow
+
+
+@pytest.mark.parametrize("quiet, since_view_s, due", [
+    (False, 9.9, False),
+    (False, 10.0, True),  # once a trigger
+    (True, 10.0, False),  # quiet: once QUIET_VIEW_S
+    (True, QUIET_VIEW_S, True),
+])
+def test_adoptions_own_view_is_due_once_a_trigger_and_less_often_while_quiet(quiet, since_view_s, due):
+    clock = Clock()
+    adoption = Adoption(Policy(), 10.0, clock)
+    adoption.looking()
+    assert adoption.due(clock() + since_view_s, quiet) == due

@@ -165,9 +165,10 @@ class Door:
     first use; with GSSAPI, which librdkafka cannot speak here, kafka-python's in their place) and the call path.
     Construction reads the command config once, logs in (OAUTHBEARER's first token, Kerberos tickets) and bootstraps
     (bounded by `timeout_s`). `log(line)`: where the door says which node it holds and when it answers again (None:
-    nowhere; the job logs them)."""
+    nowhere; the job logs them). `deadline_s`: each request's deadline, when not request_deadline_s(timeout_s) (the
+    batches' polls: streaming.vocabulary.defaults.poll_request_deadline_s)."""
 
-    def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None):
+    def __init__(self, bootstrap_servers, command_config=None, timeout_s=TIMEOUT_S, log=None, deadline_s=None):
         self._bootstrap = bootstrap_servers
         self._config = client_config.read_config(command_config)
         # OAUTHBEARER and AWS MSK IAM: one token source for both libraries (streaming.cluster.token_source); its first
@@ -179,7 +180,7 @@ class Door:
         self._confluent_settings = {**client_config.confluent_settings(self._config, bootstrap_servers),
                                     **(oauth.confluent_settings(self._tokens) if self._tokens else {})}
         self._timeout_s = timeout_s
-        self._deadline_s = request_deadline_s(timeout_s)
+        self._deadline_s = request_deadline_s(timeout_s) if deadline_s is None else deadline_s
         self._log = log
         self.requests = 0
         self.retried = Counter()
@@ -210,6 +211,7 @@ class Door:
         self._kerberos_principal = None  # GSSAPI: the principal logged in as (streaming.cluster.kerberos)
         self._fatal = None
         self._reader = None
+        self._watcher = None  # a consumer of its own for OwnTopics.records_came
         self._first_connect()
 
     def _connect(self, budget_s=None, use=False):
@@ -746,6 +748,7 @@ class Door:
         self._closed = True
         self._forget("_prober")
         self._forget("_reader")
+        self._forget("_watcher")
         with self._lock:
             producer, self._producer = self._producer, None
         if producer is not None:

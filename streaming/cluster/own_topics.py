@@ -37,12 +37,40 @@ class OwnTopics:
                 self._reader = KafkaConsumer(
                     client_id="reassign-monitor-reader", group_id=None, enable_auto_commit=False,
                     auto_offset_reset="earliest", allow_auto_create_topics=False, fetch_max_wait_ms=20,
+                    metrics_enabled=False,
                     **self._client_settings(self._timeout_s))
                 self._route_sends(self._reader._manager)
             return self._reader
 
     def _drop_reader(self):
         self._forget("_reader")
+
+    def records_came(self, topic, partition, wait_s):
+        """Whether a record was written to `topic`/`partition` since this door's last call (the first call starts at
+        the end), waiting up to `wait_s` for one: a Fetch the partition's leader holds until a record comes
+        (fetch_max_wait_ms), on a consumer of its own, so that the reads of `read_log` never wait behind it. The job's
+        quiet controller looks once a trigger interval and is woken by an `execute`'s ownership record at once
+        (streaming.control.controller). Its requests' deadline is `wait_s` more than the door's: the leader holds the
+        Fetch that long before it answers. False when it cannot tell (no leader, a failure: the consumer is dropped
+        and made again next call); the caller's own looks read anyway."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        wait_ms = int(wait_s * 1000)
+        try:
+            if self._watcher is None:  # one caller (the controller's watch thread): made outside the door's lock
+                watcher = KafkaConsumer(
+                    client_id="reassign-monitor-watcher", group_id=None, enable_auto_commit=False,
+                    allow_auto_create_topics=False, fetch_max_wait_ms=wait_ms, metrics_enabled=False,
+                    **{**self._client_settings(self._timeout_s), "request_timeout_ms": wait_ms + self._deadline_ms()})
+                self._route_sends(watcher._manager)
+                watcher.assign([tp])
+                watcher.seek_to_end(tp)
+                self._watcher = watcher
+            return bool(self._watcher.poll(timeout_ms=wait_ms, max_records=1))
+        except Exception:
+            self._forget("_watcher")
+            return False
 
     def read_log(self, topic, partition, start):
         """Every record of `topic`/`partition` from offset `start` (or the log start, if later) to the end
@@ -89,13 +117,18 @@ class OwnTopics:
 
         def catch_up():
             reader = self._reader_client()
-            self._count(2)
             if partition not in partitions_of(reader):
                 return []
-            low = offsets(reader, lambda r, timeout_ms: r.beginning_offsets([tp], timeout_ms))
+            # The end first: a read that finds nothing new (the controller's, once a trigger while quiet) asks
+            # nothing more.
+            self._count()
             high = offsets(reader, lambda r, timeout_ms: r.end_offsets([tp], timeout_ms))
-            position = max(start, low)
             records = []
+            if start >= high:
+                return records
+            self._count()
+            low = offsets(reader, lambda r, timeout_ms: r.beginning_offsets([tp], timeout_ms))
+            position = max(start, low)
             if position >= high:
                 return records
             reader.assign([tp])  # assigned only while catching up: nothing is fetched in between

@@ -142,8 +142,12 @@ class Reads:
     def describe_throttles(self, topics, brokers):
         from kafka.admin import ConfigResource, ConfigResourceType
 
-        resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-        resources += [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
+        # Only the throttle keys: a resource without named keys is answered with every config it has (about 300 per
+        # broker), whose decoding in kafka-python cost the idle job's controller half its CPU (bench/RESULTS.md "Fleet
+        # idle cost (bench/fleet.py idle)").
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t, list(TOPIC_THROTTLE_KEYS.values())) for t in topics]
+        resources += [ConfigResource(ConfigResourceType.BROKER, str(b), list(BROKER_THROTTLE_KEYS.values()))
+                      for b in brokers]
         if not resources:
             return [], []
         described = self._call(DESCRIBE_CONFIGS, lambda kafka: self._describe_configs(kafka, resources),

@@ -41,7 +41,7 @@ from streaming.control.duties.reports import JANITOR_PREFIX, Reports
 from streaming.control.duties.steering import STEERING_PREFIX, Steering
 from streaming.control.ownership.store import NotedReads
 from streaming.control.plans.advancer import PlanAdvancer
-from streaming.control.rounds import SLOW_TICK_LINE, SLOW_TICK_S, TICK_INTERVAL_S, Round, step
+from streaming.control.rounds import QUIET_TICK_S, SLOW_TICK_LINE, SLOW_TICK_S, TICK_INTERVAL_S, Round, step
 from streaming.control.sweep import describe_given_up
 from streaming.control.throttles.read import read_for_plan
 from streaming.vocabulary.defaults import request_deadline_s
@@ -121,6 +121,12 @@ class Controller:
         self.handover.hand_over(findings, clears_all(self.policy, findings.snapshot), self.clock())
         self._wake.set()
 
+    def ownership_written(self):
+        """A record was written to the ownership topic (`_watching_ownership`): the next tick, at once, reads the
+        ledger."""
+        self.duties.owned.written()
+        self._wake.set()
+
     def batch_ran(self):
         """After a batch whose poll failed. While Kafka's controller answers nobody (the list is the door's last
         one), such a batch is not late: its poll failed on that silence before the gate handed it the last list,
@@ -158,11 +164,28 @@ class Controller:
 
     def start(self):
         """The thread, whose first tick is the first look (module docstring) and ends with the first published poll,
-        and the one that looks while a tick is busy (`look_while_busy`)."""
+        the one that looks while a tick is busy (`look_while_busy`) and the one that watches the ownership topic."""
         self._thread = threading.Thread(target=self._run, name="reassign-monitor-controller", daemon=True)
         self._thread.start()
         threading.Thread(target=self._looking_while_busy, name="reassign-monitor-busy-look", daemon=True).start()
+        threading.Thread(target=self._watching_ownership, name="reassign-monitor-ownership-watch", daemon=True).start()
         return self
+
+    def _watching_ownership(self):
+        """A record written to the ownership topic (an `execute`'s, before it moves anything) wakes the controller,
+        which reads the ledger at once: while quiet it looks only once a trigger (rounds.Round.interval_s), and a small
+        move may start and end in between, its throttles to be removed within a second of its end. At most one watch
+        per interval_s when the ledger cannot tell (it failed at once)."""
+        while not self._stop.is_set():
+            started = self.clock()
+            try:
+                written = self.ledger.written(QUIET_TICK_S)
+            except Exception:  # the ticks read the ledger anyway
+                written = False
+            if written:
+                self.ownership_written()
+            else:
+                self._stop.wait(max(0.0, self.interval_s - (self.clock() - started)))
 
     def _looking_while_busy(self):
         while not self._stop.wait(self.interval_s):
@@ -203,13 +226,15 @@ class Controller:
                 if self._stop.is_set():
                     return
             started = waited_from = self.round.ticking_since_s = self.clock()
+            self.round.quiet = False
             try:
                 with self.admin.impatient():  # never waits for a silent Kafka controller (streaming.cluster.door)
-                    self.tick()
+                    self.round.quiet = self.tick() is None
             except Exception as error:  # a bug must not end the controller: the gate goes stale and fails open
                 self._say(f"tick failed: {type(error).__name__}: {error}")
             finally:
                 self.round.ticking_since_s = None
+                self.duties.looks.expect(self.round.interval_s(self.interval_s, self.trigger_interval_s))
             slow = self.round.slow_tick_line(self.clock() - started)
             if slow:
                 self._say(slow)
@@ -219,7 +244,7 @@ class Controller:
         look at the reassignment list every batch_rules.peek_interval_s and end the wait as soon as an owned
         partition left it - or the look failed: the tick then lists again, and counts and reports the failure."""
         looks, owned = self.duties.looks, self.duties.owned
-        next_tick_s, took_s = started + self.interval_s, 0.0
+        next_tick_s, took_s = started + self.round.interval_s(self.interval_s, self.trigger_interval_s), 0.0
         while not self._stop.is_set():
             left_s = next_tick_s - self.clock()
             if left_s <= 0 or self._wake.is_set():
@@ -266,7 +291,8 @@ class Controller:
         self._wake.clear()  # before taking: findings handed over after this wake the next wait
         for findings in self.handover.take():
             self.on_batch(findings)
-        if listed is not None and (adoption.due(self.clock()) or looks.foreign_move_appeared(listed, owned.partitions)):
+        if listed is not None and (adoption.due(self.clock(), self.round.quiet)
+                                   or looks.foreign_move_appeared(listed, owned.partitions)):
             # Adoption must know every request of ours first, or it takes our own new move's throttles for another
             # tool's: only on a ledger read this tick.
             if ledger_read or (ledger_read is None and self._read_ledger()):

@@ -52,7 +52,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from streaming.spark import codec
 from streaming.spark.job_log import log_line
 from streaming.cluster.poller import poll, usable
-from streaming.vocabulary.defaults import TIMEOUT_S
+from streaming.vocabulary.defaults import TIMEOUT_S, poll_request_deadline_s
 from streaming.vocabulary.kafka_apis import DESCRIBE_CLUSTER
 from streaming.vocabulary.snapshot import BROKER_KEYED, FLOAT64, INT64, STRING, PollError, Snapshot, table
 from streaming.control import gate
@@ -84,33 +84,39 @@ _admins = {}  # per worker process: Target -> KafkaClusterAdmin
 
 @dataclass(frozen=True)
 class Target:
-    """Which cluster a poll asks, and how: what an input partition carries to the executor (picklable)."""
+    """Which cluster a poll asks, and how: what an input partition carries to the executor (picklable). `deadline_s`:
+    its polls' request deadline (streaming.vocabulary.defaults.poll_request_deadline_s; None: the door's own, as in
+    offsets a fleet job logged before it was carried)."""
     name: str
     bootstrap: str
     command_config: str | None = None
     timeout_s: float = TIMEOUT_S
+    deadline_s: float | None = None
 
     @classmethod
     def of_config(cls, config):
         """The target of a cluster's job configuration (streaming.spark.driver.JobConfig)."""
-        return cls(config.cluster_label, config.bootstrap, config.command_config, config.timeout_s)
+        return cls(config.cluster_label, config.bootstrap, config.command_config, config.timeout_s,
+                   poll_request_deadline_s(config.timeout_s, config.trigger_interval_s))
 
     @classmethod
     def of(cls, options):
         """The target of a source's options (PollDataSource's; a fleet cluster's, streaming.spark.fleet_source)."""
+        deadline = options.get("deadline")
         return cls(options.get("cluster") or "", options["bootstrap"], options.get("command_config") or None,
-                   float(options.get("timeout", TIMEOUT_S)))
+                   float(options.get("timeout", TIMEOUT_S)), float(deadline) if deadline else None)
 
     def options(self):
         return {"cluster": self.name, "bootstrap": self.bootstrap, "command_config": self.command_config or "",
-                "timeout": str(self.timeout_s)}
+                "timeout": str(self.timeout_s), "deadline": "" if self.deadline_s is None else str(self.deadline_s)}
 
 
 def cached_admin(target):
     from streaming.cluster.admin import KafkaClusterAdmin
 
     if target not in _admins:  # its lines about held nodes go to the executor's stderr: the job's log (local mode)
-        _admins[target] = KafkaClusterAdmin(target.bootstrap, target.command_config, target.timeout_s, log=log_line)
+        _admins[target] = KafkaClusterAdmin(target.bootstrap, target.command_config, target.timeout_s, log=log_line,
+                                            deadline_s=target.deadline_s)
     return _admins[target]
 
 

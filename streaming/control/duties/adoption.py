@@ -15,6 +15,11 @@ from streaming.vocabulary.throttle_actions import ALL, REMOVED, RESTORED
 # gap in between, and a throttle someone set meanwhile must not pass for one set with the next foreign reassignment.
 OBSERVE_GAP_TRIGGERS = 3
 OBSERVE_GAP_MIN_S = 60.0
+# While the controller is quiet (no batch wanted), a view of its own is due this often, not every trigger: it asks every
+# broker and the topics for their throttles (a request each), then the idle driver's largest cost per cluster
+# (bench/RESULTS.md "Fleet idle cost (bench/fleet.py idle)"). A foreign move appearing asks for a view at once; half the
+# observe gap keeps two quiet views from passing for a gap.
+QUIET_VIEW_S = OBSERVE_GAP_MIN_S / 2
 
 
 def observe_gap_ms(trigger_interval_s):
@@ -59,9 +64,10 @@ class Adoption:
         self.kept = []  # dry run / off: observed ownership kept in memory only
         self.viewed_s = None  # when the last view was taken (a batch's poll or a read of its own)
 
-    def due(self, now_s):
-        """A view of its own is due: none was taken for a trigger interval."""
-        return self.viewed_s is None or now_s - self.viewed_s >= self.trigger_interval_s
+    def due(self, now_s, quiet=False):
+        """A view of its own is due: none was taken for a trigger interval (QUIET_VIEW_S, if longer, while `quiet`)."""
+        interval_s = max(self.trigger_interval_s, QUIET_VIEW_S) if quiet else self.trigger_interval_s
+        return self.viewed_s is None or now_s - self.viewed_s >= interval_s
 
     def looking(self):
         """A view of its own is taken now (the read may still fail: it is not retried before it is due again)."""

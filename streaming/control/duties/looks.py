@@ -8,7 +8,8 @@ import threading
 from streaming.control import batch_rules
 from streaming.vocabulary.replica_row import partition_of
 
-# A gap longer than this between two lists by any look is logged ("slow look: ..."): twice the tick interval.
+# A gap longer than this between two lists by any look is logged ("slow look: ..."): twice the tick interval; while
+# the controller is quiet (it looks every few seconds), the quiet interval and half this more (`expect`).
 SLOW_LOOK_S = 2.0
 SLOW_LOOK_LINE = "slow look: "
 
@@ -20,6 +21,7 @@ class Looks:
         self.admin, self.clock, self.say, self.slow_s = admin, clock, say, slow_s
         self._lock = threading.Lock()
         self._listed_s = None  # when any look last listed
+        self._slow_after_s = slow_s  # a gap longer than this is logged (`expect`)
         self.rows = ()  # the rows of the last list that succeeded
         self.for_batches = None  # the door's last list while Kafka's controller is silent, for the gate
         self.reassigning = frozenset()  # what the last tick listed
@@ -34,9 +36,14 @@ class Looks:
         with self._lock:
             since_s, self._listed_s = self._listed_s, now_s
             self._seen.update(partition_of(r) for r in answer[0])
-        if since_s is not None and now_s - since_s > self.slow_s:
+        if since_s is not None and now_s - since_s > self._slow_after_s:
             self.say(f"{SLOW_LOOK_LINE}{now_s - since_s:.1f} s between two lists")
         return answer
+
+    def expect(self, interval_s):
+        """The next look is due `interval_s` after the last tick's (streaming.control.rounds.Round.interval_s): a gap
+        is slow beyond `slow_s`, or beyond `interval_s` and half `slow_s` when longer."""
+        self._slow_after_s = max(self.slow_s, interval_s + self.slow_s / 2)
 
     def kafka_controller_silent(self):
         """The tick's list was the door's last one: Kafka's controller answers nobody."""

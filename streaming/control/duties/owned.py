@@ -3,6 +3,8 @@ accepted since the read before. Every read of the ledger, whichever duty makes i
 adoption's look, a sweep, a plan's step), notes the accepted moves (the ledger is a NotedReads over `note`), so a
 request is noted by the first read that shows it - a later read would show it known, or already `done`."""
 
+import threading
+
 from streaming.control import batch_rules
 from streaming.control.ownership.records import Origin, accepted_moves
 from streaming.vocabulary.throttle_actions import ALTER_LOG_DIRS
@@ -20,10 +22,17 @@ class Owned:
         self.read_s = None  # when the ledger was last read
         self._accepted = None  # (topic, partition) -> Move of the requests Kafka accepted, as last read (None: unread)
         self._newly_accepted = {}  # ... accepted since, by any read, until a tick looked for them (`ended_unseen`)
+        self._written = threading.Event()  # a record was written since the last read (`written`)
+
+    def written(self):
+        """A record was written to the ledger since the last read (the controller's ownership watch saw it, from its
+        own thread): the next tick reads it, whatever `due` says otherwise."""
+        self._written.set()
 
     def refresh(self, ledger, kept=()):
         """Read the ledger; `kept`: records held in memory only (adoption under a dry run). Raises when the read
         failed: the ledger is then unread (batches run, and a sweep is due once it is read)."""
+        self._written.clear()  # one written while this read runs asks for another
         try:
             ledger.refresh()
             records = ledger.records()
@@ -42,8 +51,10 @@ class Owned:
         """Whether the tick reads the ledger: at start (`started`: a tick listed since), while something reassigns
         (`looked`: what any look listed since the last tick; `listed`: this tick's list) or is owned, after a failed
         read, until Spark's first batch (Spark's start slows the looks, and a move of ours that came and went between
-        two of them is known only from the ledger), and once a trigger interval otherwise."""
-        return bool(not started or looked or listed or self.partitions or self.unread or not batches_done
+        two of them is known only from the ledger), when a record was written since the last read (`written`), and
+        once a trigger interval otherwise."""
+        return bool(not started or self._written.is_set() or looked or listed or self.partitions or self.unread
+                    or not batches_done
                     or self.read_s is None or now_s - self.read_s >= trigger_interval_s)
 
     def adopted(self, record):

@@ -12,6 +12,7 @@ what each read shows to its owner before anyone acts on it (the job's controller
 """
 
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +37,8 @@ class Ledger(Protocol):
     def put(self, record: Ownership, writer) -> None: ...  # durable (acknowledged by the cluster) when it returns
     def put_plan(self, plan: Plan, writer, with_parts: bool = False) -> None: ...  # parts first, then the header
     def put_lease(self, lease: Lease, writer) -> None: ...  # read back by refresh(): the log's order decides
+    # Whether anyone wrote a record since the last call, waiting up to wait_s for one (the quiet controller's wake-up):
+    def written(self, wait_s: float) -> bool: ...
 
 
 def find_plan(ledger, request_id):
@@ -55,6 +58,9 @@ class KafkaLedger:
         self._records, self._headers, self._parts, self._leases = {}, {}, {}, {}
         self._next = 0
         self.refresh()
+
+    def written(self, wait_s):
+        return self.reader.records_came(self.topic, self.PARTITION, wait_s)
 
     def refresh(self):
         for offset, key, value in self.reader.read_log(self.topic, self.PARTITION, self._next):
@@ -124,6 +130,7 @@ class MemoryLedger:
     writes: list = field(default_factory=list)
     plan_headers: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
+    came: threading.Event = field(default_factory=threading.Event)  # a put since the last `written`
 
     @classmethod
     def of(cls, *records):
@@ -141,9 +148,15 @@ class MemoryLedger:
     def leases(self, request_id):
         return [claim for claim in self.claims if claim.request_id == request_id]
 
+    def written(self, wait_s):
+        came = self.came.wait(wait_s)
+        self.came.clear()
+        return came
+
     def put(self, record, writer=None):
         self.latest[record.request_id] = record
         self.writes.append(record)
+        self.came.set()
 
     def put_plan(self, plan, writer=None, with_parts=False):
         self.plan_headers[plan.request_id] = plan
