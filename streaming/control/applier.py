@@ -40,7 +40,10 @@ from streaming.vocabulary.throttle_actions import FAILED
 from streaming.vocabulary.states import OwnershipState
 
 READBACK_TIMEOUT_S = 15.0
-READBACK_INTERVAL_S = 0.25
+# The first read-back after an alter usually comes before the brokers applied it: at 0.25 s between reads a sweep's
+# read-back took 0.54-0.59 s (the cut-off test's job log), during which the controller noticed no other move's end,
+# and the second of two moves ending together had its throttles removed 1.44 s after its end.
+READBACK_INTERVAL_S = 0.1
 MIN_READBACK_S = 5.0  # setting throttles: the read-back waits at least this long, whatever --timeout is
 REAPPLY_S = 1.0  # setting throttles: what a read-back still misses this long after it was set is set again
 
