@@ -671,7 +671,7 @@ def test_between_ticks_the_controller_looks_closer_while_an_owned_partition_move
         if len(looks) == 2:
             del cluster.reassigning[("t", 0)]
     controller._wake.wait = wait
-    controller._wait(clock.now)
+    controller._wait(clock.now, controller.interval_s)
     assert looks == [rules.PEEK_INTERVAL_S] * 2  # it ended at the look after the move left, 0.5 s in
     controller.tick()
     assert cluster.topics[("t", "leader")] == "3:3"  # that tick swept
@@ -695,7 +695,7 @@ def test_a_look_between_ticks_that_waited_out_a_deadline_is_the_next_ticks_one_w
         return original()
     cluster.listed_or_last = lapsing_look
     controller._wake.wait = lambda seconds: None
-    controller._wait(clock.now)
+    controller._wait(clock.now, controller.interval_s)
     started = clock.now
     controller.tick()
     assert ledger.reads == reads and sample(metrics, LAST_POLL) == started  # published, nothing else
@@ -710,7 +710,7 @@ def test_nothing_owned_moving_means_one_wait_of_a_whole_interval(tmp_path):
     controller.tick()
     waits = []
     controller._wake.wait = waits.append
-    controller._wait(clock.now)
+    controller._wait(clock.now, controller.interval_s)
     assert waits == [controller.interval_s]
 
 
@@ -720,7 +720,7 @@ def test_a_batch_handed_over_ends_the_wait_at_once(tmp_path):
     controller.hand_over(batch())
     waits = []
     controller._wake.wait = waits.append
-    controller._wait(clock.now)
+    controller._wait(clock.now, controller.interval_s)
     assert waits == []
 
 
@@ -1081,7 +1081,7 @@ def test_the_ownership_watch_wakes_the_controller_on_a_record(tmp_path):
     (True, 60.0, QUIET_TICK_S),  # at most QUIET_TICK_S apart
     (True, 0.5, TICK_INTERVAL_S),  # never more often than a tick
 ])
-def test_a_quiet_controller_looks_every_few_seconds(quiet, trigger_s, expected_s):
+def test_a_quiet_controller_looks_once_a_trigger(quiet, trigger_s, expected_s):
     assert Round(quiet=quiet).interval_s(TICK_INTERVAL_S, trigger_s) == expected_s
 
 

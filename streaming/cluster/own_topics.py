@@ -25,21 +25,24 @@ class OwnTopics:
     def topic_exists(self, name):
         return name in self._metadata().topics
 
-    def _reader_client(self):
+    def _own_topic_consumer(self, client_id, fetch_max_wait_ms, **settings):
+        """A consumer of our own topics. No group (group_id=None): it assigns and seeks, never sends FindCoordinator or
+        commits, so it needs Read and Describe on the topic and no ACL on a consumer group. Its requests have the
+        door's deadline (unless `settings` say otherwise) and are routed like the admin client's (door._routed): a
+        held node is not waited on."""
         from kafka import KafkaConsumer
 
+        consumer = KafkaConsumer(client_id=client_id, group_id=None, enable_auto_commit=False,
+                                 allow_auto_create_topics=False, fetch_max_wait_ms=fetch_max_wait_ms,
+                                 metrics_enabled=False, **{**self._client_settings(self._timeout_s), **settings})
+        self._route_sends(consumer._manager)
+        return consumer
+
+    def _reader_client(self):
         with self._lock:
             if self._reader is None:
-                # No group (group_id=None): it assigns and seeks, never sends FindCoordinator or commits, so
-                # it needs Read and Describe on the topic and no ACL on a consumer group. fetch_max_wait_ms
-                # short: a catch-up poll should not wait for records that will not come. Its requests have the
-                # door's deadline and are routed like the admin client's (door._routed): a held node is not waited on.
-                self._reader = KafkaConsumer(
-                    client_id="reassign-monitor-reader", group_id=None, enable_auto_commit=False,
-                    auto_offset_reset="earliest", allow_auto_create_topics=False, fetch_max_wait_ms=20,
-                    metrics_enabled=False,
-                    **self._client_settings(self._timeout_s))
-                self._route_sends(self._reader._manager)
+                # fetch_max_wait_ms short: a catch-up poll should not wait for records that will not come.
+                self._reader = self._own_topic_consumer("reassign-monitor-reader", 20, auto_offset_reset="earliest")
             return self._reader
 
     def _drop_reader(self):
@@ -53,17 +56,14 @@ class OwnTopics:
         (streaming.control.controller). Its requests' deadline is `wait_s` more than the door's: the leader holds the
         Fetch that long before it answers. False when it cannot tell (no leader, a failure: the consumer is dropped
         and made again next call); the caller's own looks read anyway."""
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
         tp = TopicPartition(topic, partition)
         wait_ms = int(wait_s * 1000)
         try:
             if self._watcher is None:  # one caller (the controller's watch thread): made outside the door's lock
-                watcher = KafkaConsumer(
-                    client_id="reassign-monitor-watcher", group_id=None, enable_auto_commit=False,
-                    allow_auto_create_topics=False, fetch_max_wait_ms=wait_ms, metrics_enabled=False,
-                    **{**self._client_settings(self._timeout_s), "request_timeout_ms": wait_ms + self._deadline_ms()})
-                self._route_sends(watcher._manager)
+                watcher = self._own_topic_consumer("reassign-monitor-watcher", wait_ms,
+                                                   request_timeout_ms=wait_ms + self._deadline_ms())
                 watcher.assign([tp])
                 watcher.seek_to_end(tp)
                 self._watcher = watcher

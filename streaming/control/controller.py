@@ -219,10 +219,10 @@ class Controller:
             self._thread.join(30)
 
     def _run(self):
-        waited_from = None  # the first tick is at once
+        waited_from, interval_s = None, self.interval_s  # the first tick is at once
         while not self._stop.is_set():
             if waited_from is not None:
-                self._wait(waited_from)
+                self._wait(waited_from, interval_s)
                 if self._stop.is_set():
                     return
             started = waited_from = self.round.ticking_since_s = self.clock()
@@ -234,17 +234,18 @@ class Controller:
                 self._say(f"tick failed: {type(error).__name__}: {error}")
             finally:
                 self.round.ticking_since_s = None
-                self.duties.looks.expect(self.round.interval_s(self.interval_s, self.trigger_interval_s))
+                interval_s = self.round.interval_s(self.interval_s, self.trigger_interval_s)
+                self.duties.looks.expect(interval_s)
             slow = self.round.slow_tick_line(self.clock() - started)
             if slow:
                 self._say(slow)
 
-    def _wait(self, started):
+    def _wait(self, started, interval_s):
         """Until the next tick, or a batch's findings. While an owned partition is reassigning (batch_rules.peeks),
         look at the reassignment list every batch_rules.peek_interval_s and end the wait as soon as an owned
         partition left it - or the look failed: the tick then lists again, and counts and reports the failure."""
         looks, owned = self.duties.looks, self.duties.owned
-        next_tick_s, took_s = started + self.round.interval_s(self.interval_s, self.trigger_interval_s), 0.0
+        next_tick_s, took_s = started + interval_s, 0.0
         while not self._stop.is_set():
             left_s = next_tick_s - self.clock()
             if left_s <= 0 or self._wake.is_set():

@@ -9,7 +9,7 @@ from streaming.control import batch_rules
 from streaming.vocabulary.replica_row import partition_of
 
 # A gap longer than this between two lists by any look is logged ("slow look: ..."): twice the tick interval; while
-# the controller is quiet (it looks every few seconds), the quiet interval and half this more (`expect`).
+# the controller is quiet (it looks once a trigger), that interval and half this more (`expect`).
 SLOW_LOOK_S = 2.0
 SLOW_LOOK_LINE = "slow look: "
 
